@@ -1,0 +1,145 @@
+/*
+ * disk.c — request validation and the thin public wrappers around a backend's ops table.
+ * Every backend gets the same checks here, so an unaligned or out-of-range request is
+ * refused the same way everywhere. No I/O happens in this file.
+ */
+#include "disk.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int avfs_disk_check(const struct avfs_disk *d, const struct avfs_disk_req *req)
+{
+	const struct avfs_disk_info *in = &d->info;
+
+	if (!req)
+		return -EINVAL;
+	switch (req->op) {
+	case AVFS_DISK_FLUSH:
+		return 0;
+	case AVFS_DISK_SEEK:
+		if (!in->has_seek)
+			return -EOPNOTSUPP;
+		return req->lba < in->size / in->lbs ? 0 : -EINVAL;
+	case AVFS_DISK_READ:
+	case AVFS_DISK_WRITE:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (req->len == 0 || req->len > AVFS_DISK_MAX_IO || req->len % in->lbs)
+		return -EINVAL;
+	if (!req->buf || (uintptr_t)req->buf % in->mem_align)
+		return -EINVAL;
+	/* beyond the end, written so that it cannot overflow */
+	if (req->lba > in->size / in->lbs ||
+	    (uint64_t)req->len / in->lbs > in->size / in->lbs - req->lba)
+		return -EINVAL;
+	if (req->flags & ~AVFS_DISK_FUA)
+		return -EINVAL;
+	if (req->buf_index >= 0) {
+		const struct iovec *v;
+
+		if ((unsigned)req->buf_index >= d->nreg)
+			return -EINVAL;
+		v = &d->reg[req->buf_index];
+		if ((char *)req->buf < (char *)v->iov_base ||
+		    (char *)req->buf + req->len > (char *)v->iov_base + v->iov_len)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int avfs_disk_submit(struct avfs_disk *d, const struct avfs_disk_req *req)
+{
+	int err = avfs_disk_check(d, req);
+
+	if (err)
+		return err;
+	return d->ops->submit(d->ctx, req);
+}
+
+int avfs_disk_reap(struct avfs_disk *d, struct avfs_disk_cqe *cqes, unsigned max)
+{
+	if (!cqes && max)
+		return -EINVAL;
+	return d->ops->reap(d->ctx, cqes, max);
+}
+
+int avfs_disk_wait(struct avfs_disk *d)
+{
+	return d->ops->wait(d->ctx);
+}
+
+int avfs_disk_register_buffers(struct avfs_disk *d, const struct iovec *iov, unsigned n)
+{
+	int err;
+
+	if (!d->ops->register_buffers)
+		return -EOPNOTSUPP;
+	if (!iov || !n)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (!iov[i].iov_base || (uintptr_t)iov[i].iov_base % d->info.mem_align)
+			return -EINVAL;
+	err = d->ops->register_buffers(d->ctx, iov, n);
+	if (err) {
+		d->reg = NULL;	/* the backend dropped the old set before trying the new one */
+		d->nreg = 0;
+		return err;
+	}
+	d->reg = iov;	/* the caller keeps the array alive while registered */
+	d->nreg = n;
+	return 0;
+}
+
+int avfs_disk_poll_fd(struct avfs_disk *d)
+{
+	return d->ops->poll_fd ? d->ops->poll_fd(d->ctx) : -1;
+}
+
+unsigned avfs_disk_inflight(struct avfs_disk *d)
+{
+	return d->ops->inflight(d->ctx);
+}
+
+void avfs_disk_close(struct avfs_disk *d)
+{
+	if (!d)
+		return;
+	d->ops->close(d->ctx);	/* frees d too: the backend owns the handle */
+}
+
+int64_t avfs_disk_io_sync(struct avfs_disk *d, const struct avfs_disk_req *req)
+{
+	struct avfs_disk_cqe cqe;
+	int err, n;
+
+	if (avfs_disk_inflight(d))
+		return -EBUSY;
+	err = avfs_disk_submit(d, req);
+	if (err)
+		return err;
+	for (;;) {
+		n = avfs_disk_reap(d, &cqe, 1);
+		if (n < 0)
+			return n;
+		if (n == 1)
+			return cqe.res;
+		err = avfs_disk_wait(d);
+		if (err)
+			return err;
+	}
+}
+
+void *avfs_disk_alloc_buf(const struct avfs_disk *d, size_t len)
+{
+	size_t align = d->info.mem_align > sizeof(void *) ? d->info.mem_align : sizeof(void *);
+	void *p = NULL;
+
+	if (align < 4096)
+		align = 4096;	/* page alignment satisfies every device we meet */
+	if (posix_memalign(&p, align, len ? len : align))
+		return NULL;
+	return p;
+}

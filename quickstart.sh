@@ -1,0 +1,61 @@
+#!/bin/sh
+# quickstart.sh — the two commands of the README.
+#   ./quickstart.sh run    install what is missing, build, run the main job
+#   ./quickstart.sh test   install what is missing, build with sanitizers and -Werror,
+#                          run the whole test suite (this is what CI runs)
+# Works as root on a fresh Debian 12 machine from a fresh clone.
+set -eu
+
+cd "$(dirname "$0")"
+
+PACKAGES="gcc pkg-config meson ninja-build python3 liburing-dev libfuse3-dev fuse3 \
+libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev util-linux mount"
+
+install_missing() {
+	missing=""
+	for p in $PACKAGES; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+			missing="$missing $p"
+		fi
+	done
+	[ -z "$missing" ] && return 0
+	if [ "$(id -u)" != 0 ]; then
+		echo "quickstart: missing packages:$missing (run as root, or apt-get install them)" >&2
+		exit 1
+	fi
+	echo "quickstart: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+setup() {	# setup DIR ARGS...: configure once, reconfigure if options changed
+	dir=$1
+	shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson configure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@"
+	fi
+}
+
+case "${1:-}" in
+run)
+	install_missing
+	setup build --buildtype=release
+	ninja -C build
+	echo "quickstart: probing the simulated avfs-250g disk in virtual time (avfs-sim disk --probe)"
+	./build/tools/avfs-sim disk --disk avfs-250g --probe
+	;;
+test)
+	install_missing
+	setup build-test --buildtype=debugoptimized -Dwerror=true \
+		-Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C build-test
+	meson test -C build-test --print-errorlogs --num-processes 2
+	;;
+*)
+	echo "usage: $0 run|test" >&2
+	exit 2
+	;;
+esac
