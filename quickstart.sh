@@ -8,7 +8,7 @@ set -eu
 
 cd "$(dirname "$0")"
 
-PACKAGES="gcc pkg-config meson ninja-build python3 liburing-dev libfuse3-dev fuse3 \
+PACKAGES="gcc libc6-dev pkg-config meson ninja-build python3 liburing-dev libfuse3-dev fuse3 \
 libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev util-linux mount"
 
 install_missing() {
