@@ -1,0 +1,228 @@
+/*
+ * fs.h — the AVFS file system core (sans-I/O, SPEC §2): format geometry, the in-memory
+ * metadata (every live metadata block is held as its 4 KiB image), inodes, directories,
+ * block maps, ZRR allocation, and the journal. It never touches a device: operations change
+ * memory and return *plans* (ordered writes and flushes) that a driver executes; data I/O is
+ * described as extents the driver reads or writes. Drivers: fs/fsio.c (synchronous, for
+ * tools and tests), later avfsd's event loop and the simulator.
+ */
+#ifndef AVFS_FS_H
+#define AVFS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "format.h"
+
+struct avfs_fs;
+
+/* ---- format ---- */
+
+struct avfs_mkfs_opts {
+	uint64_t size;		/* device bytes */
+	uint32_t block_shift;	/* data block size log2, 16..32 (0 = 22, 4 MiB) */
+	uint32_t zones;		/* 0 = SPEC §4 rule; else that many (<= AVFS_ZONES_MAX) */
+	uint64_t seed;		/* first ZRR zone, UUID */
+	uint64_t inodes;	/* 0 = default */
+	uint64_t journal_blocks;	/* 0 = default */
+	uint64_t dyn_blocks;	/* dynamic metadata blocks, 0 = default */
+	uint32_t alloc_policy;	/* 0 ZRR, 1 contiguous first-fit (baseline) */
+	const char *disk_model;	/* fills the service-time parameters; NULL = avfs-250g */
+	int64_t now_ns;		/* format time (for timestamps) */
+};
+
+/* Compute the geometry of a format. 0, -EINVAL (bad option, with why), -ENOSPC (device
+ * too small for even one data block, with why). */
+int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char *why,
+		     size_t whylen);
+
+/* ---- plans: what a driver must do, in order ---- */
+
+enum avfs_plan_kind { AVFS_PLAN_WRITE, AVFS_PLAN_FLUSH };
+
+struct avfs_plan_op {
+	uint8_t kind;
+	uint8_t fua;
+	uint64_t off;		/* device byte offset, 4 KiB aligned */
+	uint32_t len;
+	const uint8_t *buf;	/* owned by the plan */
+};
+
+struct avfs_plan {
+	struct avfs_plan_op *ops;
+	size_t n, cap;
+	uint8_t **bufs;		/* buffers to free with the plan */
+	size_t nbufs, capbufs;
+	uint64_t tail_pos, tail_seq;	/* journal tail to adopt when the plan is done */
+	bool moves_tail;
+	uint64_t *freed;	/* data blocks to release to the allocator when done */
+	size_t nfreed;
+};
+
+void avfs_plan_free(struct avfs_plan *p);
+
+/* ---- mkfs ---- */
+
+/* Build a freshly formatted file system in memory and the plan that writes it (primary,
+ * backup, journal anchors). The fs stays usable (mounted) after the plan is done. */
+int avfs_fs_format(const struct avfs_super *geometry, int64_t now_ns, struct avfs_fs **out,
+		   struct avfs_plan **plan);
+
+/* ---- mount (driven by fs/fsio.c or any driver) ---- */
+
+#define AVFS_MOUNT_RDONLY (1u << 0)	/* never produce writes (fsck -n) */
+
+/* Check a superblock image. 0, or -EUCLEAN / -EINVAL with why. */
+int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super *out,
+			char *why, size_t whylen);
+/* Byte offset of the backup superblock on a device of dev_size bytes (the last 4 KiB). */
+uint64_t avfs_fs_backup_super_off(uint64_t dev_size);
+/* Byte offset of metadata block m's backup copy, or UINT64_MAX for journal blocks. */
+uint64_t avfs_fs_backup_off(const struct avfs_super *sb, uint64_t m);
+
+int avfs_fs_open(const struct avfs_super *sb, unsigned flags, struct avfs_fs **out);
+void avfs_fs_close(struct avfs_fs *fs);	/* frees memory only */
+
+/* Verify a metadata block image for home m (magic, UUID, home, CRC, and type if not 0).
+ * 0 or -EUCLEAN. */
+int avfs_fs_verify_block(const struct avfs_fs *fs, uint64_t m, const uint8_t *img,
+			 uint32_t type);
+
+/* Replay: given the whole journal log area (log_blocks images, in order), find the committed
+ * transactions from the journal superblocks' tail, apply their images to memory and return
+ * how many transactions and blocks were replayed. jsa/jsb: the two journal superblocks. */
+int avfs_fs_replay(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb, const uint8_t *log,
+		   uint64_t *ntxn, uint64_t *nblocks);
+/* Was block m written by replay (so its home copies are stale)? */
+bool avfs_fs_replayed(const struct avfs_fs *fs, uint64_t m);
+
+/* Take block m into memory (a verified image). */
+int avfs_fs_load(struct avfs_fs *fs, uint64_t m, const uint8_t *img);
+/* Blocks that must be loaded: static ones always, dynamic ones as the (loaded) metadata
+ * bitmap says. Call after the bitmap blocks are loaded. */
+bool avfs_fs_block_live(const struct avfs_fs *fs, uint64_t m);
+/* After every live block is loaded: build allocation state, check counts. */
+int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen);
+/* Plan writing blocks whose home (or backup) copy is stale or bad, plus a fresh journal
+ * anchor; marks them as needing rewrite. */
+int avfs_fs_mark_rewrite(struct avfs_fs *fs, uint64_t m, bool primary, bool backup);
+int avfs_fs_recovery_plan(struct avfs_fs *fs, struct avfs_plan **plan);
+
+/* ---- transactions ---- */
+
+/* Blocks changed and not yet committed. */
+size_t avfs_fs_dirty_blocks(const struct avfs_fs *fs);
+/* The plan that commits the running transaction (ordered: the caller has completed every
+ * data write the transaction makes reachable) and checkpoints it to home and backup.
+ * *plan is NULL when nothing changed. */
+int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **plan);
+/* The driver reports the plan's outcome. 0 on success; on failure the fs turns read-only
+ * (-EROFS afterwards) — memory may be ahead of the disk, and only a remount can tell. */
+void avfs_fs_plan_done(struct avfs_fs *fs, struct avfs_plan *plan, int err);
+/* A plan that moves the journal tail to the head (after checkpoints are durable). */
+int avfs_fs_journal_reset(struct avfs_fs *fs, struct avfs_plan **plan);
+
+/* ---- inodes and directories (inode numbers; FUSE low-level style) ---- */
+
+struct avfs_stat {
+	uint64_t ino;
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size;
+	uint64_t blocks512;	/* allocated space in 512-byte units */
+	int64_t atime_ns, mtime_ns, ctime_ns;
+	uint32_t generation;
+	uint32_t blksize;
+};
+
+int avfs_fs_getattr(struct avfs_fs *fs, uint64_t ino, struct avfs_stat *st);
+/* Lookup name in dir. 0 and *ino, -ENOENT, -ENOTDIR, -ENAMETOOLONG. */
+int avfs_fs_lookup(struct avfs_fs *fs, uint64_t dir, const char *name, uint64_t *ino);
+/* Create a regular file (or fifo/socket/device node: mode's type), a directory, a symlink. */
+int avfs_fs_mknod(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
+int avfs_fs_mkdir(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
+int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const char *target,
+		    uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
+int avfs_fs_readlink(struct avfs_fs *fs, uint64_t ino, char *buf, size_t len);
+int avfs_fs_link(struct avfs_fs *fs, uint64_t ino, uint64_t dir, const char *name, int64_t now);
+/* Remove a name of a non-directory. The inode and its blocks are freed at the last link. */
+int avfs_fs_unlink(struct avfs_fs *fs, uint64_t dir, const char *name, int64_t now);
+int avfs_fs_rmdir(struct avfs_fs *fs, uint64_t dir, const char *name, int64_t now);
+#define AVFS_RENAME_NOREPLACE 1u
+#define AVFS_RENAME_EXCHANGE 2u
+int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_t ndir,
+		   const char *nname, unsigned flags, int64_t now);
+
+/* readdir: calls fn for each entry from cookie on ("." and ".." first); fn returns
+ * non-zero to stop. next is the cookie that resumes after this entry. */
+typedef int (*avfs_filldir_fn)(void *arg, const char *name, uint64_t ino, uint32_t type,
+			       uint64_t next);
+int avfs_fs_readdir(struct avfs_fs *fs, uint64_t dir, uint64_t cookie, avfs_filldir_fn fn,
+		    void *arg);
+
+#define AVFS_SET_MODE (1u << 0)
+#define AVFS_SET_UID (1u << 1)
+#define AVFS_SET_GID (1u << 2)
+#define AVFS_SET_SIZE (1u << 3)
+#define AVFS_SET_ATIME (1u << 4)
+#define AVFS_SET_MTIME (1u << 5)
+/* Change attributes. Shrinking frees blocks and uninitializes pages past the end (no I/O).
+ * Bytes past the end inside the last page may be stale on disk: before the size grows (a
+ * write past the end, a truncate up) the driver zeroes them (avfs_fs_tail_page), so a crash
+ * before the commit never shows them under the old size. */
+int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct avfs_stat *st,
+		    int64_t now);
+/* Where the initialized page holding byte `size` (<= the file size) lives: 0 and *dev_off with
+ * *keep bytes of it to keep; 1 when there is nothing to zero (page-aligned, a hole, not
+ * initialized, not a regular file). */
+int avfs_fs_tail_page(struct avfs_fs *fs, uint64_t ino, uint64_t size, uint64_t *dev_off,
+		      uint32_t *keep);
+
+/* ---- file data ---- */
+
+/* One data block's worth of a mapping. */
+struct avfs_bext {
+	uint64_t file_off;	/* start of the data block in the file */
+	uint64_t dev_off;	/* its device byte offset, or 0 for a hole */
+	uint32_t valid;		/* initialized 4 KiB pages before this operation */
+	uint32_t valid_after;	/* ... after it (writes) */
+};
+
+/* Map [off, off + len) for reading (clamped to the size): one avfs_bext per data block
+ * touched; bytes beyond `valid` pages or in holes read as zeros. Returns the count, or
+ * -errno; at most max entries (the caller loops). */
+int avfs_fs_map_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		     struct avfs_bext *ext, unsigned max);
+/* Prepare a write of [off, off + len): allocate missing blocks (ZRR), extend valid pages and
+ * the size, set mtime. The driver must then, per block: write zeros over pages
+ * [valid, first written page) and the data (read-modify-write of partial pages: pages below
+ * `valid` are read from the device, others are zeros) — before the commit. */
+int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		      int64_t now, struct avfs_bext *ext, unsigned max);
+/* Preallocate [off, off + len) (pages stay uninitialized: they read as zeros). keep_size:
+ * FALLOC_FL_KEEP_SIZE. */
+int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		      bool keep_size, int64_t now);
+
+struct avfs_statfs {
+	uint64_t block_size, blocks, bfree;
+	uint64_t files, ffree;
+	uint32_t namemax;
+	uint32_t nzones;
+};
+int avfs_fs_statfs(struct avfs_fs *fs, struct avfs_statfs *st);
+
+/* Data block size, the superblock, the data block -> zone map (for tests and the simulator). */
+uint64_t avfs_fs_block_size(const struct avfs_fs *fs);
+const struct avfs_super *avfs_fs_super(const struct avfs_fs *fs);
+uint32_t avfs_fs_zone_of_dev(const struct avfs_fs *fs, uint64_t dev_off);
+/* The last error's explanation (mount and format failures). */
+const char *avfs_fs_why(const struct avfs_fs *fs);
+/* Read access to a loaded metadata block image (fsck), NULL if not loaded. */
+const uint8_t *avfs_fs_block(const struct avfs_fs *fs, uint64_t m);
+bool avfs_fs_rdonly(const struct avfs_fs *fs);
+
+#endif

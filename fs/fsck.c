@@ -1,0 +1,2 @@
+/* fsck.c placeholder */
+#include "fs_i.h"

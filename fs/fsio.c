@@ -1,0 +1,575 @@
+/*
+ * fsio.c — the synchronous driver: runs plans, mounts (superblock, replay, load with repair
+ * from the backup region), and turns the core's extents into device reads and writes with
+ * page read-modify-write and zero fill. One request at a time; no scheduling.
+ */
+#include "fsio.h"
+
+#include "fs_i.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MB AVFS_MBLOCK
+#define CHUNK (1u << 20)
+
+int64_t avfs_fsio_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void why(char *w, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void why(char *w, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!w || !n)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(w, n, fmt, ap);
+	va_end(ap);
+}
+
+static int dev_io(struct avfs_disk *d, enum avfs_disk_op op, uint64_t off, void *buf, uint64_t len,
+		  bool fua)
+{
+	while (len) {
+		uint32_t n = len > CHUNK ? CHUNK : (uint32_t)len;
+		struct avfs_disk_req r = { .op = op, .flags = fua && n == len ? AVFS_DISK_FUA : 0,
+					   .lba = off / d->info.lbs, .len = n, .buf = buf,
+					   .buf_index = -1 };
+		int64_t res = avfs_disk_io_sync(d, &r);
+
+		if (res < 0)
+			return (int)res;
+		if (res != n)
+			return -EIO;
+		off += n;
+		buf = (uint8_t *)buf + n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int dev_flush(struct avfs_disk *d)
+{
+	struct avfs_disk_req r = { .op = AVFS_DISK_FLUSH, .buf_index = -1 };
+	int64_t res = avfs_disk_io_sync(d, &r);
+
+	return res < 0 ? (int)res : 0;
+}
+
+int avfs_fsio_run(struct avfs_disk *d, const struct avfs_plan *p)
+{
+	for (size_t i = 0; p && i < p->n; i++) {
+		const struct avfs_plan_op *o = &p->ops[i];
+		int err;
+
+		if (o->kind == AVFS_PLAN_FLUSH)
+			err = dev_flush(d);
+		else
+			err = dev_io(d, AVFS_DISK_WRITE, o->off, (void *)o->buf, o->len, o->fua);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void *abuf(size_t len)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, 4096, len ? len : 4096) ? NULL : p;
+}
+
+int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct avfs_super *out,
+		   char *w, size_t wlen)
+{
+	struct avfs_mkfs_opts opts = *o;
+	struct avfs_super sb;
+	struct avfs_fs *fs;
+	struct avfs_plan *p;
+	int err;
+
+	if (!opts.size)
+		opts.size = d->info.size;
+	if (opts.size > d->info.size) {
+		why(w, wlen, "--size %llu is larger than the device (%llu bytes)",
+		    (unsigned long long)opts.size, (unsigned long long)d->info.size);
+		return -EINVAL;
+	}
+	if (!opts.now_ns)
+		opts.now_ns = avfs_fsio_now();
+	err = avfs_fs_geometry(&opts, &sb, w, wlen);
+	if (err)
+		return err;
+	err = avfs_fs_format(&sb, opts.now_ns, &fs, &p);
+	if (err) {
+		why(w, wlen, "cannot build the format in memory: %s", strerror(-err));
+		return err;
+	}
+	err = avfs_fsio_run(d, p);
+	if (err)
+		why(w, wlen, "writing the format failed: %s", strerror(-err));
+	if (out)
+		*out = *avfs_fs_super(fs);
+	avfs_plan_free(p);
+	avfs_fs_close(fs);
+	return err;
+}
+
+/* Read metadata block m's backup copy and take it if it is good. */
+static int from_backup(struct avfs_fsio *io, uint64_t m, uint8_t *tmp)
+{
+	uint64_t off = avfs_fs_backup_off(&io->fs->sb, m);
+
+	if (off == UINT64_MAX || dev_io(io->d, AVFS_DISK_READ, off, tmp, MB, false))
+		return -EIO;
+	return avfs_fs_verify_block(io->fs, m, tmp, 0);
+}
+
+static uint32_t expect_type(const struct avfs_super *sb, uint64_t m)
+{
+	if (m == 0)
+		return AVFS_MT_SUPER;
+	if (m < sb->itable_start)
+		return AVFS_MT_BITMAP;
+	if (m < sb->dyn_start)
+		return AVFS_MT_INODES;
+	return 0;	/* dynamic: map, dir or symlink */
+}
+
+/* Load metadata blocks [first, first + n) that are live, reading the primary in large
+ * chunks and falling back to the backup copy block by block. */
+static int load_range(struct avfs_fsio *io, uint64_t first, uint64_t n, unsigned flags,
+		      struct avfs_mount_report *rep, char *w, size_t wlen)
+{
+	const struct avfs_super *sb = &io->fs->sb;
+	uint8_t *buf = abuf(CHUNK), *tmp = abuf(MB);
+	int err = 0;
+
+	if (!buf || !tmp) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t at = first; at < first + n;) {
+		uint64_t cnt = first + n - at < CHUNK / MB ? first + n - at : CHUNK / MB;
+		bool any = false, read_ok;
+
+		for (uint64_t i = 0; i < cnt && !any; i++)
+			any = avfs_fs_block_live(io->fs, at + i) && !avfs_fs_replayed(io->fs, at + i);
+		if (!any) {
+			at += cnt;
+			continue;
+		}
+		read_ok = !dev_io(io->d, AVFS_DISK_READ, at * MB, buf, cnt * MB, false);
+		for (uint64_t i = 0; i < cnt; i++) {
+			uint64_t m = at + i;
+			uint8_t *img = buf + i * MB;
+			uint32_t t = expect_type(sb, m);
+			bool pgood;
+
+			if (!avfs_fs_block_live(io->fs, m) || avfs_fs_replayed(io->fs, m))
+				continue;
+			if (!read_ok)	/* one bad sector must not hide the rest: per block */
+				read_ok = false, pgood = !dev_io(io->d, AVFS_DISK_READ, m * MB, img,
+								 MB, false) &&
+						 !avfs_fs_verify_block(io->fs, m, img, t);
+			else
+				pgood = !avfs_fs_verify_block(io->fs, m, img, t);
+			if (flags & AVFS_MOUNT_CHECK_BACKUP && pgood) {
+				if (from_backup(io, m, tmp) || memcmp(tmp, img, MB)) {
+					rep->repaired_backup++;
+					avfs_fs_mark_rewrite(io->fs, m, false, true);
+				}
+			}
+			if (!pgood) {
+				if (!from_backup(io, m, tmp) &&
+				    (!t || ((struct avfs_mhdr *)tmp)->type == t)) {
+					img = tmp;
+					rep->repaired_primary++;
+					avfs_fs_mark_rewrite(io->fs, m, true, false);
+				} else if (flags & AVFS_MOUNT_FORCE) {
+					/* fsck rebuilds what it can: an empty block of the right kind */
+					memset(tmp, 0, MB);
+					fs_hdr_init(io->fs, tmp, m, t ? t : AVFS_MT_FREE);
+					fs_seal(io->fs, tmp);
+					img = tmp;
+					rep->lost_blocks++;
+					avfs_fs_mark_rewrite(io->fs, m, true, true);
+				} else {
+					why(w, wlen, "metadata block %llu is damaged in both the primary "
+					    "and the backup region", (unsigned long long)m);
+					err = -EUCLEAN;
+					goto out;
+				}
+			}
+			err = avfs_fs_load(io->fs, m, img);
+			if (err)
+				goto out;
+		}
+		at += cnt;
+	}
+out:
+	free(buf);
+	free(tmp);
+	return err;
+}
+
+int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
+		    struct avfs_mount_report *rep_out, char *w, size_t wlen)
+{
+	struct avfs_mount_report rep = { 0 };
+	struct avfs_fsio *io = calloc(1, sizeof(*io));
+	uint8_t *sbuf = abuf(MB), *jbuf = NULL;
+	struct avfs_super sb;
+	char w2[256];
+	int err = -ENOMEM;
+
+	if (!io || !sbuf)
+		goto fail;
+	io->d = d;
+	if (d->info.size < 2 * MB) {
+		why(w, wlen, "device of %llu bytes is too small to hold a file system",
+		    (unsigned long long)d->info.size);
+		err = -EINVAL;
+		goto fail;
+	}
+	/* 1. the superblock, or its backup at the end of the device */
+	err = dev_io(d, AVFS_DISK_READ, 0, sbuf, MB, false);
+	if (!err)
+		err = avfs_fs_check_super(sbuf, d->info.size, &sb, w, wlen);
+	if (err) {
+		int e2 = dev_io(d, AVFS_DISK_READ, avfs_fs_backup_super_off(d->info.size), sbuf, MB,
+				false);
+
+		if (!e2)
+			e2 = avfs_fs_check_super(sbuf, d->info.size, &sb, w2, sizeof(w2));
+		if (e2)
+			goto fail;	/* report the primary's reason */
+		rep.used_backup_super = true;
+		rep.repaired_primary++;
+	}
+	err = avfs_fs_open(&sb, flags & AVFS_MOUNT_RDONLY, &io->fs);
+	if (err)
+		goto fail;
+	if (rep.used_backup_super)
+		avfs_fs_mark_rewrite(io->fs, 0, true, false);
+	avfs_fs_load(io->fs, 0, sbuf);
+	/* 2. the journal: replay committed transactions into memory */
+	jbuf = abuf(sb.journal_blocks * MB);
+	if (!jbuf) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = dev_io(d, AVFS_DISK_READ, sb.journal_start * MB, jbuf, sb.journal_blocks * MB, false);
+	if (err) {
+		why(w, wlen, "cannot read the journal: %s", strerror(-err));
+		goto fail;
+	}
+	err = avfs_fs_replay(io->fs, jbuf, jbuf + MB, jbuf + 2 * MB, &rep.replayed_txn,
+			     &rep.replayed_blocks);
+	free(jbuf);
+	jbuf = NULL;
+	if (err) {
+		why(w, wlen, "%s", avfs_fs_why(io->fs));
+		goto fail;
+	}
+	/* the superblock image may have been replaced by replay: its CRC was checked there */
+	if ((flags & AVFS_MOUNT_CHECK_BACKUP) && !avfs_fs_replayed(io->fs, 0)) {
+		uint8_t *tmp = abuf(MB);
+
+		if (tmp && (from_backup(io, 0, tmp) || memcmp(tmp + 4, sbuf + 4, MB - 4))) {
+			rep.repaired_backup++;
+			avfs_fs_mark_rewrite(io->fs, 0, false, true);
+		}
+		free(tmp);
+	}
+	/* 3. static blocks (bitmaps, inode table), then the live dynamic ones */
+	err = load_range(io, sb.mbitmap_start, sb.dyn_start - sb.mbitmap_start, flags, &rep, w, wlen);
+	if (!err)
+		err = load_range(io, sb.dyn_start, sb.meta_blocks - sb.dyn_start, flags, &rep, w,
+				 wlen);
+	if (err)
+		goto fail;
+	err = avfs_fs_mount_finish(io->fs, w, wlen);
+	if (err)
+		goto fail;
+	/* 4. write what replay and repair changed, home and backup, and start a fresh log */
+	if (!(flags & AVFS_MOUNT_RDONLY)) {
+		struct avfs_plan *p;
+
+		err = avfs_fs_recovery_plan(io->fs, &p);
+		if (!err) {
+			err = avfs_fsio_run(d, p);
+			avfs_fs_plan_done(io->fs, p, err);
+			avfs_plan_free(p);
+		}
+		if (err) {
+			why(w, wlen, "writing the recovered metadata failed: %s", strerror(-err));
+			goto fail;
+		}
+	}
+	io->autocommit = io->fs->log_blocks / 8;
+	free(sbuf);
+	if (rep_out)
+		*rep_out = rep;
+	*out = io;
+	return 0;
+fail:
+	if (rep_out)
+		*rep_out = rep;
+	free(jbuf);
+	free(sbuf);
+	if (io)
+		avfs_fs_close(io->fs);
+	free(io);
+	return err;
+}
+
+int avfs_fsio_sync(struct avfs_fsio *io)
+{
+	struct avfs_plan *p;
+	int err = avfs_fs_commit(io->fs, avfs_fsio_now(), &p);
+
+	if (err || !p)
+		return err;
+	err = avfs_fsio_run(io->d, p);
+	avfs_fs_plan_done(io->fs, p, err);
+	avfs_plan_free(p);
+	if (!err) {
+		io->commits++;
+		if (io->on_commit)
+			io->on_commit(io->on_commit_arg, io->commits);
+	}
+	return err;
+}
+
+int avfs_fsio_maybe_commit(struct avfs_fsio *io)
+{
+	if (avfs_fs_dirty_blocks(io->fs) < io->autocommit)
+		return 0;
+	return avfs_fsio_sync(io);
+}
+
+int avfs_fsio_unmount(struct avfs_fsio *io)
+{
+	struct avfs_plan *p;
+	int err = avfs_fsio_sync(io);
+
+	if (!err && !avfs_fs_rdonly(io->fs)) {
+		err = avfs_fs_journal_reset(io->fs, &p);
+		if (!err) {
+			err = avfs_fsio_run(io->d, p);
+			avfs_fs_plan_done(io->fs, p, err);
+			avfs_plan_free(p);
+		}
+	}
+	avfs_fsio_abandon(io);
+	return err;
+}
+
+void avfs_fsio_abandon(struct avfs_fsio *io)
+{
+	if (!io)
+		return;
+	avfs_fs_close(io->fs);
+	free(io);
+}
+
+/* ---- data ---- */
+
+int64_t avfs_fsio_read(struct avfs_fsio *io, uint64_t ino, uint64_t off, void *buf, size_t len)
+{
+	uint64_t bs = avfs_fs_block_size(io->fs), pos = off, end;
+	struct avfs_bext ext[16];
+	struct avfs_stat st;
+	int err = avfs_fs_getattr(io->fs, ino, &st);
+
+	if (err)
+		return err;
+	if (off >= st.size || !len)
+		return 0;
+	end = len > st.size - off ? st.size : off + len;
+	while (pos < end) {
+		int n = avfs_fs_map_read(io->fs, ino, pos, end - pos, ext, 16);
+
+		if (n <= 0)
+			return n < 0 ? n : -EIO;
+		for (int i = 0; i < n && pos < end; i++) {
+			uint64_t hi = ext[i].file_off + bs < end ? ext[i].file_off + bs : end;
+			uint64_t vend = ext[i].dev_off ? ext[i].file_off + (uint64_t)ext[i].valid * AVFS_PAGE
+						       : ext[i].file_off;
+			uint64_t rend = vend < hi ? vend : hi;
+
+			/* initialized pages come from the device, the rest of the block is zeros */
+			if (pos < rend) {
+				uint64_t a = pos / AVFS_PAGE * AVFS_PAGE;
+				uint64_t b = (rend + AVFS_PAGE - 1) / AVFS_PAGE * AVFS_PAGE;
+				uint8_t *t = abuf(b - a);
+
+				if (!t)
+					return -ENOMEM;
+				err = dev_io(io->d, AVFS_DISK_READ, ext[i].dev_off + (a - ext[i].file_off), t,
+					     b - a, false);
+				if (!err)
+					memcpy((uint8_t *)buf + (pos - off), t + (pos - a), rend - pos);
+				free(t);
+				if (err)
+					return err;
+				pos = rend;
+			}
+			if (pos < hi) {
+				memset((uint8_t *)buf + (pos - off), 0, hi - pos);
+				pos = hi;
+			}
+		}
+	}
+	return (int64_t)(end - off);
+}
+
+/* Zero the stale bytes past the current end inside its page, before the size grows. */
+static int zero_eof_tail(struct avfs_fsio *io, uint64_t ino, uint64_t size)
+{
+	uint64_t dev;
+	uint32_t keep;
+	uint8_t *page;
+	int err = avfs_fs_tail_page(io->fs, ino, size, &dev, &keep);
+
+	if (err)
+		return err > 0 ? 0 : err;
+	page = abuf(AVFS_PAGE);
+	if (!page)
+		return -ENOMEM;
+	err = dev_io(io->d, AVFS_DISK_READ, dev, page, AVFS_PAGE, false);
+	if (!err) {
+		memset(page + keep, 0, AVFS_PAGE - keep);
+		err = dev_io(io->d, AVFS_DISK_WRITE, dev, page, AVFS_PAGE, false);
+	}
+	free(page);
+	return err;
+}
+
+int64_t avfs_fsio_write(struct avfs_fsio *io, uint64_t ino, uint64_t off, const void *buf,
+			size_t len)
+{
+	uint64_t bs = avfs_fs_block_size(io->fs);
+	struct avfs_bext ext[16];
+	struct avfs_stat st;
+	size_t done = 0;
+	int err;
+
+	if (!len)
+		return 0;
+	err = avfs_fs_getattr(io->fs, ino, &st);
+	if (err)
+		return err;
+	if (off + len > st.size && (err = zero_eof_tail(io, ino, st.size)))
+		return err;
+	while (done < len) {
+		int n = avfs_fs_map_write(io->fs, ino, off + done, len - done, avfs_fsio_now(), ext, 16);
+
+		if (n < 0)
+			return done ? (int64_t)done : n;
+		for (int i = 0; i < n; i++) {
+			uint64_t lo = off + done, hi = ext[i].file_off + bs;
+			uint64_t p0, p1, z0;
+			uint8_t *b;
+			size_t blen;
+
+			if (hi > off + len)
+				hi = off + len;
+			p0 = (lo - ext[i].file_off) / AVFS_PAGE;
+			p1 = (hi - ext[i].file_off + AVFS_PAGE - 1) / AVFS_PAGE;
+			/* pages never initialized before the first one written become zeros */
+			for (z0 = ext[i].valid; z0 < p0;) {
+				uint64_t cnt = p0 - z0 > 256 ? 256 : p0 - z0;
+				uint8_t *z = abuf(cnt * AVFS_PAGE);
+
+				if (!z)
+					return -ENOMEM;
+				memset(z, 0, cnt * AVFS_PAGE);
+				err = dev_io(io->d, AVFS_DISK_WRITE, ext[i].dev_off + z0 * AVFS_PAGE, z,
+					     cnt * AVFS_PAGE, false);
+				free(z);
+				if (err)
+					return err;
+				z0 += cnt;
+			}
+			blen = (p1 - p0) * AVFS_PAGE;
+			b = abuf(blen);
+			if (!b)
+				return -ENOMEM;
+			memset(b, 0, blen);
+			/* partial first and last pages: keep what an initialized page holds */
+			if ((lo % AVFS_PAGE) && p0 < ext[i].valid)
+				err = dev_io(io->d, AVFS_DISK_READ, ext[i].dev_off + p0 * AVFS_PAGE, b,
+					     AVFS_PAGE, false);
+			if (!err && (hi % AVFS_PAGE) && p1 - 1 < ext[i].valid && (p1 - 1 != p0 || !(lo % AVFS_PAGE)))
+				err = dev_io(io->d, AVFS_DISK_READ, ext[i].dev_off + (p1 - 1) * AVFS_PAGE,
+					     b + blen - AVFS_PAGE, AVFS_PAGE, false);
+			if (!err) {
+				memcpy(b + (lo - ext[i].file_off - p0 * AVFS_PAGE),
+				       (const uint8_t *)buf + done, hi - lo);
+				err = dev_io(io->d, AVFS_DISK_WRITE, ext[i].dev_off + p0 * AVFS_PAGE, b,
+					     blen, false);
+			}
+			free(b);
+			if (err)
+				return err;
+			done += hi - lo;
+		}
+	}
+	err = avfs_fsio_maybe_commit(io);
+	return err ? err : (int64_t)done;
+}
+
+int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size)
+{
+	struct avfs_stat st;
+	int err = avfs_fs_getattr(io->fs, ino, &st);
+
+	if (err)
+		return err;
+	if (size > st.size && (err = zero_eof_tail(io, ino, st.size)))
+		return err;
+	st.size = size;
+	err = avfs_fs_setattr(io->fs, ino, AVFS_SET_SIZE, &st, avfs_fsio_now());
+	return err ? err : avfs_fsio_maybe_commit(io);
+}
+
+int avfs_fsio_resolve(struct avfs_fsio *io, const char *path, uint64_t *out)
+{
+	uint64_t ino = AVFS_ROOT_INO;
+	char name[AVFS_NAME_MAX + 1];
+
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	while (*path) {
+		size_t n;
+
+		while (*path == '/')
+			path++;
+		if (!*path)
+			break;
+		n = strcspn(path, "/");
+		if (n > AVFS_NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, path, n);
+		name[n] = 0;
+		int err = avfs_fs_lookup(io->fs, ino, name, &ino);
+
+		if (err)
+			return err;
+		path += n;
+	}
+	*out = ino;
+	return 0;
+}

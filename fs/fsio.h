@@ -1,0 +1,64 @@
+/*
+ * fsio.h — the synchronous driver of the file system core: it performs the core's plans and
+ * the data I/O of reads and writes on a disk backend, one request at a time. For mkfs.avfs,
+ * fsck.avfs, tests and the crash harness; avfsd drives the same core asynchronously.
+ */
+#ifndef AVFS_FSIO_H
+#define AVFS_FSIO_H
+
+#include "disk.h"
+#include "fs.h"
+
+struct avfs_mount_report {
+	uint64_t replayed_txn, replayed_blocks;
+	uint64_t repaired_primary;	/* primary copies taken from the backup region */
+	uint64_t repaired_backup;	/* backup copies found bad (rewritten unless read-only) */
+	uint64_t lost_blocks;		/* bad in both copies (FORCE mounts only) */
+	bool used_backup_super;
+};
+
+struct avfs_fsio {
+	struct avfs_disk *d;
+	struct avfs_fs *fs;
+	uint64_t commits;		/* transactions committed through this driver */
+	void (*on_commit)(void *arg, uint64_t n);	/* after each commit is on disk (tests) */
+	void *on_commit_arg;
+	size_t autocommit;		/* commit when this many blocks are dirty */
+	char why[256];
+};
+
+#define AVFS_MOUNT_FORCE (1u << 1)	/* fsck: load even when a block is bad in both copies */
+#define AVFS_MOUNT_CHECK_BACKUP (1u << 2)	/* also read and verify every backup copy */
+
+/* Execute a plan on d. 0 or the first -errno. */
+int avfs_fsio_run(struct avfs_disk *d, const struct avfs_plan *p);
+
+/* Format d. o->size 0 = the whole device. 0 or -errno with why. */
+int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct avfs_super *sb,
+		   char *why, size_t whylen);
+
+/* Mount: superblock (or its backup), journal replay, load with repair from the backup region,
+ * then (unless AVFS_MOUNT_RDONLY) write the repairs and the replayed blocks home.
+ * 0 or -errno with why. */
+int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
+		    struct avfs_mount_report *rep, char *why, size_t whylen);
+/* Commit, empty the journal, free memory. The disk stays open (the caller's). */
+int avfs_fsio_unmount(struct avfs_fsio *io);
+/* Free without writing anything (a crash, or after a read-only mount). */
+void avfs_fsio_abandon(struct avfs_fsio *io);
+
+int avfs_fsio_sync(struct avfs_fsio *io);	/* commit the running transaction */
+/* Commit if the transaction has grown past io->autocommit blocks. */
+int avfs_fsio_maybe_commit(struct avfs_fsio *io);
+
+int64_t avfs_fsio_read(struct avfs_fsio *io, uint64_t ino, uint64_t off, void *buf, size_t len);
+int64_t avfs_fsio_write(struct avfs_fsio *io, uint64_t ino, uint64_t off, const void *buf,
+			size_t len);
+int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size);
+
+/* Resolve an absolute path ("/a/b") to an inode. 0 or -errno. */
+int avfs_fsio_resolve(struct avfs_fsio *io, const char *path, uint64_t *ino);
+
+int64_t avfs_fsio_now(void);
+
+#endif
