@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define AVFS_MAGIC		0x53465641u	/* "AVFS" little-endian */
-#define AVFS_VERSION		1u
+#define AVFS_FORMAT_VERSION		1u
 #define AVFS_MBLOCK		4096u		/* metadata block size */
 #define AVFS_MBLOCK_SHIFT	12
 #define AVFS_BLOCK_MIN_SHIFT	16		/* data blocks: 64 KiB ... */

@@ -201,7 +201,7 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	sb->zone_blocks = a.zone_blocks;
 	avfs_bitmap_free(&tmp);
 
-	sb->version = AVFS_VERSION;
+	sb->version = AVFS_FORMAT_VERSION;
 	sb->mblock_size = AVFS_MBLOCK;
 	sb->dev_size = dev;
 	sb->block_shift = shift;
@@ -541,9 +541,9 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 		why_to(why, whylen, "superblock checksum or header is wrong");
 		return -EUCLEAN;
 	}
-	if (s->version != AVFS_VERSION) {
+	if (s->version != AVFS_FORMAT_VERSION) {
 		why_to(why, whylen, "unsupported format version %u (this build reads %u)",
-		       s->version, AVFS_VERSION);
+		       s->version, AVFS_FORMAT_VERSION);
 		return -EINVAL;
 	}
 	if (s->mblock_size != AVFS_MBLOCK || s->block_shift < AVFS_BLOCK_MIN_SHIFT ||

@@ -1,0 +1,436 @@
+/*
+ * test_crash.c — crash consistency the way littlefs and dm-log-writes test it: run a
+ * workload on a recording disk, then rebuild the image at every flush and at random cut
+ * points between flushes (in-flight writes dropped or applied in any order), mount it
+ * (journal replay) and require: the mount succeeds, fsck finds nothing, and the tree with
+ * every file's content equals exactly the state of the last commit whose record reached
+ * the disk. AVFS_CRASH_LONG=1 runs a longer, denser version (a benchmark, not for CI).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "crashsim.h"
+#include "crc32c.h"
+#include "fsck.h"
+#include "fsio.h"
+#include "memdisk.h"
+#include "recdisk.h"
+
+#define IMG (16u << 20)
+
+static bool long_run;
+static uint64_t total_points;
+
+/* ---- logical snapshot of a file system: sorted lines "path type size nlink crc" ---- */
+
+struct snap {
+	char **lines;
+	size_t n, cap;
+};
+
+static void snap_add(struct snap *s, const char *line)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 64;
+		s->lines = realloc(s->lines, s->cap * sizeof(*s->lines));
+	}
+	s->lines[s->n++] = strdup(line);
+}
+
+static void snap_free(struct snap *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->lines[i]);
+	free(s->lines);
+	memset(s, 0, sizeof(*s));
+}
+
+struct names {
+	char (*v)[AVFS_NAME_MAX + 1];
+	uint64_t *ino;
+	size_t n, cap;
+};
+
+static int add_name(void *arg, const char *name, uint64_t ino, uint32_t type, uint64_t next)
+{
+	struct names *nm = arg;
+
+	(void)type, (void)next;
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	if (nm->n == nm->cap) {
+		nm->cap = nm->cap ? 2 * nm->cap : 32;
+		nm->v = realloc(nm->v, nm->cap * sizeof(*nm->v));
+		nm->ino = realloc(nm->ino, nm->cap * sizeof(*nm->ino));
+	}
+	snprintf(nm->v[nm->n], sizeof(nm->v[0]), "%s", name);
+	nm->ino[nm->n++] = ino;
+	return 0;
+}
+
+static void walk(struct avfs_fsio *io, uint64_t dir, const char *path, struct snap *s, int depth)
+{
+	struct names nm = { 0 };
+	static uint8_t buf[1 << 20];
+
+	assert_true(depth < 64);
+	assert_int_equal(avfs_fs_readdir(io->fs, dir, 0, add_name, &nm), 0);
+	for (size_t i = 0; i < nm.n; i++) {
+		char p[4096], line[4200], target[AVFS_SYMLINK_MAX + 1];
+		struct avfs_stat st;
+		uint32_t crc = 0;
+
+		snprintf(p, sizeof(p), "%s/%s", path, nm.v[i]);
+		assert_int_equal(avfs_fs_getattr(io->fs, nm.ino[i], &st), 0);
+		if (S_ISREG(st.mode)) {
+			for (uint64_t off = 0; off < st.size;) {
+				int64_t r = avfs_fsio_read(io, nm.ino[i], off, buf, sizeof(buf));
+
+				assert_true(r > 0);
+				crc = avfs_crc32c(crc, buf, (size_t)r);
+				off += (uint64_t)r;
+			}
+		} else if (S_ISLNK(st.mode)) {
+			int r = avfs_fs_readlink(io->fs, nm.ino[i], target, sizeof(target));
+
+			assert_true(r > 0);
+			crc = avfs_crc32c(0, target, (size_t)r);
+		}
+		snprintf(line, sizeof(line), "%s %o %llu %u %08x", p, st.mode & S_IFMT,
+			 S_ISDIR(st.mode) ? 0ull : (unsigned long long)st.size, st.nlink, crc);
+		snap_add(s, line);
+		if (S_ISDIR(st.mode))
+			walk(io, nm.ino[i], p, s, depth + 1);
+	}
+	free(nm.v);
+	free(nm.ino);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void snapshot(struct avfs_fsio *io, struct snap *s)
+{
+	walk(io, AVFS_ROOT_INO, "", s, 0);
+	if (s->n)
+		qsort(s->lines, s->n, sizeof(*s->lines), cmp_str);
+}
+
+/* ---- the harness ---- */
+
+struct run {
+	struct avfs_disk *mem, *rec;
+	struct avfs_fsio *io;
+	uint8_t *base;		/* the image before the workload */
+	struct snap *snaps;	/* snaps[k]: the state after k commits */
+	size_t nsnaps, capsnaps;
+	uint64_t rng;
+};
+
+static void on_commit(void *arg, uint64_t n)
+{
+	struct run *r = arg;
+
+	(void)n;
+	if (r->nsnaps == r->capsnaps) {
+		r->capsnaps = r->capsnaps ? 2 * r->capsnaps : 64;
+		r->snaps = realloc(r->snaps, r->capsnaps * sizeof(*r->snaps));
+	}
+	memset(&r->snaps[r->nsnaps], 0, sizeof(r->snaps[0]));
+	snapshot(r->io, &r->snaps[r->nsnaps++]);
+}
+
+static void run_start(struct run *r, uint64_t seed)
+{
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 8, .seed = seed, .inodes = 2048,
+				    .journal_blocks = 256 };
+	char why[256];
+
+	memset(r, 0, sizeof(*r));
+	r->rng = seed;
+	assert_int_equal(avfs_memdisk_open(IMG, 512, &r->mem), 0);
+	assert_int_equal(avfs_fsio_mkfs(r->mem, &o, NULL, why, sizeof(why)), 0);
+	r->base = malloc(IMG);
+	memcpy(r->base, avfs_memdisk_data(r->mem), IMG);
+	assert_int_equal(avfs_recdisk_open(r->mem, &r->rec), 0);
+	assert_int_equal(avfs_fsio_mount(r->rec, 0, &r->io, NULL, why, sizeof(why)), 0);
+	r->io->autocommit = 24;	/* small transactions: many commits to crash between */
+	r->io->on_commit = on_commit;
+	r->io->on_commit_arg = r;
+	on_commit(r, 0);	/* snaps[0]: the state before any commit of the workload */
+}
+
+static uint64_t rnd(struct run *r, uint64_t n)
+{
+	r->rng = r->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (r->rng >> 17) % n;
+}
+
+static bool same(const struct snap *a, const struct snap *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->lines[i], b->lines[i]))
+			return false;
+	return true;
+}
+
+static void dump(const char *what, const struct snap *s)
+{
+	fprintf(stderr, "  %s (%zu entries):\n", what, s->n);
+	for (size_t i = 0; i < s->n && i < 40; i++)
+		fprintf(stderr, "    %s\n", s->lines[i]);
+}
+
+/* Replay every crash point of the recorded log and check each. */
+static void run_check(struct run *r, const char *name, unsigned per_gap)
+{
+	size_t nlog, npts;
+	const struct avfs_rec_entry *log;
+	struct avfs_crash_point *pts;
+	uint8_t *img = malloc(IMG);
+	uint64_t fails = 0;
+
+	assert_int_equal(avfs_fsio_unmount(r->io), 0);
+	r->io = NULL;
+	log = avfs_recdisk_log(r->rec, &nlog);
+	pts = avfs_crash_points(log, nlog, per_gap, r->rng, &npts);
+	assert_non_null(pts);
+	for (size_t i = 0; i < npts; i++) {
+		struct avfs_disk *d;
+		struct avfs_fsio *io;
+		struct avfs_fsck_report rep;
+		struct snap got = { 0 };
+		size_t k = 0;
+		char why[256];
+		int err;
+
+		/* commits whose record (the only FUA writes) is inside the prefix are durable */
+		for (size_t j = 0; j < pts[i].upto && j < nlog; j++)
+			k += log[j].kind == AVFS_REC_WRITE && log[j].fua;
+		assert_true(k < r->nsnaps);
+		avfs_crash_image(r->base, IMG, log, nlog, &pts[i], img);
+		assert_int_equal(avfs_memdisk_open_image(img, IMG, 512, &d), 0);
+		err = avfs_fsio_mount(d, 0, &io, NULL, why, sizeof(why));
+		if (err) {
+			fprintf(stderr, "%s: crash point %zu (log %zu/%zu): mount failed: %s\n", name,
+				i, pts[i].upto, nlog, why);
+			fails++;
+			avfs_disk_close(d);
+			continue;
+		}
+		assert_int_equal(avfs_fsck_check(io->fs, 0, &rep), 0);
+		if (rep.errors) {
+			fprintf(stderr, "%s: crash point %zu (log %zu/%zu): fsck: %s\n", name, i,
+				pts[i].upto, nlog, rep.nfindings ? rep.findings[0] : "?");
+			fails++;
+		}
+		avfs_fsck_report_free(&rep);
+		snapshot(io, &got);
+		if (!same(&got, &r->snaps[k])) {
+			fprintf(stderr, "%s: crash point %zu (log %zu/%zu): state is not commit %zu\n",
+				name, i, pts[i].upto, nlog, k);
+			dump("expected", &r->snaps[k]);
+			dump("found", &got);
+			fails++;
+		}
+		snap_free(&got);
+		avfs_fsio_abandon(io);
+		avfs_disk_close(d);
+	}
+	printf("%s: %zu crash points replayed over %zu logged writes/flushes and %zu commits, "
+	       "%llu failures\n", name, npts, nlog, r->nsnaps - 1, (unsigned long long)fails);
+	total_points += npts;
+	assert_int_equal(fails, 0);
+	free(pts);
+	free(img);
+	for (size_t i = 0; i < r->nsnaps; i++)
+		snap_free(&r->snaps[i]);
+	free(r->snaps);
+	free(r->base);
+	avfs_disk_close(r->rec);
+}
+
+static void fill_pattern(uint8_t *b, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ull + 1;
+		b[i] = (uint8_t)(seed >> 56);
+	}
+}
+
+/* Metadata storm: creates (with a little data), mkdir, renames within and across
+ * directories (also over existing names), links, symlinks, unlinks and rmdirs. */
+static void test_crash_metadata_storm(void **state)
+{
+	struct run r;
+	int ops = long_run ? 3000 : 400;
+	uint8_t data[9000];
+	uint64_t dirs[8];
+	int ndirs = 1;
+
+	(void)state;
+	run_start(&r, 11);
+	dirs[0] = AVFS_ROOT_INO;
+	for (int i = 0; i < ops; i++) {
+		char a[32], b[32];
+		uint64_t d1 = dirs[rnd(&r, ndirs)], d2 = dirs[rnd(&r, ndirs)], ino;
+		int op = (int)rnd(&r, 10);
+
+		snprintf(a, sizeof(a), "f%llu", (unsigned long long)rnd(&r, 40));
+		snprintf(b, sizeof(b), "f%llu", (unsigned long long)rnd(&r, 40));
+		switch (op) {
+		case 0: case 1: case 2:
+			if (!avfs_fs_mknod(r.io->fs, d1, a, 0644, 0, 0, i, &ino)) {
+				size_t len = rnd(&r, sizeof(data));
+
+				fill_pattern(data, len, (uint64_t)i);
+				assert_int_equal(avfs_fsio_write(r.io, ino, 0, data, len), (int64_t)len);
+			}
+			break;
+		case 3:
+			if (ndirs < 8 && !avfs_fs_mkdir(r.io->fs, d1, a, 0755, 0, 0, i, &ino))
+				dirs[ndirs++] = ino;
+			break;
+		case 4: case 5:
+			avfs_fs_rename(r.io->fs, d1, a, d2, b, 0, i);
+			break;
+		case 6:
+			if (!avfs_fs_lookup(r.io->fs, d1, a, &ino))
+				avfs_fs_link(r.io->fs, ino, d2, b, i);
+			break;
+		case 7:
+			avfs_fs_symlink(r.io->fs, d1, a, i % 2 ? "short" :
+					"a-symlink-target-long-enough-to-need-a-block-of-its-own-xxxx",
+					0, 0, i, &ino);
+			break;
+		case 8:
+			avfs_fs_unlink(r.io->fs, d1, a, i);
+			break;
+		case 9:
+			avfs_fs_rmdir(r.io->fs, d1, a, i);	/* may fail: not empty, not a dir */
+			break;
+		}
+		assert_int_equal(avfs_fsio_maybe_commit(r.io), 0);
+		if (rnd(&r, 8) == 0)
+			assert_int_equal(avfs_fsio_sync(r.io), 0);
+	}
+	run_check(&r, "metadata storm", long_run ? 32 : 10);
+}
+
+/* Large streaming writes with fsync: four recordings appended in turn, synced every few
+ * chunks (each file's fsync'ed prefix must survive every later crash). */
+static void test_crash_streaming(void **state)
+{
+	struct run r;
+	uint64_t ino[4], off[4] = { 0 };
+	int chunks = long_run ? 600 : 100;
+	static uint8_t data[48 * 1024];
+
+	(void)state;
+	run_start(&r, 12);
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "rec%d.ts", i);
+		assert_int_equal(avfs_fs_mknod(r.io->fs, 1, name, 0644, 0, 0, 1, &ino[i]), 0);
+	}
+	for (int c = 0; c < chunks; c++) {
+		int f = c % 4;
+		size_t len = 1000 + rnd(&r, sizeof(data) - 1000);
+
+		fill_pattern(data, len, (uint64_t)c * 7 + 1);
+		assert_int_equal(avfs_fsio_write(r.io, ino[f], off[f], data, len), (int64_t)len);
+		off[f] += len;
+		if (c % 5 == 4)
+			assert_int_equal(avfs_fsio_sync(r.io), 0);
+	}
+	run_check(&r, "streaming", long_run ? 32 : 12);
+}
+
+/* Truncate and fallocate mixed with writes (a sync after each shrink, before the region is
+ * written again: data is not journaled, so an overwrite is only ever old-or-new). */
+static void test_crash_truncate_fallocate(void **state)
+{
+	struct run r;
+	uint64_t ino[3], size[3] = { 0 };
+	int ops = long_run ? 1000 : 150;
+	static uint8_t data[100000];
+
+	(void)state;
+	run_start(&r, 13);
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "t%d", i);
+		assert_int_equal(avfs_fs_mknod(r.io->fs, 1, name, 0644, 0, 0, 1, &ino[i]), 0);
+	}
+	for (int i = 0; i < ops; i++) {
+		int f = (int)rnd(&r, 3), op = (int)rnd(&r, 4);
+
+		if (op == 0) {	/* append */
+			size_t len = 1 + rnd(&r, sizeof(data) - 1);
+
+			fill_pattern(data, len, (uint64_t)i);
+			assert_int_equal(avfs_fsio_write(r.io, ino[f], size[f], data, len), (int64_t)len);
+			size[f] += len;
+		} else if (op == 1) {	/* shrink */
+			size[f] = size[f] ? rnd(&r, size[f]) : 0;
+			assert_int_equal(avfs_fsio_truncate(r.io, ino[f], size[f]), 0);
+			assert_int_equal(avfs_fsio_sync(r.io), 0);
+		} else if (op == 2) {	/* grow with a hole */
+			size[f] += rnd(&r, 300000);
+			assert_int_equal(avfs_fsio_truncate(r.io, ino[f], size[f]), 0);
+		} else {		/* preallocate, keeping or extending the size */
+			bool keep = rnd(&r, 2);
+			uint64_t len = 1 + rnd(&r, 400000);
+			int err = avfs_fs_fallocate(r.io->fs, ino[f], size[f], len, keep, i);
+
+			assert_true(err == 0 || err == -ENOSPC);
+			if (!err && !keep)
+				size[f] += len;
+			assert_int_equal(avfs_fsio_maybe_commit(r.io), 0);
+		}
+		if (rnd(&r, 6) == 0)
+			assert_int_equal(avfs_fsio_sync(r.io), 0);
+	}
+	run_check(&r, "truncate/fallocate", long_run ? 32 : 8);
+}
+
+/* The total for the CI log (issue: at least 1,000 crash points per run). */
+static void test_crash_total(void **state)
+{
+	(void)state;
+	printf("crash consistency: %llu crash points replayed in total, all clean\n",
+	       (unsigned long long)total_points);
+	if (!long_run)
+		assert_true(total_points >= 1000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crash_metadata_storm),
+		cmocka_unit_test(test_crash_streaming),
+		cmocka_unit_test(test_crash_truncate_fallocate),
+		cmocka_unit_test(test_crash_total),
+	};
+	const char *l = getenv("AVFS_CRASH_LONG");
+
+	long_run = l && *l && strcmp(l, "0");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

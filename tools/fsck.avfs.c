@@ -1,0 +1,323 @@
+/*
+ * fsck.avfs — check (and with -y repair) an AVFS file system on a device or image
+ * (SPEC §10, §14). It drives the mount (replay, backup repair) and the core's checker
+ * (fs/fsck.c) and turns their findings into text or JSON and an fsck(8) exit code; the
+ * checks themselves live in the core.
+ */
+#include "disk.h"
+#include "fsck.h"
+#include "fsio.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* fsck(8) exit codes: a sum of conditions */
+#define EXIT_CLEAN 0
+#define EXIT_FIXED 1
+#define EXIT_LEFT 4
+#define EXIT_OPERATIONAL 8
+#define EXIT_USAGE 16
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fsck.avfs [-n|-y] [--json] DEVICE_OR_IMAGE\n"
+		"Check an AVFS file system; with -y, repair it.\n"
+		"  -n          check only, write nothing (the default); a journal is replayed in\n"
+		"              memory only\n"
+		"  -y          repair: replay the journal, rewrite damaged metadata from the backup\n"
+		"              region, fix what the check finds; unreachable inodes are linked\n"
+		"              into /lost+found as #INODE\n"
+		"  --json      one JSON object on stdout (geometry, counts, findings, exit_code)\n"
+		"  -h, --help  this text\n"
+		"Exit codes (fsck(8), summed): 0 no errors, 1 errors fixed, 4 errors left\n"
+		"uncorrected, 8 operational error (cannot open, not AVFS, cannot mount),\n"
+		"16 usage error.\n");
+}
+
+/* Findings of the mount and of the checks, in order, as the tool reports them. */
+struct lines {
+	char **v;
+	size_t n, cap;
+};
+
+static void add_line(struct lines *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_line(struct lines *l, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		char **v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		l->v = v;
+		l->cap = cap;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) >= 0)
+		l->v[l->n++] = s;
+	va_end(ap);
+}
+
+static void free_lines(struct lines *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static bool progress_on;
+
+static void progress(const char *what)
+{
+	if (!progress_on)
+		return;
+	fprintf(stderr, "\rfsck.avfs: %-40s", what);
+	if (!*what)
+		fprintf(stderr, "\r");
+	fflush(stderr);
+}
+
+static int commit_cb(void *arg)
+{
+	return avfs_fsio_sync(arg);
+}
+
+static const char *human(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)bytes;
+	int i = 0;
+
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+	return buf;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool repair = false, check_only = false, json = false;
+	struct avfs_mount_report mrep = { 0 };
+	struct avfs_fsck_report rep = { 0 }, verify = { 0 };
+	struct lines lines = { 0 };
+	struct avfs_disk *d = NULL;
+	struct avfs_fsio *io = NULL;
+	const struct avfs_super *sb;
+	uint64_t errors = 0, fixed = 0, left, bs, free_blocks, ninodes;
+	const char *path;
+	char why[256] = "", hb[16], hf[16];
+	unsigned mflags;
+	int c, err, code;
+
+	while ((c = getopt_long(argc, argv, "nyh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n': check_only = true; break;
+		case 'y': repair = true; break;
+		case 'j': json = true; break;
+		case 'h': usage(stdout); return EXIT_CLEAN;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1 || (check_only && repair)) {
+		if (check_only && repair)
+			fprintf(stderr, "fsck.avfs: -n and -y exclude each other\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	path = argv[optind];
+	progress_on = isatty(STDERR_FILENO);
+
+	err = avfs_uring_open(path, repair ? 0 : AVFS_URING_RDONLY, 0, &d);
+	if (err) {
+		fprintf(stderr, "fsck.avfs: cannot open %s: %s\n", path,
+			err == -EINVAL ? "not an image file or block device" : strerror(-err));
+		snprintf(why, sizeof(why), "cannot open: %s", strerror(-err));
+		code = EXIT_OPERATIONAL;
+		goto fail;
+	}
+	/* -n writes nothing: replay and backup repairs stay in memory */
+	mflags = AVFS_MOUNT_FORCE | AVFS_MOUNT_CHECK_BACKUP | (repair ? 0 : AVFS_MOUNT_RDONLY);
+	progress("mounting");
+	err = avfs_fsio_mount(d, mflags, &io, &mrep, why, sizeof(why));
+	if (err) {
+		progress("");
+		fprintf(stderr, "fsck.avfs: %s: cannot mount: %s\n", path, why);
+		code = EXIT_OPERATIONAL;
+		goto fail;
+	}
+	if (mrep.repaired_primary) {
+		add_line(&lines, "%llu primary metadata block%s damaged: %s the backup copy%s",
+			 (unsigned long long)mrep.repaired_primary,
+			 mrep.repaired_primary == 1 ? "" : "s", repair ? "rewritten from" : "good in",
+			 repair ? " (fixed)" : "");
+		errors += mrep.repaired_primary;
+		fixed += repair ? mrep.repaired_primary : 0;
+	}
+	if (mrep.repaired_backup) {
+		add_line(&lines, "%llu backup metadata cop%s damaged or stale%s",
+			 (unsigned long long)mrep.repaired_backup,
+			 mrep.repaired_backup == 1 ? "y" : "ies", repair ? " (fixed)" : "");
+		errors += mrep.repaired_backup;
+		fixed += repair ? mrep.repaired_backup : 0;
+	}
+	if (mrep.lost_blocks) {
+		add_line(&lines, "%llu metadata block%s damaged in both copies: taken as empty%s",
+			 (unsigned long long)mrep.lost_blocks, mrep.lost_blocks == 1 ? "" : "s",
+			 repair ? " (fixed; what they held is lost)" : "");
+		errors += mrep.lost_blocks;
+		fixed += repair ? mrep.lost_blocks : 0;
+	}
+
+	progress("checking");
+	err = avfs_fsck_check_commit(io->fs, repair ? AVFS_FSCK_REPAIR : 0, &rep,
+				     repair ? commit_cb : NULL, io);
+	if (!err && repair) {
+		progress("writing repairs");
+		err = avfs_fsio_sync(io);
+	}
+	if (err) {
+		progress("");
+		fprintf(stderr, "fsck.avfs: %s: %s failed: %s\n", path,
+			repair ? "repair" : "check", strerror(-err));
+		snprintf(why, sizeof(why), "%s failed: %s", repair ? "repair" : "check",
+			 strerror(-err));
+		code = EXIT_OPERATIONAL;
+		goto fail;
+	}
+	for (size_t i = 0; i < rep.nfindings; i++)
+		add_line(&lines, "%s", rep.findings[i]);
+	errors += rep.errors;
+	fixed += rep.fixed;
+	left = errors - fixed;
+	if (repair) {
+		/* what the repair could not mend shows in a second look */
+		progress("verifying");
+		err = avfs_fsck_check(io->fs, 0, &verify);
+		if (!err && verify.errors) {
+			for (size_t i = 0; i < verify.nfindings; i++)
+				add_line(&lines, "after repair: %s", verify.findings[i]);
+			if (verify.errors > left)
+				left = verify.errors;
+		}
+	}
+	progress("");
+
+	sb = avfs_fs_super(io->fs);
+	bs = avfs_fs_block_size(io->fs);
+	free_blocks = sb->data_blocks - rep.data_blocks_used;
+	ninodes = sb->ninodes;
+	code = (fixed ? EXIT_FIXED : 0) | (left ? EXIT_LEFT : 0);
+	if (json) {
+		printf("{\"device\": ");
+		json_str(path);
+		printf(", \"mode\": \"%s\", \"block_size\": %llu, \"zones\": %u, "
+		       "\"data_blocks\": %llu, \"free_blocks\": %llu, \"free_bytes\": %llu, "
+		       "\"inodes\": %llu, \"inodes_used\": %llu, \"free_inodes\": %llu, "
+		       "\"files\": %llu, \"directories\": %llu, \"symlinks\": %llu, \"other\": %llu, "
+		       "\"dir_entries\": %llu, \"data_blocks_used\": %llu, "
+		       "\"meta_blocks_used\": %llu, \"journal_replayed\": %llu, "
+		       "\"journal_blocks_replayed\": %llu, \"repaired_primary\": %llu, "
+		       "\"repaired_backup\": %llu, \"lost_blocks\": %llu, \"errors\": %llu, "
+		       "\"fixed\": %llu, \"left\": %llu, \"findings\": [",
+		       repair ? "repair" : "check", (unsigned long long)bs, sb->nzones,
+		       (unsigned long long)sb->data_blocks, (unsigned long long)free_blocks,
+		       (unsigned long long)(free_blocks * bs), (unsigned long long)ninodes,
+		       (unsigned long long)rep.inodes, (unsigned long long)(ninodes - rep.inodes),
+		       (unsigned long long)rep.files, (unsigned long long)rep.dirs,
+		       (unsigned long long)rep.symlinks, (unsigned long long)rep.other,
+		       (unsigned long long)rep.dir_entries, (unsigned long long)rep.data_blocks_used,
+		       (unsigned long long)rep.meta_blocks_used,
+		       (unsigned long long)mrep.replayed_txn, (unsigned long long)mrep.replayed_blocks,
+		       (unsigned long long)mrep.repaired_primary,
+		       (unsigned long long)mrep.repaired_backup, (unsigned long long)mrep.lost_blocks,
+		       (unsigned long long)errors, (unsigned long long)fixed, (unsigned long long)left);
+		for (size_t i = 0; i < lines.n; i++) {
+			if (i)
+				printf(", ");
+			json_str(lines.v[i]);
+		}
+		printf("], \"exit_code\": %d}\n", code);
+	} else {
+		if (mrep.replayed_txn)
+			printf("journal: %llu transaction%s replayed %s\n",
+			       (unsigned long long)mrep.replayed_txn, mrep.replayed_txn == 1 ? "" : "s",
+			       repair ? "and written home" : "in memory");
+		for (size_t i = 0; i < lines.n; i++)
+			printf("%s\n", lines.v[i]);
+		printf("%s: block size %s, %u zones, %llu data blocks, %llu free (%s)\n", path,
+		       human(bs, hb, sizeof(hb)), sb->nzones, (unsigned long long)sb->data_blocks,
+		       (unsigned long long)free_blocks, human(free_blocks * bs, hf, sizeof(hf)));
+		printf("%s: %llu of %llu inodes used: %llu files, %llu directories, %llu symlinks, "
+		       "%llu other; %llu names, %llu metadata blocks in maps and directories\n", path,
+		       (unsigned long long)rep.inodes, (unsigned long long)ninodes,
+		       (unsigned long long)rep.files, (unsigned long long)rep.dirs,
+		       (unsigned long long)rep.symlinks, (unsigned long long)rep.other,
+		       (unsigned long long)rep.dir_entries, (unsigned long long)rep.meta_blocks_used);
+		if (!errors)
+			printf("%s: clean\n", path);
+		else
+			printf("%s: %llu error%s, %llu fixed, %llu left uncorrected%s\n", path,
+			       (unsigned long long)errors, errors == 1 ? "" : "s",
+			       (unsigned long long)fixed, (unsigned long long)left,
+			       !repair && left ? " (run with -y to repair)" : "");
+	}
+	if (repair) {
+		err = avfs_fsio_unmount(io);
+		io = NULL;
+		if (err) {
+			fprintf(stderr, "fsck.avfs: %s: writing the repairs failed: %s\n", path,
+				strerror(-err));
+			code |= EXIT_OPERATIONAL;
+		}
+	}
+	goto out;
+fail:
+	if (json) {
+		printf("{\"device\": ");
+		json_str(path);
+		printf(", \"error\": ");
+		json_str(why);
+		printf(", \"exit_code\": %d}\n", code);
+	}
+out:
+	avfs_fsio_abandon(io);
+	avfs_fsck_report_free(&rep);
+	avfs_fsck_report_free(&verify);
+	free_lines(&lines);
+	if (d)
+		avfs_disk_close(d);
+	return code;
+}
