@@ -66,5 +66,6 @@ int fs_plan_write(struct avfs_plan *p, uint64_t off, const uint8_t *img, uint32_
 int fs_plan_flush(struct avfs_plan *p);
 struct avfs_super *fs_sb(struct avfs_fs *fs);
 void dirindex_free(struct dirindex *d);
+uint8_t fs_dtype_of(uint32_t mode);	/* DT_* of <dirent.h> for an inode mode */
 
 #endif

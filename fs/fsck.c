@@ -156,23 +156,10 @@ static const char *type_name(uint32_t mode)
 	}
 }
 
-static uint8_t dtype_of(uint32_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG: return DT_REG;
-	case S_IFDIR: return DT_DIR;
-	case S_IFLNK: return DT_LNK;
-	case S_IFIFO: return DT_FIFO;
-	case S_IFSOCK: return DT_SOCK;
-	case S_IFCHR: return DT_CHR;
-	case S_IFBLK: return DT_BLK;
-	default: return DT_UNKNOWN;
-	}
-}
 
 static bool mode_valid(uint32_t mode)
 {
-	return dtype_of(mode) != DT_UNKNOWN && !(mode & ~(uint32_t)(S_IFMT | 07777));
+	return fs_dtype_of(mode) != DT_UNKNOWN && !(mode & ~(uint32_t)(S_IFMT | 07777));
 }
 
 /* ---- access to the images, every pointer checked ---- */
@@ -831,12 +818,12 @@ static void scan_block(struct ck *ck, uint64_t dir, uint64_t bi, uint64_t m, int
 				drop_dix(ck, dir);
 			}
 		}
-		if (d->type != dtype_of(ti->mode)) {
+		if (d->type != fs_dtype_of(ti->mode)) {
 			finding(ck, ck->repair, "directory %llu: '%s' has type %u but inode %llu is a %s",
 				(unsigned long long)dir, shown(name, d->name_len, show), d->type,
 				(unsigned long long)t, type_name(ti->mode));
 			if (ck->repair) {
-				d->type = dtype_of(ti->mode);
+				d->type = fs_dtype_of(ti->mode);
 				fs_dirty(ck->fs, m);
 			}
 		}

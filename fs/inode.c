@@ -106,6 +106,24 @@ static struct avfs_bptr *map_slots(struct avfs_fs *fs, uint32_t m)
 	return (struct avfs_bptr *)(fs->blocks[m] + HDR);
 }
 
+/* Follow (or with create, make) one map-block pointer stored in metadata block holder. */
+static int map_child(struct avfs_fs *fs, uint32_t *ptr, bool create, uint64_t holder)
+{
+	uint64_t m;
+	int err;
+
+	if (*ptr)
+		return map_ok(fs, *ptr, AVFS_MT_MAP) ? 0 : -EUCLEAN;
+	if (!create)
+		return -ENOENT;
+	err = fs_meta_alloc(fs, AVFS_MT_MAP, &m);
+	if (err)
+		return err;
+	*ptr = (uint32_t)m;
+	fs_dirty(fs, holder);
+	return 0;
+}
+
 /* Find (or with create, make) the slot of index k in an inode's tree. *slot_m: the metadata
  * block holding the slot. -ENOENT when absent, -EUCLEAN for a corrupt pointer, -EFBIG
  * beyond the tree. */
@@ -113,7 +131,7 @@ static int bmap_slot(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, u
 		     bool create, struct avfs_bptr **slot, uint64_t *slot_m)
 {
 	uint32_t *root;
-	int levels;
+	int levels, err;
 	uint64_t idx;
 
 	if (k < AVFS_NDIRECT) {
@@ -131,20 +149,9 @@ static int bmap_slot(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, u
 	} else {
 		return -EFBIG;
 	}
-	if (!*root) {
-		uint64_t m;
-		int err;
-
-		if (!create)
-			return -ENOENT;
-		err = fs_meta_alloc(fs, AVFS_MT_MAP, &m);
-		if (err)
-			return err;
-		*root = (uint32_t)m;
-		ino_dirty(fs, ino);
-	} else if (!map_ok(fs, *root, AVFS_MT_MAP)) {
-		return -EUCLEAN;
-	}
+	err = map_child(fs, root, create, ino_block(fs, ino));
+	if (err)
+		return err;
 	idx = *root;
 	for (int l = levels - 1; l >= 0; l--) {
 		uint64_t div = l == 2 ? (uint64_t)PER * PER : l == 1 ? PER : 1;
@@ -155,20 +162,9 @@ static int bmap_slot(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, u
 			*slot_m = idx;
 			return 0;
 		}
-		if (!s->block) {
-			uint64_t m;
-			int err;
-
-			if (!create)
-				return -ENOENT;
-			err = fs_meta_alloc(fs, AVFS_MT_MAP, &m);
-			if (err)
-				return err;
-			s->block = (uint32_t)m;
-			fs_dirty(fs, idx);
-		} else if (!map_ok(fs, s->block, AVFS_MT_MAP)) {
-			return -EUCLEAN;
-		}
+		err = map_child(fs, &s->block, create, idx);
+		if (err)
+			return err;
 		idx = s->block;
 	}
 	return -EUCLEAN;	/* not reached */
@@ -514,7 +510,7 @@ static int dir_find(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, co
 	return -ENOENT;
 }
 
-static uint8_t dtype_of(uint32_t mode)
+uint8_t fs_dtype_of(uint32_t mode)
 {
 	switch (mode & S_IFMT) {
 	case S_IFREG: return DT_REG;
@@ -612,7 +608,7 @@ static int dir_add(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, con
 	memset(d, 0, need * AVFS_DSLOT);
 	d->ino = ino;
 	d->name_len = (uint16_t)len;
-	d->type = dtype_of(mode);
+	d->type = fs_dtype_of(mode);
 	d->nslots = (uint8_t)need;
 	d->hash = h;
 	memcpy(d->name, name, len < AVFS_DNAME0 ? len : AVFS_DNAME0);
@@ -648,7 +644,7 @@ static void dir_retarget(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *d
 	struct avfs_dent *d = dslot(fs->blocks[m], loc & 63);
 
 	d->ino = ino;
-	d->type = dtype_of(mode);
+	d->type = fs_dtype_of(mode);
 	fs_dirty(fs, m);
 }
 
