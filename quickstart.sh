@@ -46,6 +46,10 @@ run)
 	ninja -C build
 	echo "quickstart: probing the simulated avfs-250g disk in virtual time (avfs-sim disk --probe)"
 	./build/tools/avfs-sim disk --disk avfs-250g --probe
+	for policy in tm cscan; do
+		echo "quickstart: one simulated hour of 8 HD playback streams, policy $policy"
+		./build/tools/avfs-sim --disk avfs-250g --workload 8r0w --duration 3600 --policy $policy
+	done
 	;;
 test)
 	install_missing

@@ -774,3 +774,33 @@ uint64_t avfs_hdd_zone_first_sector(const struct avfs_hdd *h, unsigned z)
 {
 	return z < h->nz ? h->zones[z].first_sector : 0;
 }
+
+int avfs_hdd_predict(const struct avfs_hdd *h, uint64_t now, uint64_t sector, double *seek,
+		     double *rot, double *half_seek, uint64_t *mid_sector)
+{
+	struct chs c;
+	double t, sk;
+	uint32_t d;
+
+	if (!h || sector >= h->nsect)
+		return -EINVAL;
+	*seek = *rot = *half_seek = 0;
+	*mid_sector = sector;
+	if (h->p.ssd)
+		return 0;
+	for (unsigned i = 0; i < h->nsegs; i++) {
+		const struct seg *s = &h->segs[i];
+
+		if (s->valid && s->streaming && s->start <= sector && sector <= s->limit)
+			return 0;	/* the head is streaming towards it */
+	}
+	locate(h, sector, &c);
+	d = c.cyl > h->cyl ? c.cyl - h->cyl : h->cyl - c.cyl;
+	sk = d ? avfs_hdd_seek_ms(h, d) * MS : c.head != h->head ? h->p.head_switch_ms * MS : 0;
+	t = fmax((double)now, h->busy_until) + h->p.overhead_ms * MS + sk;
+	*seek = sk;
+	*rot = rot_wait(h, t, slot_of(h, &c), h->zones[c.z].spt);
+	*half_seek = d ? avfs_hdd_seek_ms(h, d / 2) * MS : 0;
+	*mid_sector = avfs_hdd_cyl_first_sector(h, (c.cyl + h->cyl) / 2);
+	return 0;
+}

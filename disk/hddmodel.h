@@ -72,6 +72,13 @@ struct avfs_hdd_result {
 int avfs_hdd_service(struct avfs_hdd *h, uint64_t now, enum avfs_hdd_op op, uint64_t sector,
 		     uint32_t nsect, bool fua, struct avfs_hdd_result *r);
 
+/* Predict, without changing the drive's state, what a read or write of `sector` would see
+ * if the command reached the drive at `now`: the positioning seek, the rotational wait after
+ * it, the seek time over half the distance and the sector in the middle (for splitting).
+ * A sequential read served by the read-ahead stream sees no seek and no wait. 0 or -EINVAL. */
+int avfs_hdd_predict(const struct avfs_hdd *h, uint64_t now, uint64_t sector, double *seek,
+		     double *rot, double *half_seek, uint64_t *mid_sector);
+
 /* Geometry queries (the profiler's view of the mapping, papers/003 §3.4). */
 uint64_t avfs_hdd_sectors(const struct avfs_hdd *h);
 uint32_t avfs_hdd_cylinders(const struct avfs_hdd *h);	/* cylinders holding sectors */

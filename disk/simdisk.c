@@ -35,6 +35,7 @@ struct simdisk {
 	size_t cqlen, cqcap;
 	unsigned inflight;
 	uint64_t busy_ns;
+	uint64_t nostore_lo, nostore_hi;	/* content not kept in [lo, hi) */
 	struct avfs_simdisk_rec *trace;
 	size_t ntrace, tracecap;
 };
@@ -255,7 +256,9 @@ static void complete(void *arg, uint64_t now)
 		uint64_t off = q->lba * AVFS_HDD_SECTOR;
 
 		res = q->len;
-		if (s->flags & AVFS_SIMDISK_NODATA) {
+		if (off >= s->nostore_lo && off + q->len <= s->nostore_hi) {
+			/* timing only: not even the buffer is touched */
+		} else if (s->flags & AVFS_SIMDISK_NODATA) {
 			if (q->op == AVFS_DISK_READ)
 				memset(q->buf, 0, q->len);
 		} else if (q->op == AVFS_DISK_READ) {
@@ -493,4 +496,26 @@ uint64_t avfs_simdisk_busy_ns(const struct avfs_disk *d)
 size_t avfs_simdisk_pages(const struct avfs_disk *d)
 {
 	return sd(d) ? sd(d)->pages.n : 0;
+}
+
+void avfs_simdisk_nostore(struct avfs_disk *d, uint64_t lo, uint64_t hi)
+{
+	if (sd(d)) {
+		sd(d)->nostore_lo = lo;
+		sd(d)->nostore_hi = hi;
+	}
+}
+
+int avfs_simdisk_predict(struct avfs_disk *d, uint64_t now, uint64_t off, double *seek,
+			 double *rot, double *half_seek, uint64_t *mid_off)
+{
+	struct simdisk *s = sd(d);
+	uint64_t mid;
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	err = avfs_hdd_predict(s->hdd, now, off / AVFS_HDD_SECTOR, seek, rot, half_seek, &mid);
+	*mid_off = mid * AVFS_HDD_SECTOR;
+	return err;
 }

@@ -40,6 +40,15 @@ const struct avfs_simdisk_rec *avfs_simdisk_trace(const struct avfs_disk *d, siz
 void avfs_simdisk_trace_clear(struct avfs_disk *d);
 /* FNV-1a over the trace (ops, addresses, times): equal traces hash equal. */
 uint64_t avfs_simdisk_trace_hash(const struct avfs_disk *d);
+/* Keep no content for bytes in [lo, hi) (the data region of a big simulated file system):
+ * requests wholly inside cost time only: writes are not kept and reads leave the buffer as
+ * it is (no copy: a simulated hour moves hundreds of GB). Metadata outside stays real. */
+void avfs_simdisk_nostore(struct avfs_disk *d, uint64_t lo, uint64_t hi);
+/* The model's prediction for a command at byte offset off reaching the drive at now
+ * (avfs_hdd_predict), for JIT seek and seek splitting. 0 or -errno. */
+int avfs_simdisk_predict(struct avfs_disk *d, uint64_t now, uint64_t off, double *seek,
+			 double *rot, double *half_seek, uint64_t *mid_off);
+
 /* Busy time (ns) since open: the sum of command service intervals. */
 uint64_t avfs_simdisk_busy_ns(const struct avfs_disk *d);
 /* Pages of 4 KiB holding written content (sparse store). */

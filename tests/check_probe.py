@@ -53,7 +53,7 @@ again = probe("avfs-250g")
 if again != r:
     fails.append("probe not deterministic")
 for bad in (["disk", "--disk", "floppy", "--probe"], ["disk", "--probe", "--seed", "x"],
-            ["disk"], ["--workload", "8r0w"]):
+            ["disk"], ["--workload", "8x"], ["--policy", "nope", "--workload", "1r0w"]):
     p = subprocess.run([sim] + bad, capture_output=True, text=True)
     if p.returncode != 2 or not p.stderr.strip():
         fails.append(f"bad input {bad} gave {p.returncode}")

@@ -1,14 +1,16 @@
 /*
- * avfs-sim — the virtual-time simulator. This first form drives the simulated disk alone:
- * `avfs-sim disk --disk MODEL --probe` measures the model from outside, through the backend
- * interface and virtual time only, as a profiler would measure a real drive.
- * Workload simulation (file system + traffic mixer) is not part of this build yet.
+ * avfs-sim — the virtual-time simulator (SPEC §10). `avfs-sim --workload NrMw ...` runs the
+ * real file system and the real scheduler over the simulated disk (sim/simrun.c) and prints
+ * the QoS figures; `search` finds the largest stream mix with no miss per policy; `preempt`
+ * is the preemption study of papers/003; `disk --probe` measures the disk model from
+ * outside. The tool parses, runs and prints; the work is in sim/ and daemon/.
  */
 #include "config.h"
 #include "disk.h"
 #include "hddmodel.h"
 #include "simdisk.h"
 #include "simengine.h"
+#include "simrun.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MB 1e6
 #define NS_PER_MS 1e6
@@ -38,7 +41,7 @@ static uint64_t rnd(uint64_t *x)	/* splitmix64 */
 	return z ^ (z >> 31);
 }
 
-static void usage(FILE *f)
+static void usage_disk(FILE *f)
 {
 	const char *const *m = avfs_hdd_model_names();
 
@@ -54,9 +57,7 @@ static void usage(FILE *f)
 	fprintf(f, " (default avfs-250g)\n"
 		"  --seed N       the model's seed (jitter, error recovery) and the probe's\n"
 		"  --json         machine-readable output\n"
-		"\n"
-		"Workload simulation (--workload NrMw ...) needs the file system and the traffic\n"
-		"mixer; this build does not have them yet.\n");
+		);
 }
 
 /* One request at virtual now, to completion: the service time in ns (or -errno). */
@@ -271,13 +272,13 @@ static int cmd_disk(int argc, char **argv)
 			}
 			break;
 		}
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h': usage_disk(stdout); return 0;
+		default: usage_disk(stderr); return 2;
 		}
 	}
 	if (optind != argc || !probe) {
 		fprintf(stderr, "avfs-sim: disk: say --probe (the only disk action)\n");
-		usage(stderr);
+		usage_disk(stderr);
 		return 2;
 	}
 	err = avfs_sim_engine_new(&p.eng);
@@ -311,21 +312,502 @@ static int cmd_disk(int argc, char **argv)
 	return err ? 1 : 0;
 }
 
+/* ---- workloads ---- */
+
+static void usage(FILE *f)
+{
+	size_t n;
+	const struct avfs_sched_setting_info *set = avfs_sched_settings(&n);
+
+	fprintf(f,
+		"usage: avfs-sim [options] --workload NrMw      one simulated run\n"
+		"       avfs-sim search [options]                largest NrMw with no miss, per policy\n"
+		"       avfs-sim preempt [options]               preemption study (papers/003)\n"
+		"       avfs-sim disk --probe [--disk M] [--json] measure the disk model\n"
+		"\n"
+		"  --disk MODEL        avfs-250g (default), barracuda-500g, st318437, travelstar-20g, ssd\n"
+		"  --workload NrMw     N playback and M recording streams, e.g. 6r2w\n"
+		"  --rate R            per stream, bits/s with K/M/G (default 19.39M: ATSC HD)\n"
+		"  --io SIZE           bytes per stream request (default 512K)\n"
+		"  --depth N           requests in flight per stream = buffer / io (default 8)\n"
+		"  --margin T --urgent T   the mixer's m and e (default 500ms, 100ms)\n"
+		"  --duration S        simulated seconds (default 3600)\n"
+		"  --fill F            fraction of the disk filled with recordings first (default 0.8)\n"
+		"  --policy P          tm (default), fifo, cscan, edf, scan-edf\n"
+		"  --alloc A           zrr (default) or contig (the first-fit baseline)\n"
+		"  --be LOAD           none (default), pictures, random, greedy, delete\n"
+		"  --chunk SIZE --jit --split SIZE   semi-preemptible I/O (tm)\n"
+		"  --set NAME=VALUE    any scheduler setting (below)\n"
+		"  --seed N            the run's seed (default 1); the same seed, the same result\n"
+		"  --trace FILE        every request as CSV\n"
+		"  --json              machine-readable output (be_mbps is megabits per second)\n"
+		"search: --policies LIST (default tm,cscan,edf), --ratio R:W (default 3:1), --max N\n"
+		"preempt: --be-size SIZE (default 500K), --hp-rate PER_S (default 1), --chunk SIZE\n"
+		"         (default 64K for the chunked runs)\n"
+		"\nscheduler settings:\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %-17s %-7s %-14s %s\n", set[i].name, set[i].unit, set[i].range, set[i].help);
+}
+
+static int parse_scaled(const char *s, double *out, double k)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		v *= k, end++;
+	else if (*end == 'M' || *end == 'm')
+		v *= k * k, end++;
+	else if (*end == 'G' || *end == 'g')
+		v *= k * k * k, end++;
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+struct cli {
+	struct avfs_simrun_opts o;
+	bool json;
+	const char *policies;
+	unsigned ratio_r, ratio_w, max_streams;
+	bool chunk_given;
+};
+
+static int set_conf(struct cli *c, const char *name, const char *value)
+{
+	char why[160];
+	int err = avfs_sched_conf_set(&c->o.conf, name, value, why, sizeof(why));
+
+	if (err)
+		fprintf(stderr, "avfs-sim: %s\n", why);
+	return err;
+}
+
+/* Parse the options shared by every mode. 0, 1 (printed help), or 2 (bad input). */
+static int parse(int argc, char **argv, struct cli *c)
+{
+	static const struct option opts[] = {
+		{ "disk", required_argument, NULL, 'd' },
+		{ "workload", required_argument, NULL, 'w' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "io", required_argument, NULL, 'i' },
+		{ "depth", required_argument, NULL, 'D' },
+		{ "margin", required_argument, NULL, 'm' },
+		{ "urgent", required_argument, NULL, 'e' },
+		{ "duration", required_argument, NULL, 't' },
+		{ "fill", required_argument, NULL, 'f' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "alloc", required_argument, NULL, 'a' },
+		{ "be", required_argument, NULL, 'b' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "jit", no_argument, NULL, 'J' },
+		{ "split", required_argument, NULL, 'S' },
+		{ "set", required_argument, NULL, 'x' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "trace", required_argument, NULL, 'T' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "policies", required_argument, NULL, 'P' },
+		{ "ratio", required_argument, NULL, 'R' },
+		{ "max", required_argument, NULL, 'M' },
+		{ "be-size", required_argument, NULL, 'B' },
+		{ "hp-rate", required_argument, NULL, 'H' },
+		{ "block-size", required_argument, NULL, 'K' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int ch;
+	double v;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': c->o.disk = optarg; break;
+		case 'w': {
+			unsigned n, m;
+			char tail;
+
+			if (sscanf(optarg, "%ur%uw%c", &n, &m, &tail) != 2 || n + m > 4096) {
+				fprintf(stderr, "avfs-sim: --workload '%s': say NrMw, e.g. 6r2w\n", optarg);
+				return 2;
+			}
+			c->o.nread = n;
+			c->o.nwrite = m;
+			break;
+		}
+		case 'r':
+			if (parse_scaled(optarg, &v, 1000) || v <= 0) {
+				fprintf(stderr, "avfs-sim: --rate '%s': bits/s, e.g. 19.39M\n", optarg);
+				return 2;
+			}
+			c->o.rate = v / 8;
+			break;
+		case 'i':
+			if (parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20) ||
+			    fmod(v, 4096) != 0) {
+				fprintf(stderr, "avfs-sim: --io '%s': a multiple of 4K up to 16M\n", optarg);
+				return 2;
+			}
+			c->o.io = (uint32_t)v;
+			break;
+		case 'D':
+			if (parse_scaled(optarg, &v, 1000) || v < 1 || v > 1024) {
+				fprintf(stderr, "avfs-sim: --depth '%s': 1 to 1024\n", optarg);
+				return 2;
+			}
+			c->o.depth = (unsigned)v;
+			break;
+		case 'm': if (set_conf(c, "margin", optarg)) return 2; break;
+		case 'e': if (set_conf(c, "urgent", optarg)) return 2; break;
+		case 't':
+			if (parse_scaled(optarg, &v, 1000) || v <= 0 || v > 1e6) {
+				fprintf(stderr, "avfs-sim: --duration '%s': seconds, up to 1e6\n", optarg);
+				return 2;
+			}
+			c->o.duration_s = v;
+			break;
+		case 'f': {
+			char *end;
+
+			c->o.fill = strtod(optarg, &end);
+			if (*end || c->o.fill < 0 || c->o.fill > 0.95) {
+				fprintf(stderr, "avfs-sim: --fill '%s': 0 to 0.95\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'p':
+			if (!avfs_sched_lookup(optarg)) {
+				fprintf(stderr, "avfs-sim: --policy '%s': tm, fifo, cscan, edf, scan-edf\n",
+					optarg);
+				return 2;
+			}
+			c->o.policy = optarg;
+			break;
+		case 'a':
+			if (!strcmp(optarg, "zrr"))
+				c->o.alloc = 0;
+			else if (!strcmp(optarg, "contig"))
+				c->o.alloc = 1;
+			else {
+				fprintf(stderr, "avfs-sim: --alloc '%s': zrr or contig\n", optarg);
+				return 2;
+			}
+			break;
+		case 'b': {
+			static const char *const names[] = { "none", "pictures", "random", "greedy",
+							      "delete" };
+			unsigned k;
+
+			for (k = 0; k < 5 && strcmp(names[k], optarg); k++)
+				;
+			if (k == 5) {
+				fprintf(stderr, "avfs-sim: --be '%s': none, pictures, random, greedy, "
+					"delete\n", optarg);
+				return 2;
+			}
+			c->o.be = (enum avfs_be_load)k;
+			break;
+		}
+		case 'c': if (set_conf(c, "chunk", optarg)) return 2; c->chunk_given = true; break;
+		case 'J': c->o.conf.jit = true; break;
+		case 'S': if (set_conf(c, "split", optarg)) return 2; break;
+		case 'x': {
+			char name[64];
+			const char *eq = strchr(optarg, '=');
+
+			if (!eq || eq - optarg >= (long)sizeof(name)) {
+				fprintf(stderr, "avfs-sim: --set '%s': NAME=VALUE\n", optarg);
+				return 2;
+			}
+			memcpy(name, optarg, (size_t)(eq - optarg));
+			name[eq - optarg] = 0;
+			if (set_conf(c, name, eq + 1))
+				return 2;
+			break;
+		}
+		case 's': {
+			char *end;
+
+			errno = 0;
+			c->o.seed = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg) {
+				fprintf(stderr, "avfs-sim: --seed '%s': not a number\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'T': c->o.trace_path = optarg; break;
+		case 'j': c->json = true; break;
+		case 'P': c->policies = optarg; break;
+		case 'R':
+			if (sscanf(optarg, "%u:%u", &c->ratio_r, &c->ratio_w) != 2 ||
+			    c->ratio_r + c->ratio_w == 0 || c->ratio_r > 100 || c->ratio_w > 100) {
+				fprintf(stderr, "avfs-sim: --ratio '%s': R:W, e.g. 3:1\n", optarg);
+				return 2;
+			}
+			break;
+		case 'M':
+			if (parse_scaled(optarg, &v, 1000) || v < 1 || v > 4096) {
+				fprintf(stderr, "avfs-sim: --max '%s': 1 to 4096\n", optarg);
+				return 2;
+			}
+			c->max_streams = (unsigned)v;
+			break;
+		case 'B':
+			if (parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20)) {
+				fprintf(stderr, "avfs-sim: --be-size '%s': 4K to 16M\n", optarg);
+				return 2;
+			}
+			c->o.be_size = (uint32_t)v;
+			break;
+		case 'H': {
+			char *end;
+
+			c->o.hp_rate = strtod(optarg, &end);
+			if (*end || c->o.hp_rate <= 0 || c->o.hp_rate > 1000) {
+				fprintf(stderr, "avfs-sim: --hp-rate '%s': 0 to 1000 per second\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'K':
+			if (parse_scaled(optarg, &v, 1024) || v < 65536 || v > (1ull << 32) ||
+			    ((uint64_t)v & ((uint64_t)v - 1))) {
+				fprintf(stderr, "avfs-sim: --block-size '%s': a power of two, 64K..4G\n",
+					optarg);
+				return 2;
+			}
+			c->o.block_shift = (uint32_t)__builtin_ctzll((uint64_t)v);
+			break;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "avfs-sim: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	return 0;
+}
+
+static void print_run(const struct cli *c, const struct avfs_simrun_result *r)
+{
+	const struct avfs_simrun_opts *o = &c->o;
+
+	if (c->json) {
+		printf("{\"disk\": \"%s\", \"workload\": \"%ur%uw\", \"policy\": \"%s\", "
+		       "\"alloc\": \"%s\", \"seed\": %" PRIu64 ", \"duration_s\": %.0f, "
+		       "\"rate_bps\": %.0f, \"io\": %u, \"depth\": %u, \"fill\": %.2f,\n",
+		       o->disk, o->nread, o->nwrite, o->policy, o->alloc ? "contig" : "zrr", o->seed,
+		       o->duration_s, o->rate * 8, o->io, o->depth, o->fill);
+		printf(" \"rt_requests\": %" PRIu64 ", \"deadline_misses\": %" PRIu64
+		       ", \"etime_failed\": %" PRIu64 ", \"p0\": %.6g,\n",
+		       r->rt_requests, r->deadline_misses, r->etime_failed, r->p0);
+		printf(" \"margin_ms\": {\"min\": %.1f, \"p001\": %.1f, \"p01\": %.1f, \"p50\": %.1f},\n",
+		       r->margin_min_ms, r->margin_p001_ms, r->margin_p01_ms, r->margin_p50_ms);
+		printf(" \"disk_utilization\": %.4f,\n", r->disk_utilization);
+		printf(" \"seek_gb\": {\"p50\": %.3f, \"p90\": %.3f, \"frac_below_5\": %.4f},\n",
+		       r->seek_p50_gb, r->seek_p90_gb, r->seek_frac_below_5);
+		printf(" \"be_mbps\": %.2f, \"be_requests\": %" PRIu64 ", \"e_twait_ms\": %.3f, "
+		       "\"commands\": %" PRIu64 ",\n", r->be_mbps, r->be_requests, r->e_twait_ms,
+		       r->commands);
+		printf(" \"hp_requests\": %" PRIu64 ", \"hp_mean_ms\": %.3f, \"hp_max_ms\": %.3f,\n",
+		       r->hp_requests, r->hp_mean_ms, r->hp_max_ms);
+		printf(" \"decision_us\": %.3f, \"max_pending\": %" PRIu64 ", \"zones\": %u, "
+		       "\"block_size\": %" PRIu64 ", \"files_filled\": %" PRIu64
+		       ", \"deleted_files\": %" PRIu64 ", \"wall_s\": %.2f, \"fill_wall_s\": %.2f}\n",
+		       r->decision_us, r->max_pending, r->zones, r->block_size, r->files_filled,
+		       r->deleted_files, r->wall_s, r->fill_wall_s);
+		return;
+	}
+	printf("avfs-sim: %ur%uw on %s, policy %s, %s allocation, %.0f s simulated in %.1f s\n",
+	       o->nread, o->nwrite, o->disk, o->policy, o->alloc ? "contiguous" : "ZRR",
+	       o->duration_s, r->wall_s);
+	printf("  RT requests        %" PRIu64 ", deadline misses %" PRIu64 " (P0 %.3g)\n",
+	       r->rt_requests, r->deadline_misses, r->p0);
+	printf("  completion margin  min %.1f ms, p0.1%% %.1f ms, p1%% %.1f ms, median %.1f ms\n",
+	       r->margin_min_ms, r->margin_p001_ms, r->margin_p01_ms, r->margin_p50_ms);
+	printf("  disk utilization   %.1f %%\n", r->disk_utilization * 100);
+	printf("  seek distance      median %.2f GB, p90 %.2f GB, %.1f %% below 5 GB\n",
+	       r->seek_p50_gb, r->seek_p90_gb, r->seek_frac_below_5 * 100);
+	if (o->be != AVFS_BE_NONE)
+		printf("  best effort        %.1f Mbps (%" PRIu64 " requests)\n", r->be_mbps,
+		       r->be_requests);
+	printf("  scheduler          %.2f us per decision, up to %" PRIu64 " requests pending\n",
+	       r->decision_us, r->max_pending);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct avfs_simrun_result r;
+	char why[256] = "";
+	int err;
+
+	avfs_simrun_defaults(&c.o);
+	optind = 1;
+	err = parse(argc, argv, &c);
+	if (err)
+		return err == 1 ? 0 : 2;
+	if (c.o.nread + c.o.nwrite == 0 && c.o.be == AVFS_BE_NONE) {
+		fprintf(stderr, "avfs-sim: say --workload NrMw (see --help)\n");
+		return 2;
+	}
+	err = avfs_simrun(&c.o, &r, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "avfs-sim: %s\n", why[0] ? why : strerror(-err));
+		return err == -EINVAL ? 2 : 1;
+	}
+	print_run(&c, &r);
+	return 0;
+}
+
+/* The largest mix with no miss over the run, streams in the ratio R:W, per policy. */
+static int cmd_search(int argc, char **argv)
+{
+	struct cli c = { .policies = "tm,cscan,edf", .ratio_r = 3, .ratio_w = 1, .max_streams = 40 };
+	char list[256], *save = NULL, *p;
+	struct { char name[16]; unsigned best_r, best_w; double util; } res[8];
+	int np = 0, err;
+
+	avfs_simrun_defaults(&c.o);
+	optind = 1;
+	err = parse(argc, argv, &c);
+	if (err)
+		return err == 1 ? 0 : 2;
+	snprintf(list, sizeof(list), "%s", c.policies);
+	for (p = strtok_r(list, ",", &save); p && np < 8; p = strtok_r(NULL, ",", &save)) {
+		unsigned fails = 0;
+
+		if (!avfs_sched_lookup(p)) {
+			fprintf(stderr, "avfs-sim: search: unknown policy '%s'\n", p);
+			return 2;
+		}
+		snprintf(res[np].name, sizeof(res[np].name), "%s", p);
+		res[np].best_r = res[np].best_w = 0;
+		res[np].util = 0;
+		/* grow the mix one stream at a time; two failures in a row end the search */
+		for (unsigned n = 1; n <= c.max_streams && fails < 2; n++) {
+			struct avfs_simrun_result r;
+			char why[256] = "";
+			unsigned w = (n * c.ratio_w + (c.ratio_r + c.ratio_w) / 2) / (c.ratio_r + c.ratio_w);
+
+			c.o.policy = p;
+			c.o.nread = n - w;
+			c.o.nwrite = w;
+			err = avfs_simrun(&c.o, &r, why, sizeof(why));
+			if (err) {
+				fprintf(stderr, "avfs-sim: %ur%uw: %s\n", n - w, w, why);
+				return 1;
+			}
+			if (isatty(2))
+				fprintf(stderr, "  %-8s %2ur%uw  misses %-6" PRIu64 " util %.1f %%  (%.1f s)\n",
+					p, n - w, w, r.deadline_misses, r.disk_utilization * 100, r.wall_s);
+			if (r.deadline_misses == 0) {
+				res[np].best_r = n - w;
+				res[np].best_w = w;
+				res[np].util = r.disk_utilization;
+				fails = 0;
+			} else {
+				fails++;
+			}
+		}
+		np++;
+	}
+	if (c.json) {
+		printf("{\"disk\": \"%s\", \"duration_s\": %.0f, \"ratio\": \"%u:%u\", \"results\": [",
+		       c.o.disk, c.o.duration_s, c.ratio_r, c.ratio_w);
+		for (int i = 0; i < np; i++)
+			printf("%s{\"policy\": \"%s\", \"streams\": %u, \"workload\": \"%ur%uw\", "
+			       "\"disk_utilization\": %.4f}", i ? ", " : "", res[i].name,
+			       res[i].best_r + res[i].best_w, res[i].best_r, res[i].best_w, res[i].util);
+		printf("]}\n");
+		return 0;
+	}
+	printf("largest mix with zero misses over %.0f simulated s on %s (reads:writes %u:%u):\n",
+	       c.o.duration_s, c.o.disk, c.ratio_r, c.ratio_w);
+	printf("  %-10s %-10s %-8s %s\n", "policy", "workload", "streams", "utilization");
+	for (int i = 0; i < np; i++)
+		printf("  %-10s %2ur%uw %8u %9.1f %%\n", res[i].name, res[i].best_r, res[i].best_w,
+		       res[i].best_r + res[i].best_w, res[i].util * 100);
+	return 0;
+}
+
+/* papers/003 Table 2: random BE reads and single-block high-priority requests, without and
+ * with chunking (and with chunking + JIT seek). */
+static int cmd_preempt(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct avfs_simrun_result r[3];
+	const char *label[3] = { "non-preemptible", "chunked", "chunked + JIT" };
+	uint32_t chunk;
+	int err;
+
+	avfs_simrun_defaults(&c.o);
+	c.o.duration_s = 600;
+	c.o.nread = 0;
+	c.o.hp_rate = 1;
+	c.o.fill = 0.8;
+	optind = 1;
+	err = parse(argc, argv, &c);
+	if (err)
+		return err == 1 ? 0 : 2;
+	c.o.be = AVFS_BE_PROBE;
+	chunk = c.chunk_given ? c.o.conf.chunk : 64 << 10;
+	for (int i = 0; i < 3; i++) {
+		char why[256] = "";
+
+		c.o.conf.chunk = i ? chunk : 0;
+		c.o.conf.jit = i == 2;
+		err = avfs_simrun(&c.o, &r[i], why, sizeof(why));
+		if (err) {
+			fprintf(stderr, "avfs-sim: preempt: %s\n", why);
+			return err == -EINVAL ? 2 : 1;
+		}
+	}
+	if (c.json) {
+		printf("{\"be_size\": %u, \"hp_rate\": %.3f, \"chunk\": %u, \"duration_s\": %.0f, "
+		       "\"runs\": [", c.o.be_size, c.o.hp_rate, chunk, c.o.duration_s);
+		for (int i = 0; i < 3; i++)
+			printf("%s{\"mode\": \"%s\", \"hp_mean_ms\": %.3f, \"hp_max_ms\": %.3f, "
+			       "\"hp_requests\": %" PRIu64 ", \"e_twait_ms\": %.3f, \"be_mbps\": %.2f, "
+			       "\"be_loss\": %.4f}", i ? ", " : "", label[i], r[i].hp_mean_ms,
+			       r[i].hp_max_ms, r[i].hp_requests, r[i].e_twait_ms, r[i].be_mbps,
+			       r[0].be_mbps > 0 ? 1 - r[i].be_mbps / r[0].be_mbps : 0);
+		printf("]}\n");
+		return 0;
+	}
+	printf("preemption study: %u KiB random BE reads, %.2f high-priority 4 KiB reads/s, "
+	       "%.0f s on %s, chunk %u KiB\n", c.o.be_size >> 10, c.o.hp_rate, c.o.duration_s,
+	       c.o.disk, chunk >> 10);
+	printf("  %-16s %12s %12s %10s %10s %9s\n", "mode", "HP mean ms", "HP max ms", "E(Twait)",
+	       "BE Mbps", "BE loss");
+	for (int i = 0; i < 3; i++)
+		printf("  %-16s %12.2f %12.2f %10.2f %10.1f %8.1f%%\n", label[i], r[i].hp_mean_ms,
+		       r[i].hp_max_ms, r[i].e_twait_ms, r[i].be_mbps,
+		       r[0].be_mbps > 0 ? (1 - r[i].be_mbps / r[0].be_mbps) * 100 : 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "disk"))
 		return cmd_disk(argc - 1, argv + 1);
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
-		return 0;
-	}
+	if (argc >= 2 && !strcmp(argv[1], "search"))
+		return cmd_search(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "preempt"))
+		return cmd_preempt(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "--version")) {
 		printf("avfs-sim %s\n", AVFS_VERSION);
 		return 0;
 	}
-	fprintf(stderr, "avfs-sim: %s\n", argc < 2 ? "no command given" :
-		"workload simulation needs the file system and the traffic mixer, "
-		"which this build does not have yet");
-	usage(stderr);
-	return 2;
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	return cmd_run(argc, argv);
 }

@@ -1,0 +1,157 @@
+/*
+ * iosched.h — the disk scheduling interface (sans-I/O, SPEC §2, §5): a policy takes requests
+ * and, each time the device can take a command, says what to do now — dispatch this command,
+ * fail that request, wait until a time, or nothing. It never reads a clock or touches a
+ * device; `now` is always an argument. Policies plug in through struct avfs_sched_ops:
+ * the traffic mixer ("tm", daemon/mixer.c) and the baselines fifo, cscan, edf, scan-edf
+ * (daemon/sched_base.c), which exist for comparison only.
+ */
+#ifndef AVFS_IOSCHED_H
+#define AVFS_IOSCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One request as a scheduler sees it. The caller owns the memory and keeps it alive until
+ * the request completes (done() returned true, or it was failed). */
+struct avfs_io {
+	uint64_t id;		/* the caller's */
+	uint64_t off;		/* device byte offset of the next byte to transfer */
+	uint64_t len;		/* bytes left to transfer */
+	uint64_t orig_off, orig_len;	/* as submitted */
+	bool write;
+	bool fua;		/* write: durable on completion (only the last chunk carries FUA) */
+	int64_t deadline;	/* ns (the scheduler's clock); 0 = best effort */
+	int64_t arrival;	/* ns, set by avfs_sched_submit */
+	/* private to the policy */
+	void *pv[4];
+	uint64_t pk[4];
+	int64_t pt[4];
+	double pd[2];
+};
+
+enum avfs_sched_kind {
+	AVFS_SCHED_IDLE = 0,	/* nothing to do until a request arrives */
+	AVFS_SCHED_DISPATCH,	/* issue cmd now */
+	AVFS_SCHED_FAIL,	/* complete io with err (-ETIME: its deadline passed), not issued */
+	AVFS_SCHED_WAIT,	/* ask again at `at` (hold timer, JIT slack) or when a request arrives */
+};
+
+struct avfs_sched_cmd {
+	enum avfs_sched_kind kind;
+	struct avfs_io *io;	/* DISPATCH, FAIL */
+	uint64_t off;		/* DISPATCH: the command's byte range */
+	uint32_t len;
+	bool write, fua;
+	bool seek;		/* DISPATCH: a SEEK to off (seek splitting), no transfer */
+	int64_t at;		/* WAIT: when to ask again */
+	int err;		/* FAIL */
+};
+
+/* The service-time model of SPEC §5.2 (papers/001 eq. (1)). */
+struct avfs_svc_model {
+	double tr_ns;		/* rotation period */
+	double tk_ns;		/* average seek */
+	double dmax, dmin;	/* bytes/s at LBA 0 and at the end */
+	uint64_t lmax;		/* device bytes */
+};
+
+/* Optional knowledge of the disk's mechanics (the simulated disk has it; an SG_IO disk with a
+ * profile will): for JIT seek and seek splitting. predict(): for a command at byte off issued
+ * at `now`, the seek and rotational wait it would see, and the seek time over half the
+ * distance (for splitting). 0 or -errno. */
+struct avfs_sched_predictor {
+	void *ctx;
+	int (*predict)(void *ctx, int64_t now, uint64_t off, int64_t *seek_ns, int64_t *rot_ns,
+		       int64_t *half_seek_ns, uint64_t *mid_off);
+};
+
+struct avfs_sched_conf {
+	/* traffic mixer (papers/001 §3.3) */
+	int64_t margin_ns;	/* m: desired completion margin */
+	int64_t urgent_ns;	/* e: EDF window (< m) */
+	int64_t be_age_ns;	/* BE requests older than this go first */
+	/* semi-preemptible I/O (papers/003) */
+	uint32_t chunk;		/* bytes per command, 0 = no chunking */
+	bool jit;		/* just-in-time seek (needs a predictor) */
+	int64_t jit_offset_ns;	/* arrive this early, against prediction error */
+	uint64_t split_bytes;	/* split seeks longer than this (0 = never; needs predictor) */
+	/* device */
+	struct avfs_svc_model model;
+	bool rotational;	/* false: several commands in flight, EDF for RT (SPEC §5.6) */
+	unsigned depth;		/* commands in flight on non-rotational devices */
+	/* mq-deadline-like baseline (cscan) */
+	int64_t read_expire_ns, write_expire_ns;
+	unsigned fifo_batch, writes_starved;
+	/* scan-edf baseline: deadlines rounded to this quantum, LBA order within one */
+	int64_t scan_edf_quantum_ns;
+	struct avfs_sched_predictor pred;
+};
+
+/* Defaults: m 500 ms, e 100 ms, BE age 2 s, chunking off, JIT off (offset 1 ms), no
+ * splitting, the avfs-250g model, rotational, depth 1; read_expire 500 ms, write_expire 5 s,
+ * fifo_batch 16, writes_starved 2; scan-edf quantum 100 ms. */
+void avfs_sched_conf_default(struct avfs_sched_conf *c);
+
+/* Settings by name (SPEC §5, STYLE 15): "margin", "urgent", "be-age", "chunk", "jit",
+ * "jit-offset", "split", "depth", "read-expire", "write-expire", "fifo-batch",
+ * "writes-starved", "scan-edf-quantum". Values take units (500ms, 2s, 256K, on/off).
+ * 0, -ENOENT (unknown name) or -ERANGE / -EINVAL with why. */
+int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char *value,
+			char *why, size_t whylen);
+/* Check a whole configuration (e < m, ranges). 0 or -EINVAL with why. */
+int avfs_sched_conf_check(const struct avfs_sched_conf *c, char *why, size_t whylen);
+/* The settings table, for --help and avfs-admin: name, default, unit, range, meaning. */
+struct avfs_sched_setting_info {
+	const char *name, *unit, *range, *help;
+};
+const struct avfs_sched_setting_info *avfs_sched_settings(size_t *n);
+
+/* T_S(R) of papers/001 eq. (1): alpha = 0 when the request starts where the previous one
+ * in execution order ended. */
+double avfs_svc_time(const struct avfs_svc_model *m, uint64_t off, uint64_t len, bool sequential);
+
+struct avfs_sched_ops {
+	const char *name;
+	int (*init)(void **ctx, const struct avfs_sched_conf *conf);
+	void (*destroy)(void *ctx);
+	/* take a request (io->arrival is set). 0 or -errno (nothing kept). */
+	int (*submit)(void *ctx, struct avfs_io *io, int64_t now);
+	/* the device can take a command: what now? */
+	void (*next)(void *ctx, int64_t now, struct avfs_sched_cmd *cmd);
+	/* the command dispatched by next() finished with res (bytes or -errno). Returns true when
+	 * cmd->io is complete (all bytes done, or failed), false when more chunks remain. */
+	bool (*done)(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, int res);
+	size_t (*pending)(void *ctx);	/* requests held (not yet complete) */
+};
+
+extern const struct avfs_sched_ops avfs_sched_tm;
+extern const struct avfs_sched_ops avfs_sched_fifo;
+extern const struct avfs_sched_ops avfs_sched_cscan;
+extern const struct avfs_sched_ops avfs_sched_edf;
+extern const struct avfs_sched_ops avfs_sched_scan_edf;
+
+/* By name: "tm", "fifo", "cscan", "edf", "scan-edf". NULL if unknown. */
+const struct avfs_sched_ops *avfs_sched_lookup(const char *name);
+
+/* A scheduler instance: a policy, its state, and the in-flight accounting. */
+struct avfs_sched {
+	const struct avfs_sched_ops *ops;
+	void *ctx;
+	struct avfs_sched_conf conf;
+	unsigned inflight;
+	unsigned max_inflight;	/* 1 on rotating devices */
+};
+
+int avfs_sched_init(struct avfs_sched *s, const struct avfs_sched_ops *ops,
+		    const struct avfs_sched_conf *conf);
+void avfs_sched_destroy(struct avfs_sched *s);
+/* Submit: a request whose deadline has already passed is refused with -ETIME (nothing kept);
+ * zero or huge lengths with -EINVAL. */
+int avfs_sched_submit(struct avfs_sched *s, struct avfs_io *io, int64_t now);
+/* The next thing to do, honouring the in-flight limit (IDLE while the device is full). */
+void avfs_sched_next(struct avfs_sched *s, int64_t now, struct avfs_sched_cmd *cmd);
+bool avfs_sched_done(struct avfs_sched *s, const struct avfs_sched_cmd *cmd, int64_t now, int res);
+
+#endif

@@ -1,0 +1,295 @@
+/*
+ * sched.c — what every policy shares: the settings table with defaults and range checks,
+ * the service-time model of papers/001 eq. (1), the policy registry, and the thin wrapper
+ * that enforces the in-flight limit and refuses bad requests. No scheduling decisions here.
+ */
+#include "iosched.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS 1000000ll
+
+void avfs_sched_conf_default(struct avfs_sched_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->margin_ns = 500 * MS;
+	c->urgent_ns = 100 * MS;
+	c->be_age_ns = 2000 * MS;
+	c->jit_offset_ns = 1 * MS;
+	/* avfs-250g (SPEC §11) */
+	c->model = (struct avfs_svc_model){ .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6, .dmax = 70e6,
+					    .dmin = 38e6, .lmax = 250000000000ull };
+	c->rotational = true;
+	c->depth = 1;
+	c->read_expire_ns = 500 * MS;
+	c->write_expire_ns = 5000 * MS;
+	c->fifo_batch = 16;
+	c->writes_starved = 2;
+	c->scan_edf_quantum_ns = 100 * MS;
+}
+
+static const struct avfs_sched_setting_info settings[] = {
+	{ "margin", "time", "10ms..60s", "m: desired completion margin of RT requests (500ms)" },
+	{ "urgent", "time", "1ms..< margin", "e: EDF window for urgent RT requests (100ms)" },
+	{ "be-age", "time", "10ms..600s", "best-effort requests older than this go first (2s)" },
+	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },
+	{ "jit", "on/off", "on, off", "just-in-time seek where the rotation is predictable (off)" },
+	{ "jit-offset", "time", "0..5ms", "JIT: arrive this much early (1ms)" },
+	{ "split", "bytes", "0 or >= 1G", "split seeks longer than this, 0 = off (0)" },
+	{ "depth", "count", "1..256", "commands in flight on non-rotational devices (1)" },
+	{ "read-expire", "time", "1ms..60s", "cscan baseline: read expiry (500ms)" },
+	{ "write-expire", "time", "1ms..600s", "cscan baseline: write expiry (5s)" },
+	{ "fifo-batch", "count", "1..1024", "cscan baseline: requests per sorted batch (16)" },
+	{ "writes-starved", "count", "1..64", "cscan baseline: read batches before a write one (2)" },
+	{ "scan-edf-quantum", "time", "1ms..10s", "scan-edf baseline: deadline rounding (100ms)" },
+};
+
+const struct avfs_sched_setting_info *avfs_sched_settings(size_t *n)
+{
+	*n = sizeof(settings) / sizeof(settings[0]);
+	return settings;
+}
+
+static void why_to(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void why_to(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/* "500ms", "2s", "100us", "1500000ns", "0" -> ns */
+static int parse_time(const char *s, int64_t *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	if (!strcmp(end, "s"))
+		v *= 1e9;
+	else if (!strcmp(end, "ms"))
+		v *= 1e6;
+	else if (!strcmp(end, "us"))
+		v *= 1e3;
+	else if (!strcmp(end, "ns") || (!*end && v == 0))
+		;
+	else
+		return -EINVAL;	/* a time needs a unit */
+	if (v > 1e15)
+		return -ERANGE;
+	*out = (int64_t)v;
+	return 0;
+}
+
+/* "256K", "16M", "1G", "4096" -> bytes */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 0: break;
+	case 'K': case 'k': v <<= 10; end++; break;
+	case 'M': case 'm': v <<= 20; end++; break;
+	case 'G': case 'g': v <<= 30; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char *value,
+			char *why, size_t whylen)
+{
+	int64_t t = 0;
+	uint64_t b = 0;
+	bool is_time = false, is_bytes = false;
+	int err = 0;
+
+	if (!name || !value)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+		if (strcmp(settings[i].name, name))
+			continue;
+		is_time = !strcmp(settings[i].unit, "time");
+		is_bytes = !strcmp(settings[i].unit, "bytes") || !strcmp(settings[i].unit, "count");
+		if (is_time)
+			err = parse_time(value, &t);
+		else if (is_bytes)
+			err = parse_bytes(value, &b);
+		if (err) {
+			why_to(why, whylen, "%s: '%s' is not a %s", name, value, settings[i].unit);
+			return err;
+		}
+		goto known;
+	}
+	why_to(why, whylen, "unknown setting '%s'", name);
+	return -ENOENT;
+known:
+#define RANGE(cond) do { if (!(cond)) { \
+		why_to(why, whylen, "%s: '%s' out of range", name, value); return -ERANGE; } } while (0)
+	if (!strcmp(name, "margin")) {
+		RANGE(t >= 10 * MS && t <= 60000 * MS);
+		c->margin_ns = t;
+	} else if (!strcmp(name, "urgent")) {
+		RANGE(t >= 1 * MS && t <= 60000 * MS);
+		c->urgent_ns = t;
+	} else if (!strcmp(name, "be-age")) {
+		RANGE(t >= 10 * MS && t <= 600000 * MS);
+		c->be_age_ns = t;
+	} else if (!strcmp(name, "chunk")) {
+		RANGE(b == 0 || (b >= 4096 && b <= (16u << 20) && b % 4096 == 0));
+		c->chunk = (uint32_t)b;
+	} else if (!strcmp(name, "jit")) {
+		if (!strcmp(value, "on"))
+			c->jit = true;
+		else if (!strcmp(value, "off"))
+			c->jit = false;
+		else
+			RANGE(0);
+	} else if (!strcmp(name, "jit-offset")) {
+		RANGE(t <= 5 * MS);
+		c->jit_offset_ns = t;
+	} else if (!strcmp(name, "split")) {
+		RANGE(b == 0 || b >= (1ull << 30));
+		c->split_bytes = b;
+	} else if (!strcmp(name, "depth")) {
+		RANGE(b >= 1 && b <= 256);
+		c->depth = (unsigned)b;
+	} else if (!strcmp(name, "read-expire")) {
+		RANGE(t >= 1 * MS && t <= 60000 * MS);
+		c->read_expire_ns = t;
+	} else if (!strcmp(name, "write-expire")) {
+		RANGE(t >= 1 * MS && t <= 600000 * MS);
+		c->write_expire_ns = t;
+	} else if (!strcmp(name, "fifo-batch")) {
+		RANGE(b >= 1 && b <= 1024);
+		c->fifo_batch = (unsigned)b;
+	} else if (!strcmp(name, "writes-starved")) {
+		RANGE(b >= 1 && b <= 64);
+		c->writes_starved = (unsigned)b;
+	} else if (!strcmp(name, "scan-edf-quantum")) {
+		RANGE(t >= 1 * MS && t <= 10000 * MS);
+		c->scan_edf_quantum_ns = t;
+	}
+#undef RANGE
+	return 0;
+}
+
+int avfs_sched_conf_check(const struct avfs_sched_conf *c, char *why, size_t whylen)
+{
+	if (c->urgent_ns >= c->margin_ns) {
+		why_to(why, whylen, "urgent (e = %lld ms) must be below margin (m = %lld ms)",
+		       (long long)(c->urgent_ns / MS), (long long)(c->margin_ns / MS));
+		return -EINVAL;
+	}
+	if (c->model.dmax <= 0 || c->model.dmin <= 0 || c->model.dmin > c->model.dmax ||
+	    !c->model.lmax || c->model.tr_ns < 0 || c->model.tk_ns < 0) {
+		why_to(why, whylen, "service-time model parameters are impossible");
+		return -EINVAL;
+	}
+	if ((c->jit || c->split_bytes) && !c->pred.predict) {
+		why_to(why, whylen, "jit and split need a disk that predicts its rotation");
+		return -EINVAL;
+	}
+	if (!c->depth || c->depth > 256) {
+		why_to(why, whylen, "depth must be 1..256");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+double avfs_svc_time(const struct avfs_svc_model *m, uint64_t off, uint64_t len, bool sequential)
+{
+	double at = m->lmax ? (double)(off > m->lmax ? m->lmax : off) / (double)m->lmax : 0;
+	double rate = m->dmax - (m->dmax - m->dmin) * at;
+
+	/* papers/001 eq. (1) */
+	return (sequential ? 0 : m->tk_ns + m->tr_ns / 2) + (double)len / rate * 1e9;
+}
+
+const struct avfs_sched_ops *avfs_sched_lookup(const char *name)
+{
+	static const struct avfs_sched_ops *const all[] = {
+		&avfs_sched_tm, &avfs_sched_fifo, &avfs_sched_cscan, &avfs_sched_edf,
+		&avfs_sched_scan_edf,
+	};
+
+	for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(all[i]->name, name))
+			return all[i];
+	return NULL;
+}
+
+int avfs_sched_init(struct avfs_sched *s, const struct avfs_sched_ops *ops,
+		    const struct avfs_sched_conf *conf)
+{
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	if (!ops || !conf)
+		return -EINVAL;
+	err = avfs_sched_conf_check(conf, NULL, 0);
+	if (err)
+		return err;
+	s->ops = ops;
+	s->conf = *conf;
+	s->max_inflight = conf->rotational ? 1 : conf->depth;
+	return ops->init(&s->ctx, &s->conf);
+}
+
+void avfs_sched_destroy(struct avfs_sched *s)
+{
+	if (s->ops && s->ctx)
+		s->ops->destroy(s->ctx);
+	s->ctx = NULL;
+}
+
+int avfs_sched_submit(struct avfs_sched *s, struct avfs_io *io, int64_t now)
+{
+	if (!io || !io->len || io->len > (1ull << 30) || io->off + io->len > s->conf.model.lmax ||
+	    io->off + io->len < io->off)
+		return -EINVAL;
+	if (io->deadline && io->deadline <= now)
+		return -ETIME;	/* already missed: never queued, never issued */
+	io->arrival = now;
+	io->orig_off = io->off;
+	io->orig_len = io->len;
+	return s->ops->submit(s->ctx, io, now);
+}
+
+void avfs_sched_next(struct avfs_sched *s, int64_t now, struct avfs_sched_cmd *cmd)
+{
+	memset(cmd, 0, sizeof(*cmd));
+	if (s->inflight >= s->max_inflight) {
+		cmd->kind = AVFS_SCHED_IDLE;
+		return;
+	}
+	s->ops->next(s->ctx, now, cmd);
+	if (cmd->kind == AVFS_SCHED_DISPATCH)
+		s->inflight++;
+}
+
+bool avfs_sched_done(struct avfs_sched *s, const struct avfs_sched_cmd *cmd, int64_t now, int res)
+{
+	if (s->inflight)
+		s->inflight--;
+	return s->ops->done(s->ctx, cmd, now, res);
+}

@@ -1,0 +1,950 @@
+/*
+ * simrun.c — the virtual-time driver: formats and fills a simulated disk with the real file
+ * system, then runs streams and best-effort traffic through the real scheduler, issuing its
+ * commands to the simulated disk and its metadata commits as best-effort writes. This is the
+ * simulator's equivalent of avfsd's event loop; the scheduler and the file system core are
+ * the very same code. All times are virtual (ns) except the measured decision cost.
+ */
+#include "simrun.h"
+
+#include "disk.h"
+#include "fs.h"
+#include "fsio.h"
+#include "hddmodel.h"
+#include "simdisk.h"
+#include "simengine.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define NS 1000000000.0
+
+enum req_kind { RQ_STREAM, RQ_BE, RQ_META, RQ_HP };
+
+struct req {
+	struct avfs_io io;
+	enum req_kind kind;
+	struct stream *s;
+	int64_t submit;
+	struct req *next_free;
+	struct req *all_next;
+};
+
+struct stream {
+	bool write;
+	uint64_t ino;
+	uint64_t fsize;		/* read streams: the file's size */
+	uint64_t pos;		/* next file offset */
+	int64_t t0;
+	uint64_t k;		/* next request index */
+	double period;		/* ns per request */
+};
+
+struct run {
+	const struct avfs_simrun_opts *o;
+	struct avfs_simrun_result *r;
+	struct req *all;	/* every request ever allocated (freed at the end) */
+	struct avfs_sim_engine *eng;
+	struct avfs_disk *d;
+	struct avfs_fsio *io;
+	struct avfs_fs *fs;
+	struct avfs_sched sched;
+	struct avfs_sim_event *timer;
+	int64_t timer_at;
+	int64_t start, end;
+	uint64_t rng;
+	struct stream *streams;
+	unsigned nstreams;
+	/* the command on the disk (rotational: one; non-rotational: up to depth) */
+	struct avfs_sched_cmd *inflight;
+	unsigned ninflight_slots;
+	/* requests */
+	struct req *free_reqs;
+	/* recordings */
+	uint64_t *recs;		/* inode numbers of filled recordings (0 = deleted) */
+	size_t nrecs;
+	bool *rec_busy;
+	/* metadata commit through the scheduler */
+	struct avfs_plan *plan;
+	size_t plan_i;
+	/* BE generators */
+	uint64_t be_ino, be_off, be_size;
+	int be_files;
+	bool be_active;
+	/* metrics */
+	double *margins;
+	size_t nmargins, capmargins;
+	double *seeks;		/* GB between a request's first command and the previous command */
+	size_t nseeks, capseeks;
+	uint64_t prev_end;
+	uint64_t busy0;
+	double hp_sum, hp_max;
+	double dec_wall;
+	FILE *trace;
+	char *why;
+	size_t whylen;
+	int err;
+};
+
+static void say(struct run *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(struct run *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->err)
+		return;
+	r->err = err;
+	va_start(ap, fmt);
+	vsnprintf(r->why, r->whylen, fmt, ap);
+	va_end(ap);
+}
+
+void avfs_simrun_defaults(struct avfs_simrun_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->disk = "avfs-250g";
+	o->seed = 1;
+	o->nread = 8;
+	o->rate = 19.39e6 / 8;
+	o->io = 512 << 10;
+	o->depth = 8;
+	o->duration_s = 3600;
+	o->fill = 0.8;
+	o->policy = "tm";
+	avfs_sched_conf_default(&o->conf);
+	o->block_shift = 22;
+	o->be = AVFS_BE_NONE;
+	o->be_size = 500 << 10;
+}
+
+static uint64_t rnd(struct run *r, uint64_t n)
+{
+	uint64_t z = (r->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return n ? z % n : z;
+}
+
+static int64_t now(struct run *r)
+{
+	return (int64_t)avfs_sim_now(r->eng);
+}
+
+static double wall(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct req *req_new(struct run *r, enum req_kind kind)
+{
+	struct req *q = r->free_reqs;
+
+	struct req *all;
+
+	if (q) {
+		r->free_reqs = q->next_free;
+	} else {
+		q = malloc(sizeof(*q));
+		if (!q)
+			abort();	/* the simulator has no way to go on without memory */
+		q->all_next = r->all;
+		r->all = q;
+	}
+	all = q->all_next;
+	memset(q, 0, sizeof(*q));
+	q->all_next = all;
+	q->kind = kind;
+	return q;
+}
+
+static void req_free(struct run *r, struct req *q)
+{
+	q->next_free = r->free_reqs;
+	r->free_reqs = q;
+}
+
+/* ---- the scheduler loop ---- */
+
+static void kick(struct run *r);
+
+static void on_timer(void *arg, uint64_t t)
+{
+	struct run *r = arg;
+
+	(void)t;
+	r->timer = NULL;
+	kick(r);
+}
+
+static void complete(struct run *r, struct req *q, int res);
+
+static void kick(struct run *r)
+{
+	for (;;) {
+		struct avfs_sched_cmd cmd;
+		double w0 = wall();
+		unsigned slot;
+
+		avfs_sched_next(&r->sched, now(r), &cmd);
+		r->dec_wall += wall() - w0;
+		r->r->decisions++;
+		if (cmd.kind == AVFS_SCHED_IDLE)
+			return;
+		if (cmd.kind == AVFS_SCHED_WAIT) {
+			if (r->timer && r->timer_at == cmd.at)
+				return;
+			if (r->timer)
+				avfs_sim_cancel(r->eng, r->timer);
+			r->timer_at = cmd.at < now(r) ? now(r) : cmd.at;
+			r->timer = avfs_sim_at(r->eng, (uint64_t)r->timer_at, on_timer, r);
+			return;
+		}
+		if (cmd.kind == AVFS_SCHED_FAIL) {
+			complete(r, (struct req *)cmd.io, cmd.err);
+			continue;
+		}
+		for (slot = 0; slot < r->ninflight_slots && r->inflight[slot].io; slot++)
+			;
+		if (slot == r->ninflight_slots)
+			abort();	/* the wrapper enforces the limit */
+		r->inflight[slot] = cmd;
+		/* SPEC §12: the seek distance between consecutively executed *requests* (the
+		 * chunks of one request are not counted as requests of their own) */
+		if (!cmd.seek && cmd.off == cmd.io->orig_off && now(r) >= r->start) {
+			if (r->nseeks == r->capseeks) {
+				r->capseeks = r->capseeks ? 2 * r->capseeks : 4096;
+				r->seeks = realloc(r->seeks, r->capseeks * sizeof(double));
+				if (!r->seeks)
+					abort();
+			}
+			r->seeks[r->nseeks++] = (double)(cmd.off > r->prev_end ? cmd.off - r->prev_end :
+							 r->prev_end - cmd.off) / 1e9;
+		}
+		if (!cmd.seek)
+			r->prev_end = cmd.off + cmd.len;
+		{
+			struct avfs_disk_req dr = {
+				.op = cmd.seek ? AVFS_DISK_SEEK : cmd.write ? AVFS_DISK_WRITE : AVFS_DISK_READ,
+				.flags = cmd.fua ? AVFS_DISK_FUA : 0, .lba = cmd.off / 512, .len = cmd.len,
+				.buf = NULL, .buf_index = -1, .cookie = slot,
+			};
+			struct req *q = (struct req *)cmd.io;
+			static uint8_t *scratch;
+
+			/* data requests carry no payload in the simulation, except metadata writes */
+			if (!scratch && posix_memalign((void **)&scratch, 4096, 16u << 20))
+				abort();
+			dr.buf = scratch;
+			if (q->kind == RQ_META && !cmd.seek)
+				dr.buf = (void *)r->plan->ops[r->plan_i].buf +
+					 (cmd.off - r->plan->ops[r->plan_i].off);
+			if (cmd.len > (16u << 20) && !cmd.seek) {
+				say(r, -EINVAL, "a command of %u bytes is larger than the simulator's buffer",
+				    cmd.len);
+				return;
+			}
+			if (avfs_disk_submit(r->d, &dr)) {
+				say(r, -EIO, "the simulated disk refused a command at %llu",
+				    (unsigned long long)cmd.off);
+				return;
+			}
+		}
+		if (r->r->max_pending < r->sched.ops->pending(r->sched.ctx))
+			r->r->max_pending = r->sched.ops->pending(r->sched.ctx);
+	}
+}
+
+static void drain(struct run *r)
+{
+	struct avfs_disk_cqe c[8];
+	int n;
+
+	while ((n = avfs_disk_reap(r->d, c, 8)) > 0) {
+		for (int i = 0; i < n; i++) {
+			struct avfs_sched_cmd cmd = r->inflight[c[i].cookie];
+
+			r->inflight[c[i].cookie].io = NULL;
+			if (avfs_sched_done(&r->sched, &cmd, now(r), (int)c[i].res))
+				complete(r, (struct req *)cmd.io, (int)(c[i].res < 0 ? c[i].res : 0));
+		}
+		kick(r);
+	}
+}
+
+static int submit(struct run *r, struct req *q)
+{
+	int err;
+
+	q->submit = now(r);
+	err = avfs_sched_submit(&r->sched, &q->io, now(r));
+	if (err) {
+		complete(r, q, err);
+		return err;
+	}
+	kick(r);
+	return 0;
+}
+
+/* ---- streams ---- */
+
+static uint64_t dev_of(struct run *r, uint64_t ino, uint64_t off, bool write)
+{
+	struct avfs_bext e;
+	int n = write ? avfs_fs_map_write(r->fs, ino, off, r->o->io, now(r), &e, 1)
+		      : avfs_fs_map_read(r->fs, ino, off, r->o->io, &e, 1);
+
+	if (n != 1 || !e.dev_off)
+		return UINT64_MAX;
+	return e.dev_off + (off - e.file_off);
+}
+
+static void delete_one(struct run *r);
+
+static void stream_issue(struct run *r, struct stream *s)
+{
+	struct req *q = req_new(r, RQ_STREAM);
+	uint64_t dev;
+
+	if (!s->write && s->pos + r->o->io > s->fsize)
+		s->pos = 0;	/* playback loops over its recording */
+	if (s->write) {
+		struct avfs_statfs st;
+
+		avfs_fs_statfs(r->fs, &st);
+		if (st.bfree < st.blocks / 50 + 4)
+			delete_one(r);	/* a DVR deletes its oldest recording to make room */
+	}
+	dev = dev_of(r, s->ino, s->pos, s->write);
+	if (dev == UINT64_MAX) {
+		say(r, -ENOSPC, "stream cannot map its next request (file system full?)");
+		req_free(r, q);
+		return;
+	}
+	q->s = s;
+	q->io.off = dev;
+	q->io.len = r->o->io;
+	q->io.write = s->write;
+	/* SPEC §12: the deadline is when the stream's buffer would under-run (playback) or
+	 * overflow (recording): a buffer of `depth` requests (4 MiB, 1.73 s), the k-th request
+	 * issued when its slot starts draining (filling), due `depth` periods later */
+	q->io.deadline = s->t0 + (int64_t)((double)(r->o->depth + s->k) * s->period);
+	s->pos += r->o->io;
+	s->k++;
+	submit(r, q);
+}
+
+struct stream_ev {
+	struct run *r;
+	struct stream *s;
+};
+
+static void stream_event(void *arg, uint64_t t)
+{
+	struct stream_ev *e = arg;
+	struct stream *s = e->s;
+	struct run *r = e->r;
+	int64_t next;
+
+	(void)t;
+	stream_issue(r, s);
+	next = s->t0 + (int64_t)((double)s->k * s->period);
+	if (next < r->end)
+		avfs_sim_at(r->eng, (uint64_t)next, stream_event, e);
+}
+
+/* ---- best effort ---- */
+
+static void be_next(struct run *r);
+
+static void be_event(void *arg, uint64_t t)
+{
+	(void)t;
+	be_next(arg);
+}
+
+static uint64_t random_rec(struct run *r)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		size_t i = rnd(r, r->nrecs);
+
+		if (r->recs[i])
+			return r->recs[i];
+	}
+	return 0;
+}
+
+static void be_next(struct run *r)
+{
+	struct req *q;
+	uint64_t dev = UINT64_MAX;
+	uint32_t len = 0;
+	bool write = false;
+
+	if (now(r) >= r->end)
+		return;
+	switch (r->o->be) {
+	case AVFS_BE_PICTURES:
+		if (!r->be_ino || r->be_off >= r->be_size) {
+			char name[32];
+			uint64_t ino;
+
+			snprintf(name, sizeof(name), "pic-%06d.jpg", r->be_files++);
+			if (avfs_fs_mknod(r->fs, AVFS_ROOT_INO, name, S_IFREG | 0644, 0, 0, now(r),
+					  &ino))
+				return;
+			r->be_ino = ino;
+			r->be_off = 0;
+			r->be_size = 600000 + rnd(r, 1400000);	/* 0.6 .. 2.0 MB, mean 1.3 MB */
+		}
+		len = (uint32_t)(r->be_size - r->be_off < (1u << 20) ? r->be_size - r->be_off : (1u << 20));
+		len = (len + 4095) & ~4095u;
+		{
+			struct avfs_bext e;
+
+			if (avfs_fs_map_write(r->fs, r->be_ino, r->be_off, len, now(r), &e, 1) != 1)
+				return;
+			if (r->be_off + len > e.file_off + avfs_fs_block_size(r->fs))
+				len = (uint32_t)(e.file_off + avfs_fs_block_size(r->fs) - r->be_off);
+			dev = e.dev_off + (r->be_off - e.file_off);
+		}
+		r->be_off += len;
+		write = true;
+		break;
+	case AVFS_BE_RANDOM:
+	case AVFS_BE_PROBE: {
+		const struct avfs_super *sb = avfs_fs_super(r->fs);
+		uint64_t bs = 1ull << sb->block_shift;
+
+		len = r->o->be == AVFS_BE_RANDOM ? 4096 : r->o->be_size;
+		len = (len + 4095) & ~4095u;
+		if (len > bs)
+			len = (uint32_t)bs;
+		dev = sb->data_off + rnd(r, sb->data_blocks) * bs + rnd(r, (bs - len) / 4096 + 1) * 4096;
+		break;
+	}
+	case AVFS_BE_GREEDY: {
+		struct avfs_stat st;
+
+		if (!r->be_ino || avfs_fs_getattr(r->fs, r->be_ino, &st) || r->be_off + (1u << 20) > st.size) {
+			r->be_ino = random_rec(r);
+			r->be_off = 0;
+			if (!r->be_ino)
+				return;
+		}
+		len = 1u << 20;
+		dev = dev_of(r, r->be_ino, r->be_off, false);
+		{
+			struct avfs_bext e;
+
+			if (avfs_fs_map_read(r->fs, r->be_ino, r->be_off, len, &e, 1) == 1 &&
+			    r->be_off + len > e.file_off + avfs_fs_block_size(r->fs))
+				len = (uint32_t)(e.file_off + avfs_fs_block_size(r->fs) - r->be_off);
+		}
+		r->be_off += len;
+		break;
+	}
+	default:
+		return;
+	}
+	if (dev == UINT64_MAX || !len)
+		return;
+	q = req_new(r, RQ_BE);
+	q->io.off = dev;
+	q->io.len = len;
+	q->io.write = write;
+	submit(r, q);
+}
+
+/* ---- the high-priority probe (papers/003 Table 2) ---- */
+
+static void hp_event(void *arg, uint64_t t)
+{
+	struct run *r = arg;
+	const struct avfs_super *sb = avfs_fs_super(r->fs);
+	struct req *q;
+	double gap;
+
+	(void)t;
+	if (now(r) >= r->end)
+		return;
+	q = req_new(r, RQ_HP);
+	q->io.off = sb->data_off + rnd(r, (sb->data_blocks << sb->block_shift) / 4096) * 4096;
+	q->io.len = 4096;
+	/* urgent: inside the EDF window, so it goes at the next preemption point */
+	q->io.deadline = now(r) + r->o->conf.urgent_ns / 2;
+	submit(r, q);
+	gap = -log(1.0 - (double)rnd(r, 1u << 30) / (1u << 30)) / r->o->hp_rate * NS;
+	avfs_sim_at(r->eng, (uint64_t)(now(r) + (int64_t)gap + 1), hp_event, r);
+}
+
+/* ---- metadata: commits and deletions ---- */
+
+static void plan_step(struct run *r);
+
+static void commit_now(struct run *r)
+{
+	if (!r->plan && avfs_fs_dirty_blocks(r->fs)) {
+		if (avfs_fs_commit(r->fs, now(r), &r->plan)) {
+			say(r, -EIO, "metadata commit failed: %s", avfs_fs_why(r->fs));
+			return;
+		}
+		r->plan_i = 0;
+		plan_step(r);
+	}
+}
+
+static void meta_event(void *arg, uint64_t t)
+{
+	struct run *r = arg;
+
+	(void)t;
+	commit_now(r);
+	if (now(r) + 5 * NS < r->end)
+		avfs_sim_at(r->eng, (uint64_t)(now(r) + 5 * NS), meta_event, r);
+}
+
+/* The commit plan's writes go one by one, in order, as best-effort writes; flushes cost only
+ * the command overhead on the model (its write cache is off) and are taken as done. */
+static void plan_step(struct run *r)
+{
+	while (r->plan && r->plan_i < r->plan->n && r->plan->ops[r->plan_i].kind == AVFS_PLAN_FLUSH)
+		r->plan_i++;
+	if (!r->plan)
+		return;
+	if (r->plan_i == r->plan->n) {
+		avfs_fs_plan_done(r->fs, r->plan, 0);
+		avfs_plan_free(r->plan);
+		r->plan = NULL;
+		return;
+	}
+	{
+		struct req *q = req_new(r, RQ_META);
+
+		q->io.off = r->plan->ops[r->plan_i].off;
+		q->io.len = r->plan->ops[r->plan_i].len;
+		q->io.write = true;
+		submit(r, q);
+	}
+}
+
+static void delete_one(struct run *r)
+{
+	for (size_t i = 0; i < r->nrecs; i++) {
+		char name[32];
+
+		if (!r->recs[i] || r->rec_busy[i])
+			continue;
+		snprintf(name, sizeof(name), "rec-%05zu.ts", i);
+		if (!avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r))) {
+			r->recs[i] = 0;
+			r->r->deleted_files++;
+		}
+		return;
+	}
+}
+
+static void delete_event(void *arg, uint64_t t)
+{
+	struct run *r = arg;
+	size_t i = rnd(r, r->nrecs);
+
+	(void)t;
+	for (size_t k = 0; k < r->nrecs; k++, i = (i + 1) % r->nrecs) {
+		char name[32];
+
+		if (!r->recs[i] || r->rec_busy[i])
+			continue;
+		snprintf(name, sizeof(name), "rec-%05zu.ts", i);
+		if (!avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r))) {
+			r->recs[i] = 0;
+			r->r->deleted_files++;
+			commit_now(r);	/* commit it now, in the middle of the streams */
+		}
+		return;
+	}
+}
+
+/* ---- completion and metrics ---- */
+
+static void complete(struct run *r, struct req *q, int res)
+{
+	int64_t t = now(r);
+
+	if (r->trace)
+		fprintf(r->trace, "%lld,%lld,%s,%s,%llu,%llu,%lld,%d\n", (long long)q->submit,
+			(long long)t, q->kind == RQ_STREAM ? "rt" : q->kind == RQ_HP ? "hp" :
+			q->kind == RQ_META ? "meta" : "be", q->io.write ? "w" : "r",
+			(unsigned long long)q->io.orig_off, (unsigned long long)q->io.orig_len,
+			(long long)q->io.deadline, res);
+	switch (q->kind) {
+	case RQ_STREAM:
+		if (q->submit >= r->start) {
+			double margin = (double)(q->io.deadline - t) / 1e6;
+
+			r->r->rt_requests++;
+			if (res == -ETIME)
+				r->r->etime_failed++;
+			if (res || t > q->io.deadline)
+				r->r->deadline_misses++;
+			if (r->nmargins == r->capmargins) {
+				r->capmargins = r->capmargins ? 2 * r->capmargins : 4096;
+				r->margins = realloc(r->margins, r->capmargins * sizeof(double));
+				if (!r->margins)
+					abort();
+			}
+			r->margins[r->nmargins++] = res ? -INFINITY : margin;
+		}
+		break;
+	case RQ_BE:
+		if (!res) {
+			r->r->be_bytes += q->io.orig_len;
+			r->r->be_requests++;
+		}
+		req_free(r, q);
+		be_next(r);
+		return;
+	case RQ_HP: {
+		double ms = (double)(t - q->submit) / 1e6;
+
+		r->r->hp_requests++;
+		r->hp_sum += ms;
+		if (ms > r->hp_max)
+			r->hp_max = ms;
+		break;
+	}
+	case RQ_META:
+		if (res) {
+			say(r, res, "a metadata write failed (%d)", res);
+			avfs_fs_plan_done(r->fs, r->plan, res);
+			avfs_plan_free(r->plan);
+			r->plan = NULL;
+			break;
+		}
+		r->plan_i++;
+		req_free(r, q);
+		plan_step(r);
+		return;
+	}
+	req_free(r, q);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double quant(const double *v, size_t n, double q)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	i = (size_t)floor(q * (double)(n - 1));
+	return v[i];
+}
+
+static void finish_metrics(struct run *r)
+{
+	struct avfs_simrun_result *res = r->r;
+	double dur = (double)(r->end - r->start);
+	size_t n, below = 0;
+	const struct avfs_simdisk_rec *t = avfs_simdisk_trace(r->d, &n);
+	double sum = 0, sum2 = 0;
+
+	qsort(r->margins, r->nmargins, sizeof(double), cmp_d);
+	res->p0 = res->rt_requests ? (double)res->deadline_misses / (double)res->rt_requests : 0;
+	if (r->nmargins) {
+		res->margin_min_ms = r->margins[0];
+		res->margin_p001_ms = quant(r->margins, r->nmargins, 0.001);
+		res->margin_p01_ms = quant(r->margins, r->nmargins, 0.01);
+		res->margin_p50_ms = quant(r->margins, r->nmargins, 0.5);
+		if (isinf(res->margin_min_ms))
+			res->margin_min_ms = -1e9;
+		if (isinf(res->margin_p001_ms))
+			res->margin_p001_ms = -1e9;
+		if (isinf(res->margin_p01_ms))
+			res->margin_p01_ms = -1e9;
+	}
+	res->disk_utilization = (double)(avfs_simdisk_busy_ns(r->d) - r->busy0) / dur;
+	if (res->disk_utilization > 1)
+		res->disk_utilization = 1;
+	for (size_t i = 0; i < n; i++) {
+		double ti = (double)(t[i].end - t[i].start);
+
+		if ((int64_t)t[i].start < r->start)
+			continue;
+		sum += ti;
+		sum2 += ti * ti;
+		res->commands++;
+	}
+	/* papers/003 eq. (2): E(T_wait) = ½ ΣT_i² / (ΣT_i + T_idle), T_idle = dur − ΣT_i */
+	res->e_twait_ms = dur > 0 ? 0.5 * sum2 / dur / 1e6 : 0;
+	for (size_t i = 0; i < r->nseeks; i++)
+		below += r->seeks[i] < 5;
+	if (r->nseeks) {
+		qsort(r->seeks, r->nseeks, sizeof(double), cmp_d);
+		res->seek_p50_gb = quant(r->seeks, r->nseeks, 0.5);
+		res->seek_p90_gb = quant(r->seeks, r->nseeks, 0.9);
+		res->seek_frac_below_5 = (double)below / (double)r->nseeks;
+	}
+	res->be_mbps = (double)res->be_bytes * 8 / (dur / NS) / 1e6;
+	res->hp_mean_ms = res->hp_requests ? r->hp_sum / (double)res->hp_requests : 0;
+	res->hp_max_ms = r->hp_max;
+	res->decision_us = res->decisions ? r->dec_wall / (double)res->decisions * 1e6 : 0;
+	res->sim_s = dur / NS;
+}
+
+/* ---- setup ---- */
+
+static int predict(void *ctx, int64_t t, uint64_t off, int64_t *seek, int64_t *rot,
+		   int64_t *half, uint64_t *mid)
+{
+	double s, ro, h;
+	int err = avfs_simdisk_predict(ctx, (uint64_t)t, off, &s, &ro, &h, mid);
+
+	*seek = (int64_t)s;
+	*rot = (int64_t)ro;
+	*half = (int64_t)h;
+	return err;
+}
+
+/* Fill the data region to o->fill with recordings written through the real allocator, two
+ * at a time (a DVR records more than one programme at once). No data moves: the blocks are
+ * mapped and marked written, as hddemu's fast mode would fill a disk. */
+static int fill(struct run *r)
+{
+	const struct avfs_super *sb = avfs_fs_super(r->fs);
+	uint64_t bs = 1ull << sb->block_shift;
+	uint64_t target = (uint64_t)(r->o->fill * (double)sb->data_blocks);
+	uint64_t rec_blocks = (uint64_t)(1800.0 * r->o->rate / (double)bs) + 1;	/* 30 min */
+	uint64_t used = 0, ino[2] = { 0, 0 }, off[2] = { 0, 0 };
+	size_t cap = target / rec_blocks + 4;
+	int err;
+
+	r->recs = calloc(cap + 2, sizeof(*r->recs));
+	r->rec_busy = calloc(cap + 2, sizeof(*r->rec_busy));
+	if (!r->recs || !r->rec_busy)
+		return -ENOMEM;
+	while (used < target) {
+		for (int k = 0; k < 2 && used < target; k++) {
+			struct avfs_bext e;
+
+			if (!ino[k] || off[k] >= rec_blocks * bs) {
+				char name[32];
+
+				if (r->nrecs >= cap + 2)
+					return 0;
+				snprintf(name, sizeof(name), "rec-%05zu.ts", r->nrecs);
+				err = avfs_fs_mknod(r->fs, AVFS_ROOT_INO, name, S_IFREG | 0644, 0, 0,
+						    now(r), &ino[k]);
+				if (err)
+					return err;
+				r->recs[r->nrecs++] = ino[k];
+				off[k] = 0;
+			}
+			if (avfs_fs_map_write(r->fs, ino[k], off[k], bs, now(r), &e, 1) != 1)
+				return -ENOSPC;
+			off[k] += bs;
+			used++;
+			err = avfs_fsio_maybe_commit(r->io);
+			if (err)
+				return err;
+		}
+	}
+	return avfs_fsio_sync(r->io);
+}
+
+int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res, char *why,
+		size_t whylen)
+{
+	struct run r = { .o = o, .r = res, .why = why, .whylen = whylen, .rng = o->seed * 7919 + 1 };
+	const struct avfs_sched_ops *ops = avfs_sched_lookup(o->policy);
+	struct avfs_mkfs_opts mo = { .block_shift = o->block_shift, .seed = o->seed,
+				     .alloc_policy = o->alloc, .now_ns = 1 };
+	struct avfs_sched_conf conf = o->conf;
+	struct stream_ev *sev = NULL;
+	double w0 = wall(), wf;
+	const struct avfs_super *sb;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	if (!ops) {
+		snprintf(why, whylen, "unknown policy '%s' (tm, fifo, cscan, edf, scan-edf)", o->policy);
+		return -EINVAL;
+	}
+	if (!o->io || o->io % 4096 || o->io > (16u << 20) || !o->depth || o->depth > 1024 ||
+	    o->rate <= 0 || o->duration_s <= 0 || o->duration_s > 1e6 || o->fill < 0 ||
+	    o->fill > 0.95 || o->nread + o->nwrite > 4096) {
+		snprintf(why, whylen, "bad workload: io must be a multiple of 4 KiB up to 16 MiB, "
+			 "depth 1..1024, rate > 0, duration 0..1e6 s, fill 0..0.95, at most 4096 streams");
+		return -EINVAL;
+	}
+	if ((1ull << o->block_shift) % o->io) {
+		snprintf(why, whylen, "the request size must divide the data block size");
+		return -EINVAL;
+	}
+	err = avfs_sim_engine_new(&r.eng);
+	if (err)
+		return err;
+	err = avfs_simdisk_open_model(r.eng, o->disk, o->seed, AVFS_SIMDISK_TRACE, &r.d);
+	if (err) {
+		snprintf(why, whylen, "unknown disk model '%s'", o->disk);
+		goto out;
+	}
+	mo.disk_model = !strcmp(o->disk, "avfs-250g") || !strcmp(o->disk, "barracuda-500g") ||
+			!strcmp(o->disk, "st318437") || !strcmp(o->disk, "travelstar-20g") ||
+			!strcmp(o->disk, "ssd") ? o->disk : NULL;
+	err = avfs_fsio_mkfs(r.d, &mo, NULL, why, whylen);
+	if (err)
+		goto out;
+	err = avfs_fsio_mount(r.d, 0, &r.io, NULL, why, whylen);
+	if (err)
+		goto out;
+	r.fs = r.io->fs;
+	sb = avfs_fs_super(r.fs);
+	res->zones = sb->nzones;
+	res->block_size = 1ull << sb->block_shift;
+	avfs_simdisk_nostore(r.d, sb->data_off, sb->backup_off);
+	err = fill(&r);
+	if (err) {
+		snprintf(why, whylen, "filling the file system failed: %s", strerror(-err));
+		goto out;
+	}
+	res->files_filled = r.nrecs;
+	wf = wall();
+	res->fill_wall_s = wf - w0;
+
+	/* the scheduler: service-time model from the superblock (SPEC §5.2) */
+	conf.model = (struct avfs_svc_model){ .tr_ns = (double)sb->rotation_ns,
+					      .tk_ns = (double)sb->seek_avg_ns,
+					      .dmax = (double)sb->rate_max, .dmin = (double)sb->rate_min,
+					      .lmax = r.d->info.size };
+	conf.rotational = r.d->info.rotational;
+	if (conf.jit || conf.split_bytes)
+		conf.pred = (struct avfs_sched_predictor){ .ctx = r.d, .predict = predict };
+	err = avfs_sched_conf_check(&conf, why, whylen);
+	if (err)
+		goto out;
+	err = avfs_sched_init(&r.sched, ops, &conf);
+	if (err) {
+		snprintf(why, whylen, "scheduler: %s", strerror(-err));
+		goto out;
+	}
+	r.ninflight_slots = r.sched.max_inflight;
+	r.inflight = calloc(r.ninflight_slots, sizeof(*r.inflight));
+	if (o->trace_path) {
+		r.trace = fopen(o->trace_path, "w");
+		if (!r.trace) {
+			snprintf(why, whylen, "%s: %s", o->trace_path, strerror(errno));
+			err = -errno;
+			goto out;
+		}
+		fprintf(r.trace, "submit_ns,complete_ns,class,dir,offset,length,deadline_ns,result\n");
+	}
+	/* settle: let the fill's last metadata reach the disk, then start measuring */
+	avfs_sim_run_until(r.eng, avfs_sim_now(r.eng) + 1000000);
+	r.start = now(&r);
+	r.end = r.start + (int64_t)(o->duration_s * NS);
+	r.busy0 = avfs_simdisk_busy_ns(r.d);
+	avfs_simdisk_trace_clear(r.d);
+
+	/* streams: read streams play random recordings from random positions; write streams
+	 * record new files; phases staggered over one request period */
+	r.nstreams = o->nread + o->nwrite;
+	r.streams = calloc(r.nstreams ? r.nstreams : 1, sizeof(*r.streams));
+	sev = calloc(r.nstreams ? r.nstreams : 1, sizeof(*sev));
+	if (!r.streams || !sev || !r.inflight) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < r.nstreams; i++) {
+		struct stream *s = &r.streams[i];
+
+		s->write = i >= o->nread;
+		s->period = (double)o->io / o->rate * NS;
+		s->t0 = r.start + (int64_t)rnd(&r, (uint64_t)s->period);
+		if (!s->write) {
+			size_t k = rnd(&r, r.nrecs ? r.nrecs : 1);
+			struct avfs_stat st;
+
+			if (!r.nrecs) {
+				snprintf(why, whylen, "read streams need recordings: --fill must be > 0");
+				err = -EINVAL;
+				goto out;
+			}
+			s->ino = r.recs[k];
+			r.rec_busy[k] = true;
+			avfs_fs_getattr(r.fs, s->ino, &st);
+			s->fsize = st.size;
+			s->pos = rnd(&r, st.size / o->io) * o->io;
+		} else {
+			char name[32];
+
+			snprintf(name, sizeof(name), "live-%03u.ts", i);
+			err = avfs_fs_mknod(r.fs, AVFS_ROOT_INO, name, S_IFREG | 0644, 0, 0, now(&r),
+					    &s->ino);
+			if (err) {
+				snprintf(why, whylen, "cannot create a recording: %s", strerror(-err));
+				goto out;
+			}
+		}
+		sev[i] = (struct stream_ev){ .r = &r, .s = s };
+		avfs_sim_at(r.eng, (uint64_t)s->t0, stream_event, &sev[i]);
+	}
+	if (o->be == AVFS_BE_DELETE)
+		avfs_sim_at(r.eng, (uint64_t)(r.start + (r.end - r.start) / 2), delete_event, &r);
+	else if (o->be != AVFS_BE_NONE)
+		avfs_sim_at(r.eng, (uint64_t)r.start + 1, be_event, &r);
+	if (o->hp_rate > 0)
+		avfs_sim_at(r.eng, (uint64_t)r.start + 1000, hp_event, &r);
+	avfs_sim_at(r.eng, (uint64_t)(r.start + 5 * NS), meta_event, &r);
+
+	/* the event loop, in virtual time */
+	while (!r.err && avfs_sim_next(r.eng) <= (uint64_t)r.end) {
+		avfs_sim_step(r.eng);
+		drain(&r);
+	}
+	avfs_sim_run_until(r.eng, (uint64_t)r.end);
+	err = r.err;
+	if (!err)
+		finish_metrics(&r);
+	res->wall_s = wall() - w0;
+out:
+	if (r.trace)
+		fclose(r.trace);
+	if (r.sched.ops)
+		avfs_sched_destroy(&r.sched);
+	while (r.all) {
+		struct req *q = r.all;
+
+		r.all = q->all_next;
+		free(q);
+	}
+	if (r.plan)
+		avfs_plan_free(r.plan);
+	if (r.io)
+		avfs_fsio_abandon(r.io);
+	avfs_disk_close(r.d);
+	avfs_sim_engine_free(r.eng);
+	free(r.inflight);
+	free(r.streams);
+	free(sev);
+	free(r.margins);
+	free(r.seeks);
+	free(r.recs);
+	free(r.rec_busy);
+	return err;
+}

@@ -1,0 +1,72 @@
+/*
+ * simrun.h — one simulated run: the real file system (mkfs, fill, files) and the real
+ * scheduler (traffic mixer or a baseline) over the simulated disk in virtual time, driven by
+ * DVR workloads (SPEC §12): NrMw constant-bit-rate streams with buffer deadlines, best-effort
+ * traffic, and the high-priority probe of the preemption study (papers/003). It measures;
+ * it prints nothing (avfs-sim does).
+ */
+#ifndef AVFS_SIMRUN_H
+#define AVFS_SIMRUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "iosched.h"
+
+enum avfs_be_load {
+	AVFS_BE_NONE,
+	AVFS_BE_PICTURES,	/* 100 files of ~1.3 MB written in turn (papers/001 §4.3.2), looped */
+	AVFS_BE_RANDOM,		/* 4 KiB random reads, one at a time */
+	AVFS_BE_GREEDY,		/* a sequential reader of a recording, 1 MiB requests */
+	AVFS_BE_DELETE,		/* one recording deleted half-way through */
+	AVFS_BE_PROBE,		/* preemption study: random BE reads of be_size, queue depth 1 */
+};
+
+struct avfs_simrun_opts {
+	const char *disk;	/* model name */
+	uint64_t seed;
+	unsigned nread, nwrite;	/* NrMw */
+	double rate;		/* bytes/s per stream (19.39 Mbps) */
+	uint32_t io;		/* bytes per stream request (512 KiB) */
+	unsigned depth;		/* requests outstanding per stream = buffer / io (8) */
+	double duration_s;
+	double fill;		/* fraction of the data region filled with recordings first */
+	const char *policy;	/* tm, fifo, cscan, edf, scan-edf */
+	struct avfs_sched_conf conf;	/* margin, urgent, chunk, jit...; model from the fs */
+	uint32_t alloc;		/* 0 ZRR, 1 contiguous first-fit */
+	uint32_t block_shift;	/* data block size (22: 4 MiB) */
+	enum avfs_be_load be;
+	uint32_t be_size;	/* probe: BE read size */
+	double hp_rate;		/* probe: high-priority requests per second (0 = none) */
+	const char *trace_path;	/* CSV of every request, or NULL */
+};
+
+void avfs_simrun_defaults(struct avfs_simrun_opts *o);
+
+struct avfs_simrun_result {
+	uint64_t rt_requests, deadline_misses, etime_failed;
+	double p0;
+	double margin_min_ms, margin_p001_ms, margin_p01_ms, margin_p50_ms;
+	double disk_utilization;
+	double seek_p50_gb, seek_p90_gb, seek_frac_below_5;
+	uint64_t be_bytes, be_requests;
+	double be_mbps;		/* megabits per second, as papers/001 quotes BE rates */
+	double e_twait_ms;	/* papers/003 eq. (2) over every disk command */
+	uint64_t commands;
+	uint64_t hp_requests;	/* probe */
+	double hp_mean_ms, hp_max_ms;
+	double decision_us;	/* mean wall time of one scheduler decision */
+	uint64_t decisions;
+	uint64_t max_pending;
+	double sim_s, wall_s, fill_wall_s;
+	uint64_t files_filled;
+	uint32_t zones;
+	uint64_t block_size;
+	uint64_t deleted_files;
+};
+
+/* Run. 0, or -errno with why (bad options, the disk too small for the workload...). */
+int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *r, char *why,
+		size_t whylen);
+
+#endif
