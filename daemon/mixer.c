@@ -32,6 +32,7 @@ struct node {
 	struct node *older, *newer;	/* BE arrival list (ageing) */
 	uint64_t jit_until_off;	/* JIT: the offset the slack was computed for */
 	bool in_batch;		/* taken from the batch: a remainder goes back to it */
+	struct node *fl_prev, *fl_next;	/* in-flight list (dispatched, not done) */
 	bool split_done;	/* a split seek already went out for the current offset */
 };
 
@@ -50,7 +51,7 @@ struct tm {
 	uint64_t cursor;	/* batch C-SCAN position */
 	uint64_t last_end;	/* end of the last executed command (RT or BE) */
 	uint64_t seq, rng;
-	struct node *cur;	/* the dispatched command's node (rotational: one) */
+	struct node *flight;	/* nodes of dispatched commands (rotational: at most one) */
 	int64_t jit_until;	/* JIT slack of jit_node ends then */
 	struct node *jit_node;
 	size_t npending;
@@ -277,9 +278,12 @@ static void tm_destroy(void *ctx)
 	free_tree(t->batch.root);
 	free_tree(t->be.root);
 	free_tree(t->edf.root);
-	if (t->cur) {
-		t->cur->io->pv[0] = NULL;
-		free(t->cur);
+	while (t->flight) {
+		struct node *n = t->flight;
+
+		t->flight = n->fl_next;
+		n->io->pv[0] = NULL;
+		free(n);
 	}
 	free(t);
 }
@@ -404,6 +408,26 @@ static void take(struct tm *t, struct node *n, struct tree *tr)
 		be_unlink(t, n);
 }
 
+static void fly(struct tm *t, struct node *n)
+{
+	n->fl_prev = NULL;
+	n->fl_next = t->flight;
+	if (t->flight)
+		t->flight->fl_prev = n;
+	t->flight = n;
+}
+
+static void land(struct tm *t, struct node *n)
+{
+	if (n->fl_prev)
+		n->fl_prev->fl_next = n->fl_next;
+	else if (t->flight == n)
+		t->flight = n->fl_next;
+	if (n->fl_next)
+		n->fl_next->fl_prev = n->fl_prev;
+	n->fl_prev = n->fl_next = NULL;
+}
+
 /* Dispatch n now — unless JIT or seek splitting say otherwise. Returns true if cmd is set. */
 static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 		  struct avfs_sched_cmd *cmd)
@@ -421,7 +445,7 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 		    rot > 2 * half - seek) {
 			n->split_done = true;
 			take(t, n, tr);
-			t->cur = n;
+			fly(t, n);
 			*cmd = (struct avfs_sched_cmd){ .kind = AVFS_SCHED_DISPATCH, .io = io,
 							.off = mid, .seek = true };
 			return true;
@@ -437,7 +461,7 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 		}
 	}
 	take(t, n, tr);
-	t->cur = n;
+	fly(t, n);
 	t->jit_node = NULL;
 	*cmd = (struct avfs_sched_cmd){ .kind = AVFS_SCHED_DISPATCH, .io = io, .off = io->off,
 					.len = cmd_len(t, io), .write = io->write };
@@ -576,8 +600,7 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 	(void)now;
 	if (!n)
 		return true;
-	if (t->cur == n)
-		t->cur = NULL;
+	land(t, n);
 	if (res < 0) {
 		io->pv[0] = NULL;
 		free(n);

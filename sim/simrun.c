@@ -664,7 +664,8 @@ static void finish_metrics(struct run *r)
 	const struct avfs_simdisk_rec *t = avfs_simdisk_trace(r->d, &n);
 	double sum = 0, sum2 = 0;
 
-	qsort(r->margins, r->nmargins, sizeof(double), cmp_d);
+	if (r->nmargins)
+		qsort(r->margins, r->nmargins, sizeof(double), cmp_d);
 	res->p0 = res->rt_requests ? (double)res->deadline_misses / (double)res->rt_requests : 0;
 	if (r->nmargins) {
 		res->margin_min_ms = r->margins[0];
