@@ -327,8 +327,10 @@ static void stream_issue(struct run *r, struct stream *s)
 	}
 	dev = dev_of(r, s->ino, s->pos, s->write);
 	if (dev == UINT64_MAX) {
-		say(r, -ENOSPC, "stream cannot map its next request (file system full?)");
+		say(r, -ENOSPC, "a %s stream cannot map its next request at %.1f s: the file system "
+		    "is full", s->write ? "recording" : "playback", (double)(now(r) - r->start) / NS);
 		req_free(r, q);
+		s->k++;	/* never reschedule at the same instant */
 		return;
 	}
 	q->s = s;
@@ -399,6 +401,15 @@ static void be_next(struct run *r)
 			char name[32];
 			uint64_t ino;
 
+			/* papers/001 §4.3.2: a set of 100 pictures; the set is then deleted and
+			 * written again, so the load goes on without filling the disk (each
+			 * picture takes a whole data block) */
+			if (r->be_files && r->be_files % 100 == 0) {
+				for (int k = r->be_files - 100; k < r->be_files; k++) {
+					snprintf(name, sizeof(name), "pic-%06d.jpg", k);
+					avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r));
+				}
+			}
 			snprintf(name, sizeof(name), "pic-%06d.jpg", r->be_files++);
 			if (avfs_fs_mknod(r->fs, AVFS_ROOT_INO, name, S_IFREG | 0644, 0, 0, now(r),
 					  &ino))
@@ -918,8 +929,9 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 		avfs_sim_step(r.eng);
 		drain(&r);
 	}
-	avfs_sim_run_until(r.eng, (uint64_t)r.end);
 	err = r.err;
+	if (!err)
+		avfs_sim_run_until(r.eng, (uint64_t)r.end);
 	if (!err)
 		finish_metrics(&r);
 	res->wall_s = wall() - w0;
