@@ -124,6 +124,9 @@ struct avfs_sched_ops {
 	 * cmd->io is complete (all bytes done, or failed), false when more chunks remain. */
 	bool (*done)(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, int res);
 	size_t (*pending)(void *ctx);	/* requests held (not yet complete) */
+	/* withdraw a request no command of which is on the device: 0 (it is forgotten; the
+	 * caller completes it), -EBUSY (a command is out), -ENOENT. NULL: not supported. */
+	int (*cancel)(void *ctx, struct avfs_io *io);
 };
 
 extern const struct avfs_sched_ops avfs_sched_tm;
@@ -153,5 +156,7 @@ int avfs_sched_submit(struct avfs_sched *s, struct avfs_io *io, int64_t now);
 /* The next thing to do, honouring the in-flight limit (IDLE while the device is full). */
 void avfs_sched_next(struct avfs_sched *s, int64_t now, struct avfs_sched_cmd *cmd);
 bool avfs_sched_done(struct avfs_sched *s, const struct avfs_sched_cmd *cmd, int64_t now, int res);
+/* Withdraw a queued request (see ops.cancel). -EOPNOTSUPP for policies without it. */
+int avfs_sched_cancel(struct avfs_sched *s, struct avfs_io *io);
 
 #endif

@@ -631,6 +631,31 @@ static size_t tm_pending(void *ctx)
 	return ((struct tm *)ctx)->npending;
 }
 
+static int tm_cancel(void *ctx, struct avfs_io *io)
+{
+	struct tm *t = ctx;
+	struct node *n = io->pv[0];
+	struct tree *tr;
+
+	if (!n)
+		return -ENOENT;
+	if (n->fl_prev || t->flight == n)
+		return -EBUSY;
+	if (!io->deadline)
+		tr = &t->be;
+	else if (!t->c.rotational)
+		tr = &t->edf;
+	else
+		tr = n->in_batch ? &t->batch : &t->rt;
+	take(t, n, tr);
+	if (t->jit_node == n)
+		t->jit_node = NULL;
+	io->pv[0] = NULL;
+	free(n);
+	t->npending--;
+	return 0;
+}
+
 const struct avfs_sched_ops avfs_sched_tm = {
 	.name = "tm",
 	.init = tm_init,
@@ -639,6 +664,7 @@ const struct avfs_sched_ops avfs_sched_tm = {
 	.next = tm_next,
 	.done = tm_done,
 	.pending = tm_pending,
+	.cancel = tm_cancel,
 };
 
 /* exported for tests: the current hold time (NAN when nothing is held) */

@@ -293,3 +293,10 @@ bool avfs_sched_done(struct avfs_sched *s, const struct avfs_sched_cmd *cmd, int
 		s->inflight--;
 	return s->ops->done(s->ctx, cmd, now, res);
 }
+
+int avfs_sched_cancel(struct avfs_sched *s, struct avfs_io *io)
+{
+	if (!s->ops->cancel)
+		return -EOPNOTSUPP;
+	return s->ops->cancel(s->ctx, io);
+}

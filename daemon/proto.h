@@ -1,0 +1,113 @@
+/*
+ * proto.h — the wire protocol between libavio and avfsd over a Unix stream socket: fixed-size,
+ * little-endian, versioned messages. Shared by both sides; no code. Every message is a header
+ * followed by `len` payload bytes; replies carry the request's tag and type | AVFS_MSG_REPLY.
+ * The daemon validates every field (a malformed message drops that client, no one else).
+ */
+#ifndef AVFS_PROTO_H
+#define AVFS_PROTO_H
+
+#include <stdint.h>
+
+#define AVFS_PROTO_MAGIC 0x4f495641u	/* "AVIO" */
+#define AVFS_PROTO_VERSION 1u
+#define AVFS_PROTO_MAX_IO (16u << 20)	/* largest single request */
+#define AVFS_PROTO_MAX_PAYLOAD (AVFS_PROTO_MAX_IO + 4096)
+#define AVFS_PROTO_QUEUE 256u		/* requests in flight per client; more: -EAGAIN */
+#define AVFS_PROTO_ALIGN 4096u		/* offsets and sizes of libavio I/O */
+/* the socket of a mount: readable from any file on it as this extended attribute */
+#define AVFS_XATTR_SOCKET "user.avfs.socket"
+
+enum avfs_msg_type {
+	AVFS_MSG_HELLO = 1,	/* first message: versions, limits */
+	AVFS_MSG_OPEN = 2,	/* a file of the mount, by (st_dev, st_ino): a handle */
+	AVFS_MSG_CLOSE = 3,	/* forget a handle */
+	AVFS_MSG_IO = 4,	/* read or write, with a deadline */
+	AVFS_MSG_CANCEL = 5,	/* cancel a request by tag */
+	AVFS_MSG_SHM = 6,	/* the client's buffer memory: a memfd sent with SCM_RIGHTS */
+	AVFS_MSG_REPLY = 0x80,	/* or'ed into a reply's type */
+};
+
+struct avfs_msg_hdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t flags;
+	uint32_t len;		/* payload bytes after this header */
+	uint32_t reserved;
+	uint64_t tag;		/* chosen by the client, echoed in the reply */
+};
+
+struct avfs_msg_hello {
+	uint32_t version;
+	uint32_t reserved;
+};
+
+struct avfs_msg_hello_reply {
+	int32_t res;
+	uint32_t version;
+	uint32_t max_io;
+	uint32_t queue;
+};
+
+#define AVFS_OPEN_READ 1u
+#define AVFS_OPEN_WRITE 2u
+
+struct avfs_msg_open {
+	uint64_t dev, ino;	/* fstat() of the client's descriptor on the mount */
+	uint32_t access;	/* AVFS_OPEN_READ | AVFS_OPEN_WRITE */
+	uint32_t reserved;
+};
+
+struct avfs_msg_open_reply {
+	int32_t res;		/* 0 or -errno (-EACCES, -ENOENT, -EXDEV: not this mount) */
+	uint32_t handle;
+};
+
+struct avfs_msg_close {
+	uint32_t handle;
+	uint32_t reserved;
+};
+
+#define AVFS_IO_READ 0
+#define AVFS_IO_WRITE 1
+#define AVFS_IO_INLINE 0	/* data follows the message (write) or the reply (read) */
+#define AVFS_IO_SHM 1		/* data is in the shared memfd at shm_off */
+
+struct avfs_msg_io {
+	uint32_t handle;
+	uint8_t op;		/* AVFS_IO_READ / AVFS_IO_WRITE */
+	uint8_t where;		/* AVFS_IO_INLINE / AVFS_IO_SHM */
+	uint16_t reserved;
+	uint64_t offset;	/* multiple of AVFS_PROTO_ALIGN */
+	uint64_t nbytes;	/* multiple of AVFS_PROTO_ALIGN, <= AVFS_PROTO_MAX_IO */
+	int64_t deadline;	/* CLOCK_MONOTONIC ns; 0 = best effort */
+	uint64_t shm_off;	/* AVFS_IO_SHM: where in the memfd */
+};
+
+struct avfs_msg_io_reply {
+	int64_t res;		/* bytes, or -errno (-ETIME, -ECANCELED, -EIO...) */
+};
+
+struct avfs_msg_cancel {
+	uint64_t target;	/* the tag of the request to cancel */
+};
+
+#define AVFS_CANCEL_DONE 0	/* AIO_CANCELED: it will complete with -ECANCELED */
+#define AVFS_CANCEL_BUSY 1	/* AIO_NOTCANCELED: already on the disk */
+#define AVFS_CANCEL_GONE 2	/* AIO_ALLDONE: already complete, or unknown */
+
+struct avfs_msg_cancel_reply {
+	int32_t res;
+	uint32_t reserved;
+};
+
+struct avfs_msg_shm {
+	uint64_t size;		/* of the memfd (sent as SCM_RIGHTS with this message) */
+};
+
+struct avfs_msg_shm_reply {
+	int32_t res;
+	uint32_t reserved;
+};
+
+#endif

@@ -1,0 +1,1073 @@
+/*
+ * avio.c — libavio: the client side of daemon/proto.h. One connection per process, made on
+ * first use and shared by all threads; requests go out as tagged messages and their replies
+ * are read by whichever thread waits (no library thread). Buffer memory shared with the
+ * daemon through a memfd. It does not schedule, retry or reorder anything: avfsd does.
+ */
+#include "avio.h"
+#include "proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+/* aio->__state; anything else (a zeroed struct included) is "never started" */
+#define AVIO_ST_IDLE 0
+#define AVIO_ST_PENDING 0x41560001
+#define AVIO_ST_DONE 0x41560002
+
+#define AVIO_CTRL_TAG (UINT64_C(1) << 63)	/* tags of HELLO, OPEN, SHM, CANCEL */
+#define AVIO_SLOT_BITS 16			/* IO tag = seq << 16 | slot */
+#define AVIO_STALL_MS 10000	/* a daemon silent this long in a round trip is declared gone */
+#define AVIO_RXBUF (64u << 10)
+#define AVIO_SHM_DEFAULT (64u << 20)
+
+enum avio_conn_state {
+	CONN_NONE,		/* never connected, or the last attempt failed: try again */
+	CONN_HELLO,		/* connected, HELLO in flight */
+	CONN_UP,
+	CONN_DEAD,		/* lost: final; the socket stays open (see __conn_fail) */
+};
+
+enum avio_rx_phase {
+	RX_HDR,			/* reading struct avfs_msg_hdr */
+	RX_FIXED,		/* reading the reply's fixed struct */
+	RX_DATA,		/* reading the rest: a read's data into its buffer, or discarding */
+};
+
+struct avio_slot {
+	uint64_t tag;		/* 0: free */
+	avfs_asyncio_t *aio;	/* NULL with a tag: canceled, its reply still due (a zombie) */
+	uint8_t op, where;
+};
+
+struct avio_file {
+	uint64_t dev, ino;
+	uint32_t access;	/* AVFS_OPEN_READ | AVFS_OPEN_WRITE */
+	uint32_t handle;
+};
+
+/* the process's connection; every field is protected by lock */
+struct avio_conn {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* CLOCK_MONOTONIC; broadcast on completions, reader changes */
+	enum avio_conn_state state;
+	int sock;		/* non-blocking; never closed once UP (a reader may poll it) */
+	int evfd;		/* wakes the reader when another thread completed requests */
+	bool reader;		/* a thread polls sock without the lock (leader/follower) */
+	bool kick;		/* completions since the last __conn_wake() */
+	uint64_t seq;
+	uint32_t max_io, queue;	/* from HELLO */
+	struct avio_slot slots[AVFS_PROTO_QUEUE];
+	uint32_t free_slots[AVFS_PROTO_QUEUE];
+	uint32_t nfree;
+	struct avio_file *files;
+	size_t nfiles, files_cap;
+	int shm_state;		/* 0 not shared yet, 1 shared, -1 refused: inline copies */
+	/* the one control round trip in flight (the lock is held across it) */
+	uint64_t ctrl_tag;
+	bool ctrl_done;
+	uint16_t ctrl_type;
+	uint8_t ctrl_reply[16];
+	/* the partial-read state machine: one reply at a time, fed from rxbuf or the socket */
+	enum avio_rx_phase phase;
+	size_t need, have;	/* bytes of the current phase */
+	struct avfs_msg_hdr hdr;
+	uint8_t fixed[16];
+	uint8_t *dst;		/* RX_DATA: where the data goes; NULL: discard */
+	size_t rx_start, rx_end;
+	uint8_t rxbuf[AVIO_RXBUF];
+};
+
+/* the shared buffer region; protected by lock, except base/size: set once, read lock-free */
+struct avio_shm {
+	pthread_mutex_t lock;
+	int fd;
+	uint8_t *base;		/* published last, with release order */
+	size_t size, npages;
+	uint32_t *run;		/* run[p]: pages of the allocation starting at page p, else 0 */
+	uint8_t *used;		/* per page */
+};
+
+static struct avio_conn conn = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.sock = -1,
+	.evfd = -1,
+};
+static struct avio_shm shm = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
+};
+static pthread_once_t avio_once = PTHREAD_ONCE_INIT;
+
+static void avio_init(void)
+{
+	pthread_condattr_t attr;
+
+	/* a monotonic condition variable: waits end on time even if the wall clock jumps */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&conn.cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* poll(2) milliseconds until `end` (INT64_MAX: forever), rounded up so we never wake early */
+static int ms_until(int64_t end)
+{
+	int64_t left;
+
+	if (end == INT64_MAX)
+		return -1;
+	left = end - mono_ns();
+	if (left <= 0)
+		return 0;
+	left = (left + 999999) / 1000000;
+	return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+static int aio_state(const avfs_asyncio_t *aio)
+{
+	return __atomic_load_n(&aio->__state, __ATOMIC_ACQUIRE);
+}
+
+/* ---- shared buffer region ---- */
+
+static size_t shm_size_from_env(void)
+{
+	const char *s = getenv("AVFS_SHM_SIZE");
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s)
+		return AVIO_SHM_DEFAULT;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return AVIO_SHM_DEFAULT;
+	switch (*end) {
+	case 'K': case 'k': v <<= 10; end++; break;
+	case 'M': case 'm': v <<= 20; end++; break;
+	case 'G': case 'g': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end || v < AVFS_PROTO_ALIGN || v > (1ULL << 40))
+		return AVIO_SHM_DEFAULT;
+	return (size_t)(v / AVFS_PROTO_ALIGN * AVFS_PROTO_ALIGN);
+}
+
+/* shm.lock held */
+static int __shm_create(void)
+{
+	size_t size = shm_size_from_env();
+	size_t npages = size / AVFS_PROTO_ALIGN;
+	uint32_t *run;
+	uint8_t *used;
+	void *base;
+	int fd, err;
+
+	fd = memfd_create("avfs-buffers", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size)) {
+		err = -errno;
+		goto out_close;
+	}
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		err = -errno;
+		goto out_close;
+	}
+	run = calloc(npages, sizeof(*run));
+	used = calloc(npages, 1);
+	if (!run || !used) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	shm.fd = fd;
+	shm.size = size;
+	shm.npages = npages;
+	shm.run = run;
+	shm.used = used;
+	__atomic_store_n(&shm.base, (uint8_t *)base, __ATOMIC_RELEASE);
+	return 0;
+
+out_free:
+	free(run);
+	free(used);
+	munmap(base, size);
+out_close:
+	close(fd);
+	return err;
+}
+
+/* true if [p, p + len) lies in the region at a 4096-aligned offset *off */
+static bool shm_lookup(const volatile void *p, size_t len, uint64_t *off)
+{
+	uint8_t *base = __atomic_load_n(&shm.base, __ATOMIC_ACQUIRE);
+	uintptr_t a = (uintptr_t)p, b = (uintptr_t)base;
+
+	if (!base || a < b || a - b >= shm.size || len > shm.size - (a - b))
+		return false;
+	*off = a - b;
+	return *off % AVFS_PROTO_ALIGN == 0;
+}
+
+void *avfs_buf_alloc(size_t len)
+{
+	size_t pages, p, q;
+	void *ret = NULL;
+	int err;
+
+	if (!len) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&shm.lock);
+	if (!shm.base) {
+		err = __shm_create();
+		if (err) {
+			pthread_mutex_unlock(&shm.lock);
+			errno = -err;
+			return NULL;
+		}
+	}
+	if (len > shm.size) {
+		err = ENOMEM;
+		goto out;
+	}
+	pages = (len + AVFS_PROTO_ALIGN - 1) / AVFS_PROTO_ALIGN;
+	/* first fit: buffers are few and long-lived (a stream's ring), so a scan is enough */
+	for (p = 0; p + pages <= shm.npages; p = q + 1) {
+		for (q = p; q < p + pages && !shm.used[q]; q++)
+			;
+		if (q == p + pages) {
+			memset(shm.used + p, 1, pages);
+			shm.run[p] = (uint32_t)pages;
+			ret = shm.base + p * AVFS_PROTO_ALIGN;
+			break;
+		}
+	}
+	err = ENOMEM;
+out:
+	pthread_mutex_unlock(&shm.lock);
+	if (!ret)
+		errno = err;
+	return ret;
+}
+
+void avfs_buf_free(void *p)
+{
+	uint64_t off;
+	size_t page;
+
+	if (!p || !shm_lookup(p, 1, &off))
+		return;
+	page = off / AVFS_PROTO_ALIGN;
+	pthread_mutex_lock(&shm.lock);
+	if (shm.run[page]) {
+		memset(shm.used + page, 0, shm.run[page]);
+		shm.run[page] = 0;
+	}
+	pthread_mutex_unlock(&shm.lock);
+}
+
+/* ---- completions ---- */
+
+/* completes slot i with res and frees it; the aio must not be touched after the store */
+static void __slot_complete(struct avio_conn *c, uint32_t i, int64_t res)
+{
+	struct avio_slot *s = &c->slots[i];
+	avfs_asyncio_t *aio = s->aio;
+
+	if (aio) {
+		aio->aio_ret = (ssize_t)res;
+		__atomic_store_n(&aio->__state, AVIO_ST_DONE, __ATOMIC_RELEASE);
+	}
+	s->aio = NULL;
+	s->tag = 0;
+	c->free_slots[c->nfree++] = i;
+	c->kick = true;
+}
+
+static struct avio_slot *__slot_find(struct avio_conn *c, uint64_t tag, uint32_t *idx)
+{
+	uint32_t i = (uint32_t)(tag & ((1u << AVIO_SLOT_BITS) - 1));
+
+	if ((tag & AVIO_CTRL_TAG) || i >= AVFS_PROTO_QUEUE || !tag || c->slots[i].tag != tag)
+		return NULL;
+	*idx = i;
+	return &c->slots[i];
+}
+
+/* wakes waiters after completions: followers on the condition, the reader through evfd */
+static void __conn_wake(struct avio_conn *c)
+{
+	uint64_t one = 1;
+
+	if (!c->kick)
+		return;
+	c->kick = false;
+	pthread_cond_broadcast(&c->cond);
+	if (c->reader && write(c->evfd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: the reader is awake anyway */
+	}
+}
+
+/*
+ * The connection is lost (EOF, socket error, malformed reply, stalled daemon): every request
+ * in flight completes with -ENOTCONN and the state is final. The socket is shut down but not
+ * closed, so that a thread polling it wakes (POLLHUP) and no reused descriptor is polled.
+ */
+static void __conn_fail(struct avio_conn *c)
+{
+	uint32_t i;
+
+	if (c->state == CONN_DEAD || c->state == CONN_NONE)
+		return;
+	for (i = 0; i < AVFS_PROTO_QUEUE; i++)
+		if (c->slots[i].tag)
+			__slot_complete(c, i, -ENOTCONN);
+	c->ctrl_done = true;
+	c->ctrl_tag = 0;
+	c->state = CONN_DEAD;
+	shutdown(c->sock, SHUT_RDWR);
+	c->kick = true;
+	__conn_wake(c);
+}
+
+/* ---- the receive state machine ---- */
+
+static size_t reply_fixed_len(uint16_t type)
+{
+	switch (type) {
+	case AVFS_MSG_HELLO: return sizeof(struct avfs_msg_hello_reply);
+	case AVFS_MSG_OPEN: return sizeof(struct avfs_msg_open_reply);
+	case AVFS_MSG_IO: return sizeof(struct avfs_msg_io_reply);
+	case AVFS_MSG_CANCEL: return sizeof(struct avfs_msg_cancel_reply);
+	case AVFS_MSG_SHM: return sizeof(struct avfs_msg_shm_reply);
+	default: return 0;	/* unknown reply: skipped whole, for later versions */
+	}
+}
+
+static void __rx_reset(struct avio_conn *c)
+{
+	c->phase = RX_HDR;
+	c->need = sizeof(c->hdr);
+	c->have = 0;
+	c->dst = NULL;
+}
+
+/* the whole reply is in: complete its request or its control round trip */
+static int __rx_finish(struct avio_conn *c)
+{
+	uint16_t type = c->hdr.type & ~AVFS_MSG_REPLY;
+	uint32_t idx;
+
+	if (type == AVFS_MSG_IO) {
+		struct avfs_msg_io_reply r;
+
+		memcpy(&r, c->fixed, sizeof(r));
+		if (__slot_find(c, c->hdr.tag, &idx))
+			__slot_complete(c, idx, r.res);
+	} else if (c->ctrl_tag && c->hdr.tag == c->ctrl_tag) {
+		if (type != c->ctrl_type)
+			return -EPROTO;
+		memcpy(c->ctrl_reply, c->fixed, sizeof(c->ctrl_reply));
+		c->ctrl_done = true;
+	}
+	/* any other reply (an unknown tag, a stale round trip) is dropped */
+	__rx_reset(c);
+	return 0;
+}
+
+/* the current phase has all its bytes: move to the next one; -EPROTO on a malformed reply */
+static int __rx_step(struct avio_conn *c)
+{
+	uint16_t type = c->hdr.type & ~AVFS_MSG_REPLY;
+	struct avio_slot *s;
+	uint32_t idx;
+	size_t rest;
+
+	switch (c->phase) {
+	case RX_HDR:
+		if (c->hdr.magic != AVFS_PROTO_MAGIC || !(c->hdr.type & AVFS_MSG_REPLY) ||
+		    c->hdr.len > AVFS_PROTO_MAX_PAYLOAD ||
+		    c->hdr.len < reply_fixed_len(type))
+			return -EPROTO;
+		c->phase = RX_FIXED;
+		c->need = reply_fixed_len(type);
+		c->have = 0;
+		memset(c->fixed, 0, sizeof(c->fixed));
+		break;
+	case RX_FIXED:
+		rest = c->hdr.len - c->need;
+		c->phase = RX_DATA;
+		c->need = rest;
+		c->have = 0;
+		c->dst = NULL;
+		if (type == AVFS_MSG_IO && (s = __slot_find(c, c->hdr.tag, &idx)) && s->aio) {
+			struct avfs_msg_io_reply r;
+
+			memcpy(&r, c->fixed, sizeof(r));
+			if (r.res > (int64_t)s->aio->aio_nbytes)
+				return -EPROTO;
+			/* an inline read carries exactly res bytes; nothing else carries data */
+			if (s->op == AVFS_IO_READ && s->where == AVFS_IO_INLINE && r.res > 0) {
+				if (rest != (size_t)r.res)
+					return -EPROTO;
+				c->dst = (uint8_t *)(uintptr_t)s->aio->aio_buf;
+			} else if (rest) {
+				return -EPROTO;
+			}
+		}
+		break;
+	case RX_DATA:
+		return __rx_finish(c);
+	}
+	return 0;
+}
+
+/* consumes rxbuf; the machine may pass through phases that need no bytes (need == 0) */
+static int __rx_parse(struct avio_conn *c)
+{
+	int err;
+
+	for (;;) {
+		size_t take;
+		uint8_t *src;
+
+		while (c->have == c->need) {	/* ends: RX_HDR always needs bytes */
+			err = __rx_step(c);
+			if (err)
+				return err;
+		}
+		take = c->rx_end - c->rx_start;
+		if (!take)
+			return 0;
+		if (take > c->need - c->have)
+			take = c->need - c->have;
+		src = c->rxbuf + c->rx_start;
+		if (c->phase == RX_HDR)
+			memcpy((uint8_t *)&c->hdr + c->have, src, take);
+		else if (c->phase == RX_FIXED)
+			memcpy(c->fixed + c->have, src, take);
+		else if (c->dst)
+			memcpy(c->dst + c->have, src, take);
+		c->rx_start += take;
+		c->have += take;
+	}
+}
+
+/*
+ * Reads and dispatches every reply the socket holds, never blocking. A read's data goes
+ * straight from the socket into its buffer when nothing of it is buffered. Returns 0, or
+ * -ENOTCONN when the connection was lost (then every request has completed).
+ */
+static int __conn_drain(struct avio_conn *c)
+{
+	ssize_t n;
+	int err;
+
+	if (c->state != CONN_UP && c->state != CONN_HELLO)
+		return -ENOTCONN;
+	for (;;) {
+		err = __rx_parse(c);
+		if (err)
+			goto fail;
+		c->rx_start = c->rx_end = 0;	/* __rx_parse consumed everything */
+		if (c->phase == RX_DATA && c->dst)
+			n = recv(c->sock, c->dst + c->have, c->need - c->have, MSG_DONTWAIT);
+		else
+			n = recv(c->sock, c->rxbuf, sizeof(c->rxbuf), MSG_DONTWAIT);
+		if (n > 0) {
+			if (c->phase == RX_DATA && c->dst)
+				c->have += (size_t)n;
+			else
+				c->rx_end = (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		goto fail;	/* EOF or a socket error: the daemon is gone */
+	}
+	__conn_wake(c);
+	return 0;
+fail:
+	__conn_fail(c);
+	return -ENOTCONN;
+}
+
+/*
+ * Sends one message whole (the lock keeps messages from interleaving). While the socket is
+ * full it keeps reading replies, so that a daemon blocked on writing to us never deadlocks
+ * with us blocked on writing to it. fd >= 0 goes along as SCM_RIGHTS.
+ */
+static int __send_msg(struct avio_conn *c, uint16_t type, uint64_t tag, const void *msg,
+		      size_t len, const volatile void *data, size_t dlen, int fd)
+{
+	struct avfs_msg_hdr h = {
+		.magic = AVFS_PROTO_MAGIC,
+		.type = type,
+		.len = (uint32_t)(len + dlen),
+		.tag = tag,
+	};
+	struct iovec iov[3] = {
+		{ &h, sizeof(h) },
+		{ (void *)(uintptr_t)msg, len },
+		{ (void *)(uintptr_t)data, dlen },
+	};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec *v = iov;
+	int nv = dlen ? 3 : 2;
+	int64_t stall = mono_ns() + (int64_t)AVIO_STALL_MS * 1000000;
+	struct pollfd pfd;
+	ssize_t n;
+	int err;
+
+	while (nv) {
+		struct msghdr mh = { .msg_iov = v, .msg_iovlen = (size_t)nv };
+
+		if (fd >= 0) {
+			struct cmsghdr *cmsg;
+
+			memset(&cm, 0, sizeof(cm));
+			mh.msg_control = cm.buf;
+			mh.msg_controllen = sizeof(cm.buf);
+			cmsg = CMSG_FIRSTHDR(&mh);
+			cmsg->cmsg_level = SOL_SOCKET;
+			cmsg->cmsg_type = SCM_RIGHTS;
+			cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+		}
+		n = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			fd = -1;	/* the descriptor rode with the first byte */
+			while (nv && (size_t)n >= v->iov_len) {
+				n -= (ssize_t)v->iov_len;
+				v++;
+				nv--;
+			}
+			if (nv) {
+				v->iov_base = (char *)v->iov_base + n;
+				v->iov_len -= (size_t)n;
+			}
+			stall = mono_ns() + (int64_t)AVIO_STALL_MS * 1000000;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			goto fail;
+		pfd.fd = c->sock;
+		pfd.events = POLLIN | POLLOUT;
+		if (poll(&pfd, 1, ms_until(stall)) == 0)
+			goto fail;	/* the daemon neither reads nor writes: treat it as gone */
+		if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
+			err = __conn_drain(c);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+fail:
+	__conn_fail(c);
+	return -ENOTCONN;
+}
+
+/*
+ * One control round trip (HELLO, OPEN, SHM, CANCEL) with the lock held throughout; IO replies
+ * that arrive meanwhile complete their requests. reply gets the reply's fixed struct.
+ */
+static int __ctrl_call(struct avio_conn *c, uint16_t type, const void *msg, size_t len, int fd,
+		       void *reply, size_t rlen)
+{
+	int64_t stall;
+	struct pollfd pfd;
+	int err;
+
+	c->ctrl_tag = AVIO_CTRL_TAG | ++c->seq;
+	c->ctrl_type = type;
+	c->ctrl_done = false;
+	err = __send_msg(c, type, c->ctrl_tag, msg, len, NULL, 0, fd);
+	if (err)
+		return err;
+	stall = mono_ns() + (int64_t)AVIO_STALL_MS * 1000000;
+	for (;;) {
+		err = __conn_drain(c);
+		if (err)
+			return err;
+		if (c->ctrl_done)
+			break;
+		pfd.fd = c->sock;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, ms_until(stall)) == 0) {
+			__conn_fail(c);
+			return -ENOTCONN;
+		}
+	}
+	c->ctrl_tag = 0;
+	memcpy(reply, c->ctrl_reply, rlen);
+	return 0;
+}
+
+/* the socket path: AVFS_SOCKET, else the mount's extended attribute on fd */
+static int socket_path(int fd, struct sockaddr_un *sun)
+{
+	const char *env = getenv("AVFS_SOCKET");
+	ssize_t n;
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if (env && *env) {
+		if (strlen(env) >= sizeof(sun->sun_path))
+			return -ENOTCONN;
+		strcpy(sun->sun_path, env);
+		return 0;
+	}
+	n = fgetxattr(fd, AVFS_XATTR_SOCKET, sun->sun_path, sizeof(sun->sun_path) - 1);
+	if (n <= 0)
+		return -EBADF;	/* ENODATA, ENOTSUP...: not a file of an AVFS mount */
+	sun->sun_path[n] = '\0';	/* the value may or may not carry its NUL */
+	return 0;
+}
+
+/* connects and says HELLO; a failed attempt leaves CONN_NONE so that a later call retries */
+static int __conn_open(struct avio_conn *c, int fd)
+{
+	struct avfs_msg_hello hello = { .version = AVFS_PROTO_VERSION };
+	struct avfs_msg_hello_reply r;
+	struct sockaddr_un sun;
+	uint32_t i;
+	int err;
+
+	err = socket_path(fd, &sun);
+	if (err)
+		return err;
+	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->sock < 0)
+		return -errno;
+	/* a blocking connect: a non-blocking one fails with EAGAIN on a full backlog */
+	if (connect(c->sock, (struct sockaddr *)&sun, sizeof(sun))) {
+		err = -ENOTCONN;
+		goto out_sock;
+	}
+	if (fcntl(c->sock, F_SETFL, O_NONBLOCK)) {
+		err = -errno;
+		goto out_sock;
+	}
+	c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->evfd < 0) {
+		err = -errno;
+		goto out_sock;
+	}
+	c->state = CONN_HELLO;
+	c->rx_start = c->rx_end = 0;
+	__rx_reset(c);
+	err = __ctrl_call(c, AVFS_MSG_HELLO, &hello, sizeof(hello), -1, &r, sizeof(r));
+	if (!err && (r.res < 0 || r.version != AVFS_PROTO_VERSION))
+		err = -EPROTO;
+	if (err)
+		goto out_evfd;
+	c->max_io = r.max_io && r.max_io < AVFS_PROTO_MAX_IO ? r.max_io : AVFS_PROTO_MAX_IO;
+	c->queue = r.queue && r.queue < AVFS_PROTO_QUEUE ? r.queue : AVFS_PROTO_QUEUE;
+	c->nfree = 0;
+	for (i = c->queue; i-- > 0;)	/* pop order: slot 0 first */
+		c->free_slots[c->nfree++] = i;
+	c->shm_state = 0;
+	c->state = CONN_UP;
+	return 0;
+
+out_evfd:
+	close(c->evfd);
+	c->evfd = -1;
+out_sock:
+	close(c->sock);	/* no request was ever in flight: no thread can be polling it */
+	c->sock = -1;
+	c->state = CONN_NONE;
+	return err;
+}
+
+/* the daemon's handle of (dev, ino) for this access, asked once and cached */
+static int __file_handle(struct avio_conn *c, const struct stat *st, uint32_t access,
+			 uint32_t *handle)
+{
+	struct avfs_msg_open m = { .dev = st->st_dev, .ino = st->st_ino, .access = access };
+	struct avfs_msg_open_reply r;
+	struct avio_file *f;
+	size_t i;
+	int err;
+
+	for (i = 0; i < c->nfiles; i++) {
+		f = &c->files[i];
+		if (f->dev == m.dev && f->ino == m.ino && f->access == access) {
+			*handle = f->handle;
+			return 0;
+		}
+	}
+	if (c->nfiles == c->files_cap) {
+		size_t cap = c->files_cap ? 2 * c->files_cap : 16;
+
+		f = realloc(c->files, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		c->files = f;
+		c->files_cap = cap;
+	}
+	err = __ctrl_call(c, AVFS_MSG_OPEN, &m, sizeof(m), -1, &r, sizeof(r));
+	if (err)
+		return err;
+	if (r.res == -EXDEV || r.res == -ENOENT || r.res == -ESTALE)
+		return -EBADF;	/* not a file of the daemon's mount */
+	if (r.res == -EPERM)
+		return -EACCES;
+	if (r.res < 0)
+		return r.res;
+	c->files[c->nfiles++] = (struct avio_file){ m.dev, m.ino, access, r.handle };
+	*handle = r.handle;
+	return 0;
+}
+
+/* gives the daemon the buffer region once; if it refuses, requests fall back to copies */
+static int __shm_share(struct avio_conn *c)
+{
+	struct avfs_msg_shm m = { .size = shm.size };
+	struct avfs_msg_shm_reply r;
+	int err;
+
+	if (c->shm_state)
+		return 0;
+	err = __ctrl_call(c, AVFS_MSG_SHM, &m, sizeof(m), shm.fd, &r, sizeof(r));
+	if (err)
+		return err;
+	c->shm_state = r.res == 0 ? 1 : -1;
+	return 0;
+}
+
+static int __conn_get(struct avio_conn *c, int fd)
+{
+	if (c->state == CONN_UP)
+		return 0;
+	if (c->state == CONN_DEAD)
+		return -ENOTCONN;
+	return __conn_open(c, fd);
+}
+
+static int __start(struct avio_conn *c, avfs_asyncio_t *aio, int op, const struct stat *st,
+		   uint32_t access)
+{
+	struct avfs_msg_io m = {
+		.op = op == AVFS_WRITE ? AVFS_IO_WRITE : AVFS_IO_READ,
+		.where = AVFS_IO_INLINE,
+		.offset = (uint64_t)aio->aio_offset,
+		.nbytes = aio->aio_nbytes,
+		.deadline = aio->aio_deadline,
+	};
+	struct avio_slot *s;
+	uint64_t off;
+	uint32_t i;
+	int err;
+
+	err = __conn_get(c, aio->aio_fildes);
+	if (err)
+		return err;
+	if (aio->aio_nbytes > c->max_io)
+		return -EINVAL;
+	err = __file_handle(c, st, access, &m.handle);
+	if (err)
+		return err;
+	if (shm_lookup(aio->aio_buf, aio->aio_nbytes, &off)) {
+		err = __shm_share(c);
+		if (err)
+			return err;
+		if (c->shm_state > 0) {
+			m.where = AVFS_IO_SHM;
+			m.shm_off = off;
+		}
+	}
+	/* again: connecting or opening may have taken the last of the time */
+	if (aio->aio_deadline && aio->aio_deadline <= mono_ns())
+		return -ETIME;
+	if (!c->nfree)	/* replies not read yet may free slots (a canceled request's, say) */
+		__conn_drain(c);
+	if (c->state != CONN_UP)
+		return -ENOTCONN;
+	if (!c->nfree)
+		return -EAGAIN;
+	i = c->free_slots[--c->nfree];
+	s = &c->slots[i];
+	s->tag = (++c->seq << AVIO_SLOT_BITS) | i;
+	s->aio = aio;
+	s->op = m.op;
+	s->where = m.where;
+	aio->__tag = s->tag;
+	aio->aio_ret = -EINPROGRESS;
+	__atomic_store_n(&aio->__state, AVIO_ST_PENDING, __ATOMIC_RELEASE);
+	if (m.op == AVFS_IO_WRITE && m.where == AVFS_IO_INLINE)
+		return __send_msg(c, AVFS_MSG_IO, s->tag, &m, sizeof(m), aio->aio_buf,
+				  aio->aio_nbytes, -1);
+	return __send_msg(c, AVFS_MSG_IO, s->tag, &m, sizeof(m), NULL, 0, -1);
+}
+
+int avfs_asyncio_start(avfs_asyncio_t *aio, int op)
+{
+	struct avio_conn *c = &conn;
+	struct stat st;
+	uint32_t access;
+	int fl, err;
+
+	if (!aio || !aio->aio_buf || (op != AVFS_READ && op != AVFS_WRITE) ||
+	    aio->aio_offset < 0 || aio->aio_offset % AVFS_PROTO_ALIGN ||
+	    !aio->aio_nbytes || aio->aio_nbytes > AVFS_PROTO_MAX_IO ||
+	    aio->aio_nbytes % AVFS_PROTO_ALIGN || aio->aio_deadline < 0)
+		return -EINVAL;
+	if (aio_state(aio) == AVIO_ST_PENDING)
+		return -EBUSY;
+	if (fstat(aio->aio_fildes, &st) || !S_ISREG(st.st_mode))
+		return -EBADF;
+	fl = fcntl(aio->aio_fildes, F_GETFL);
+	if (fl < 0 || (fl & O_PATH))
+		return -EBADF;
+	switch (fl & O_ACCMODE) {
+	case O_RDONLY: access = AVFS_OPEN_READ; break;
+	case O_WRONLY: access = AVFS_OPEN_WRITE; break;
+	case O_RDWR: access = AVFS_OPEN_READ | AVFS_OPEN_WRITE; break;
+	default: return -EBADF;
+	}
+	if (!(access & (op == AVFS_READ ? AVFS_OPEN_READ : AVFS_OPEN_WRITE)))
+		return -EBADF;
+	/* a deadline already past is refused before anything is sent (or connected) */
+	if (aio->aio_deadline && aio->aio_deadline <= mono_ns())
+		return -ETIME;
+
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	err = __start(c, aio, op, &st, access);
+	if (err)	/* not started, even if a lost connection had completed it meanwhile */
+		__atomic_store_n(&aio->__state, AVIO_ST_IDLE, __ATOMIC_RELEASE);
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+static int count_done(avfs_asyncio_t *const list[], int n)
+{
+	int i, done = 0;
+
+	for (i = 0; i < n; i++)
+		if (list[i] && aio_state(list[i]) == AVIO_ST_DONE)
+			done++;
+	return done;
+}
+
+/*
+ * Waits (lock held, released while blocked) until one of list is complete or timeout_ms has
+ * passed; returns how many are complete. Leader/follower: one thread at a time, the reader,
+ * polls the socket without the lock; the others sleep on the condition variable. Whoever
+ * completes requests wakes them all (and the reader through evfd), each checks its own.
+ */
+static int __wait(struct avio_conn *c, avfs_asyncio_t *const list[], int n, int timeout_ms)
+{
+	int64_t end = timeout_ms < 0 ? INT64_MAX : mono_ns() + (int64_t)timeout_ms * 1000000;
+	struct pollfd pfd[2];
+	struct timespec ts;
+	uint64_t v;
+	int done;
+
+	for (;;) {
+		__conn_drain(c);	/* a lost connection completes everything: seen below */
+		done = count_done(list, n);
+		if (done || mono_ns() >= end)
+			return done;
+		if (c->state != CONN_UP)
+			return -ENOTCONN;	/* not reached: no request outlives its connection */
+		if (!c->reader) {
+			c->reader = true;
+			pthread_mutex_unlock(&c->lock);
+			pfd[0] = (struct pollfd){ .fd = c->sock, .events = POLLIN };
+			pfd[1] = (struct pollfd){ .fd = c->evfd, .events = POLLIN };
+			poll(pfd, 2, ms_until(end));
+			pthread_mutex_lock(&c->lock);
+			c->reader = false;
+			if ((pfd[1].revents & POLLIN) && read(c->evfd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: another reader took the count */
+			}
+			pthread_cond_broadcast(&c->cond);	/* someone else may lead now */
+		} else if (end == INT64_MAX) {
+			pthread_cond_wait(&c->cond, &c->lock);
+		} else {
+			ts.tv_sec = end / 1000000000;
+			ts.tv_nsec = end % 1000000000;
+			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+		}
+	}
+}
+
+int avfs_asyncio_check(avfs_asyncio_t *aio, int mode)
+{
+	struct avio_conn *c = &conn;
+	avfs_asyncio_t *const list[1] = { aio };
+	int st, done;
+
+	if (!aio || (mode != AVFS_WAIT && mode != AVFS_NOWAIT))
+		return -EINVAL;
+	st = aio_state(aio);
+	if (st == AVIO_ST_DONE)
+		return 0;
+	if (st != AVIO_ST_PENDING)
+		return -EINVAL;
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	done = __wait(c, list, 1, mode == AVFS_NOWAIT ? 0 : -1);
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	if (done < 0)
+		return done;
+	return done ? 0 : -EINPROGRESS;
+}
+
+int avfs_asyncio_poll(avfs_asyncio_t *const list[], int n, int timeout_ms)
+{
+	struct avio_conn *c = &conn;
+	int i, st, done = 0, pending = 0;
+
+	if (n < 0 || (n > 0 && !list))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (!list[i])
+			continue;
+		st = aio_state(list[i]);
+		if (st == AVIO_ST_DONE)
+			done++;
+		else if (st == AVIO_ST_PENDING)
+			pending++;
+		else
+			return -EINVAL;
+	}
+	if (!pending)
+		return done;
+	/* even with some complete: take the replies waiting, so the count is today's */
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	done = __wait(c, list, n, timeout_ms);
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	return done;
+}
+
+int avfs_asyncio_cancel(avfs_asyncio_t *aio)
+{
+	struct avio_conn *c = &conn;
+	struct avfs_msg_cancel_reply r;
+	struct avfs_msg_cancel m;
+	struct avio_slot *s;
+	uint32_t idx;
+	int st, ret;
+
+	if (!aio)
+		return -EINVAL;
+	st = aio_state(aio);
+	if (st == AVIO_ST_DONE)
+		return AVFS_ALLDONE;
+	if (st != AVIO_ST_PENDING)
+		return -EINVAL;
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	if (aio_state(aio) == AVIO_ST_DONE) {
+		ret = AVFS_ALLDONE;
+		goto out;
+	}
+	m.target = aio->__tag;
+	ret = __ctrl_call(c, AVFS_MSG_CANCEL, &m, sizeof(m), -1, &r, sizeof(r));
+	if (ret) {
+		/* the connection is lost: the request has completed with -ENOTCONN */
+		ret = aio_state(aio) == AVIO_ST_DONE ? AVFS_ALLDONE : ret;
+		goto out;
+	}
+	switch (r.res) {
+	case AVFS_CANCEL_DONE:
+		/*
+		 * Complete it now, as aio_cancel does; its slot stays taken (a zombie) until the
+		 * daemon's -ECANCELED reply, which may come before or after this one, frees it.
+		 */
+		s = __slot_find(c, m.target, &idx);
+		if (s && s->aio == aio) {
+			aio->aio_ret = -ECANCELED;
+			__atomic_store_n(&aio->__state, AVIO_ST_DONE, __ATOMIC_RELEASE);
+			s->aio = NULL;
+			c->kick = true;
+		}
+		ret = AVFS_CANCELED;
+		break;
+	case AVFS_CANCEL_BUSY:
+		ret = AVFS_NOTCANCELED;
+		break;
+	case AVFS_CANCEL_GONE:
+		/* its reply precedes this one on the socket; if not, it is still coming */
+		ret = aio_state(aio) == AVIO_ST_DONE ? AVFS_ALLDONE : AVFS_NOTCANCELED;
+		break;
+	default:
+		ret = r.res < 0 ? r.res : -EPROTO;
+		break;
+	}
+out:
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int avfs_completion_fd(void)
+{
+	struct avio_conn *c = &conn;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	ret = c->state == CONN_UP ? c->sock : -ENOTCONN;
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int avfs_reserve(int fd, const struct avfs_service *svc)
+{
+	(void)fd;
+	(void)svc;
+	return -ENOSYS;	/* issue 7 */
+}
+
+int avfs_release(int fd)
+{
+	(void)fd;
+	return -ENOSYS;	/* issue 7 */
+}
+
+int avfs_stream_stats(int fd, struct avfs_stream_stats *st)
+{
+	(void)fd;
+	(void)st;
+	return -ENOSYS;	/* issue 7 */
+}
