@@ -9,7 +9,7 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="gcc libc6-dev pkg-config meson ninja-build python3 liburing-dev libfuse3-dev fuse3 \
-libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev util-linux mount"
+libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev util-linux mount fio"
 
 install_missing() {
 	missing=""
@@ -44,10 +44,26 @@ run)
 	install_missing
 	setup build --buildtype=release
 	ninja -C build
-	echo "quickstart: probing the simulated avfs-250g disk in virtual time (avfs-sim disk --probe)"
-	./build/tools/avfs-sim disk --disk avfs-250g --probe
+	img=/var/tmp/avfs-demo.img
+	mnt=/var/tmp/avfs-demo.mnt
+	echo "quickstart: formatting $img (8 GB image file, 4 MiB blocks)"
+	rm -f "$img"
+	./build/tools/mkfs.avfs --size 8G "$img"
+	mkdir -p "$mnt"
+	echo "quickstart: starting avfsd on $mnt"
+	./build/daemon/avfsd --foreground --socket /var/tmp/avfs-demo.sock "$img" "$mnt" &
+	pid=$!
+	trap 'fusermount3 -u "$mnt" 2>/dev/null; wait $pid 2>/dev/null' EXIT
+	for i in $(seq 50); do grep -q " $mnt " /proc/mounts && break; sleep 0.1; done
+	echo "quickstart: DVR workload 4r2w (4 playbacks, 2 recordings of 19.39 Mbps HD) for 30 s through libavio"
+	./build/examples/dvr --mode avio --workload 4r2w --dir "$mnt" --duration 30 --file-size 512M
+	echo "quickstart: unmounting"
+	fusermount3 -u "$mnt"
+	wait $pid
+	trap - EXIT
+	./build/tools/fsck.avfs -n "$img"
+	echo "quickstart: the same disk model in virtual time, one hour of 8 playbacks: tm vs cscan"
 	for policy in tm cscan; do
-		echo "quickstart: one simulated hour of 8 HD playback streams, policy $policy"
 		./build/tools/avfs-sim --disk avfs-250g --workload 8r0w --duration 3600 --policy $policy
 	done
 	;;

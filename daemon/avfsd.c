@@ -208,7 +208,9 @@ static void client_drop(struct daemon *dm, struct client *c, const char *why)
 {
 	if (c->dead)
 		return;
-	avfsd_log(dm, 1, "client pid %u uid %u dropped: %s", c->pid, c->uid, why);
+	/* a client that simply went away is news only when debugging */
+	avfsd_log(dm, strcmp(why, "disconnected") ? 1 : 3, "client pid %u uid %u %s%s", c->pid,
+		  c->uid, strcmp(why, "disconnected") ? "dropped: " : "", why);
 	c->dead = true;
 	close(c->fd);
 	c->fd = -1;
