@@ -348,6 +348,8 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 	io->c = c;
 	io->tag = tag;
 	io->write = m->op == AVFS_IO_WRITE;
+	if (io->write)
+		avfsd_ra_invalidate(dm, ino);	/* FUSE readers must not see old data */
 	if (m->where == AVFS_IO_SHM) {
 		io->target = c->shm + m->shm_off;	/* zero copy: the device works in it */
 	} else {
@@ -1261,6 +1263,8 @@ out:
 		fuse_session_destroy(dm->se);
 	}
 	free(dm->fbuf.mem);
+	for (int i = 0; i < 8; i++)
+		free(dm->ra[i].buf);
 	if (dm->listen_fd >= 0) {
 		close(dm->listen_fd);
 		unlink(dm->sock_path);

@@ -66,7 +66,18 @@ struct daemon {
 	bool allow_other;
 	int log_level;
 	uint64_t stats_rt, stats_be, stats_etime;
+	/* FUSE read-ahead inside the data block: a few recently read ranges */
+	struct ra_entry {
+		uint64_t ino, off;
+		size_t len;
+		uint8_t *buf;
+		uint64_t used;
+	} ra[8];
+	uint64_t ra_clock;
 };
+
+/* Forget cached read-ahead of ino (it was written, truncated or deleted). */
+void avfsd_ra_invalidate(struct daemon *dm, uint64_t ino);
 
 struct fsync_wait {
 	fuse_req_t req;

@@ -372,6 +372,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		return;
 	}
 	*w = (struct wop){ .req = req, .dm = dm, .ino = ino, .pending = 1, .reply = size };
+	avfsd_ra_invalidate(dm, ino);
 	err = avfs_fs_getattr(dm->fs, ino, &a);
 	if (!err && off < 0)
 		err = -EINVAL;
@@ -389,11 +390,67 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 struct rop {
 	fuse_req_t req;
+	struct daemon *dm;
 	uint8_t *out;
-	size_t len;
+	size_t len;		/* bytes read (the request plus read-ahead) */
+	size_t reply;		/* bytes the request asked for */
+	uint64_t ino, off;
 	int pending;
 	int err;
 };
+
+#define RA_WINDOW (2u << 20)	/* read ahead this far, inside the data block */
+
+void avfsd_ra_invalidate(struct daemon *dm, uint64_t ino)
+{
+	for (int i = 0; i < 8; i++) {
+		if (dm->ra[i].buf && dm->ra[i].ino == ino) {
+			free(dm->ra[i].buf);
+			dm->ra[i].buf = NULL;
+		}
+	}
+}
+
+static void ra_store(struct daemon *dm, uint64_t ino, uint64_t off, uint8_t *buf, size_t len)
+{
+	int v = 0;
+
+	for (int i = 0; i < 8; i++) {
+		if (!dm->ra[i].buf) {
+			v = i;
+			break;
+		}
+		if (dm->ra[i].used < dm->ra[v].used)
+			v = i;
+	}
+	free(dm->ra[v].buf);
+	dm->ra[v] = (struct ra_entry){ .ino = ino, .off = off, .len = len, .buf = buf,
+				       .used = ++dm->ra_clock };
+}
+
+/* Serve [off, off + len) from read-ahead if it is all there. */
+static bool ra_hit(struct daemon *dm, fuse_req_t req, uint64_t ino, uint64_t off, size_t len)
+{
+	for (int i = 0; i < 8; i++) {
+		struct ra_entry *e = &dm->ra[i];
+
+		if (e->buf && e->ino == ino && off >= e->off && off + len <= e->off + e->len) {
+			e->used = ++dm->ra_clock;
+			fuse_reply_buf(req, (const char *)e->buf + (off - e->off), len);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A read continuing where cached data ends is sequential: worth reading ahead. */
+static bool ra_sequential(struct daemon *dm, uint64_t ino, uint64_t off)
+{
+	for (int i = 0; i < 8; i++)
+		if (dm->ra[i].buf && dm->ra[i].ino == ino && dm->ra[i].off + dm->ra[i].len == off)
+			return true;
+	return off == 0;
+}
 
 struct rpart {
 	struct rop *r;
@@ -405,11 +462,16 @@ static void rop_put(struct rop *r)
 {
 	if (--r->pending > 0)
 		return;
-	if (r->err)
+	if (r->err) {
 		fuse_reply_err(r->req, -r->err);
-	else
-		fuse_reply_buf(r->req, (const char *)r->out, r->len);
-	free(r->out);
+		free(r->out);
+	} else {
+		fuse_reply_buf(r->req, (const char *)r->out, r->reply);
+		if (r->len > r->reply)
+			ra_store(r->dm, r->ino, r->off, r->out, r->len);	/* keeps r->out */
+		else
+			free(r->out);
+	}
 	free(r);
 }
 
@@ -448,13 +510,34 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	end = (uint64_t)off + size > a.size ? a.size : (uint64_t)off + size;
+	if (ra_hit(dm, req, ino, (uint64_t)off, end - (uint64_t)off))
+		return;
 	r = calloc(1, sizeof(*r));
-	if (!r || !(r->out = calloc(1, end - (uint64_t)off + 1))) {
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r->reply = end - (uint64_t)off;
+	/* SPEC §9: read ahead inside the large data block when the file is read in order */
+	if (ra_sequential(dm, ino, (uint64_t)off)) {
+		uint64_t blk_end = ((uint64_t)off / bs + 1) * bs;
+		uint64_t want = (uint64_t)off + RA_WINDOW;
+
+		want = want < blk_end ? want : blk_end;
+		want = want < a.size ? want : a.size;
+		if (want > end)
+			end = want;
+	}
+	r->out = calloc(1, end - (uint64_t)off + 1);
+	if (!r->out) {
 		free(r);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	r->req = req;
+	r->dm = dm;
+	r->ino = ino;
+	r->off = (uint64_t)off;
 	r->len = end - (uint64_t)off;
 	r->pending = 1;
 	pos = (uint64_t)off;
@@ -523,6 +606,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		fuse_reply_err(req, -err);
 		return;
 	}
+	avfsd_ra_invalidate(dm, ino);	/* a reused inode number starts clean */
 	after_change(dm);
 	reply_entry(req, dm, ino);
 }
@@ -543,6 +627,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		fuse_reply_err(req, -err);
 		return;
 	}
+	avfsd_ra_invalidate(dm, ino);	/* a reused inode number starts clean */
 	after_change(dm);
 	e.ino = ino;
 	e.generation = a.generation;
@@ -609,7 +694,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct daemon *dm = dm_of(req);
-	int err = avfs_fs_unlink(dm->fs, parent, name, wall_ns());
+	uint64_t ino;
+	int err;
+
+	if (!avfs_fs_lookup(dm->fs, parent, name, &ino))
+		avfsd_ra_invalidate(dm, ino);
+	err = avfs_fs_unlink(dm->fs, parent, name, wall_ns());
 
 	after_change(dm);
 	fuse_reply_err(req, -err);
@@ -646,6 +736,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct stat st;
 	int err = avfs_fs_getattr(dm->fs, ino, &cur);
 
+	avfsd_ra_invalidate(dm, ino);
 	(void)fi;
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -722,6 +813,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY && a.size) {
+		avfsd_ra_invalidate(dm, ino);
 		struct avfs_stat z = { .size = 0 };
 
 		err = avfs_fs_setattr(dm->fs, ino, AVFS_SET_SIZE, &z, wall_ns());
@@ -864,6 +956,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	avfsd_ra_invalidate(dm, ino);
 	err = avfs_fs_fallocate(dm->fs, ino, (uint64_t)offset, (uint64_t)length,
 				mode & FALLOC_FL_KEEP_SIZE, wall_ns());
 	after_change(dm);

@@ -8,6 +8,10 @@ AVFS_ENV_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${AVFSD:=$AVFS_ENV_DIR/../build/daemon/avfsd}"
 : "${MKFS:=$AVFS_ENV_DIR/../build/tools/mkfs.avfs}"
 : "${FSCK:=$AVFS_ENV_DIR/../build/tools/fsck.avfs}"
+# absolute: the tests change directory into the mount
+AVFSD=$(realpath -m "$AVFSD")
+MKFS=$(realpath -m "$MKFS")
+FSCK=$(realpath -m "$FSCK")
 
 avfs_skip() {	# avfs_skip REASON: exit 77 with a one-line reason
 	echo "SKIP: $*"

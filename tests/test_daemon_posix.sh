@@ -1,0 +1,200 @@
+#!/bin/bash
+# test_daemon_posix.sh — avfsd's FUSE mount as a user's programs see it (SPEC §9): files,
+# directories, renames, links, attributes, truncate, fallocate, statfs, a large readdir,
+# permissions under another uid and fsync, then a clean unmount, fsck -n and a remount that
+# must show the same tree. Not the libavio path (test_daemon_avio) nor crashes (integrity).
+# env: AVFSD MKFS FSCK (default: ../build). Exit 77 without root or FUSE.
+set -u
+. "$(dirname "$0")/daemon_env.sh"
+avfs_require
+avfs_env_init
+
+NOBODY="setpriv --reuid 1000 --regid 1000 --clear-groups"
+
+fails_with() {	# fails_with TEXT CMD...: CMD must fail and say TEXT on stderr
+	local text=$1 err
+	shift
+	if err=$("$@" 2>&1 >/dev/null); then
+		echo "  '$*' succeeded, want '$text'"
+		return 1
+	fi
+	case "$err" in
+	*"$text"*) return 0 ;;
+	esac
+	echo "  '$*': '$err', want '$text'"
+	return 1
+}
+
+same() {	# same GOT WANT
+	[ "$1" = "$2" ] && return 0
+	echo "  got '$1', want '$2'"
+	return 1
+}
+
+zeros() {	# zeros FILE OFFSET LEN: those bytes read as zeros
+	cmp -s -n "$3" <(tail -c +$(($2 + 1)) "$1") /dev/zero
+}
+
+avfs_mkfs || { echo "FAIL mkfs"; exit 1; }
+check "mount" avfs_start --allow-other || exit 1
+cd "$MNT" || exit 1
+
+# ---- files ----
+t_rw() {
+	echo "hello" >f1 && same "$(cat f1)" hello &&
+	echo "world" >>f1 && same "$(cat f1)" "hello
+world" &&
+	printf 'HE' | dd of=f1 conv=notrunc status=none && same "$(head -c 5 f1)" HEllo &&
+	head -c 3000000 /dev/urandom >big && cp big big.copy && cmp big big.copy &&
+	same "$(stat -c %s big.copy)" 3000000 &&
+	rm big.copy && [ ! -e big.copy ]
+}
+check "create/read/write/append" t_rw
+
+t_dirs() {
+	mkdir -p d1/d2/d3 && [ -d d1/d2/d3 ] && touch d1/d2/f &&
+	fails_with "Directory not empty" rmdir d1/d2 &&
+	fails_with "File exists" mkdir d1 &&
+	fails_with "No such file or directory" rmdir nonexistent &&
+	fails_with "Not a directory" rmdir f1 &&
+	rm d1/d2/f && rmdir d1/d2/d3 d1/d2 && [ ! -e d1/d2 ] && same "$(stat -c %h d1)" 2
+}
+check "mkdir/rmdir" t_dirs
+
+t_rename() {
+	echo a >ra && echo b >rb && mv -T ra rb && same "$(cat rb)" a && [ ! -e ra ] &&
+	mkdir -p rd1 rd2/sub && echo c >rd1/x && mv rd1/x rd2/y && same "$(cat rd2/y)" c &&
+	[ ! -e rd1/x ] &&
+	mv rd2 rd3 && same "$(cat rd3/y)" c && [ -d rd3/sub ] && [ ! -e rd2 ] &&
+	fails_with "Invalid argument" python3 -c 'import os; os.rename("rd3", "rd3/sub/in")' &&
+	[ -d rd3 ] &&
+	mkdir -p re1 re2/full && touch re2/full/z &&
+	fails_with "Directory not empty" python3 -c 'import os; os.rename("re1", "re2/full")' &&
+	python3 -c 'import os; os.rename("re1", "re2/empty_not")' && [ -d re2/empty_not ] &&
+	mkdir re3 && python3 -c 'import os; os.rename("re3", "re2/empty_not")' && [ ! -e re3 ]
+}
+check "rename" t_rename
+
+t_links() {
+	echo linked >l1 && ln l1 l2 && same "$(stat -c %h l1)" 2 && same "$(stat -c %i l1)" \
+		"$(stat -c %i l2)" && mkdir ld && ln l1 ld/l3 && same "$(stat -c %h l2)" 3 &&
+	rm l1 && same "$(stat -c %h l2)" 2 && same "$(cat ld/l3)" linked &&
+	fails_with "Operation not permitted" python3 -c 'import os; os.link("ld", "ld2")' 
+}
+check "hard links" t_links
+
+t_symlinks() {
+	ln -s f1 s1 && same "$(readlink s1)" f1 && same "$(head -n1 s1)" HEllo &&
+	ln -s /does/not/exist s2 && same "$(readlink s2)" /does/not/exist &&
+	same "$(stat -c %F s2)" "symbolic link" && [ ! -e s2 ] &&
+	long=$(printf 'x%.0s' $(seq 1000)) && ln -s "$long" s3 && same "$(readlink s3)" "$long"
+}
+check "symlinks" t_symlinks
+
+t_attrs() {
+	touch at && chmod 4751 at && same "$(stat -c %a at)" 4751 &&
+	chmod 640 at && same "$(stat -c %a at)" 640 &&
+	chown 1234:5678 at && same "$(stat -c %u:%g at)" 1234:5678 &&
+	touch -d "2001-02-03 04:05:06.123456789" at &&
+	same "$(stat -c %y at)" "2001-02-03 04:05:06.123456789 +0000" &&
+	touch -a -d "2002-01-01 00:00:00" at && same "$(stat -c %x at)" \
+		"2002-01-01 00:00:00.000000000 +0000" &&
+	same "$(stat -c %y at)" "2001-02-03 04:05:06.123456789 +0000"
+}
+TZ=UTC check "chmod/chown/utimens" t_attrs
+
+t_truncate() {
+	head -c 10000 /dev/urandom >tr && head -c 10000 tr >tr.ref &&
+	truncate -s 5000000 tr && same "$(stat -c %s tr)" 5000000 &&
+	cmp -n 10000 tr tr.ref && zeros tr 10000 4990000 &&
+	truncate -s 3000 tr && same "$(stat -c %s tr)" 3000 && cmp -n 3000 tr tr.ref &&
+	truncate -s 8192 tr && zeros tr 3000 5192 &&
+	dd if=/dev/urandom of=tr bs=4096 seek=1000 count=1 status=none conv=notrunc &&
+	same "$(stat -c %s tr)" $((1001 * 4096)) && zeros tr 8192 $((1000 * 4096 - 8192)) &&
+	truncate -s 0 tr && same "$(stat -c %s tr)" 0
+}
+check "truncate grow/shrink, holes read as zeros" t_truncate
+
+t_fallocate() {
+	local before after
+	before=$(stat -f -c %f .)
+	fallocate -l 64M fa && same "$(stat -c %s fa)" $((64 << 20)) && zeros fa 0 $((64 << 20)) &&
+	after=$(stat -f -c %f .) && [ $((before - after)) -ge $(((64 << 20) / $(stat -f -c %S .))) ] ||
+		{ echo "  free blocks $before -> ${after:-?}"; return 1; }
+	echo x >fk && fallocate --keep-size -l 16M fk && same "$(stat -c %s fk)" 2 && same "$(cat fk)" x &&
+	[ "$(stat -c %b fk)" -ge $(((16 << 20) / 512)) ] ||
+		{ echo "  fallocate --keep-size: $(stat -c '%s bytes, %b blocks' fk)"; return 1; }
+	echo more >>fk && same "$(cat fk)" "x
+more"
+}
+check "fallocate, fallocate --keep-size" t_fallocate
+
+t_statfs() {
+	local total avail before
+	read -r total avail <<<"$(df -B1 --output=size,avail . | tail -n1)"
+	[ "$total" -gt $((1900 << 20)) ] && [ "$total" -le $((2 << 30)) ] &&
+	[ "$avail" -gt 0 ] && [ "$avail" -lt "$total" ] || { echo "  df: $total $avail"; return 1; }
+	before=$avail
+	head -c $((32 << 20)) /dev/zero >sf && sync sf
+	avail=$(df -B1 --output=avail . | tail -n1)
+	[ $((before - avail)) -ge $((32 << 20)) ] || { echo "  avail $before -> $avail"; return 1; }
+	case "$(stat -f -c %T .)" in fuse*) ;; *) echo "  type $(stat -f -c %T .)"; return 1 ;; esac
+}
+check "statfs (df)" t_statfs
+
+t_readdir() {
+	mkdir many && (cd many && seq -f 'entry-%05g' 2000 | xargs touch) &&
+	same "$(ls many | wc -l)" 2000 && same "$(ls -f many | wc -l)" 2002 &&
+	same "$(ls many | sort | uniq | wc -l)" 2000 &&
+	same "$(ls many | head -n1)" entry-00001 && same "$(ls many | tail -n1)" entry-02000 &&
+	same "$(find many -type f | wc -l)" 2000 &&
+	rm many/entry-01* && same "$(ls many | wc -l)" 1000
+}
+check "readdir of 2000 entries" t_readdir
+
+t_perms() {
+	mkdir rootdir && chmod 755 rootdir && echo secret >rootdir/secret && chmod 600 rootdir/secret &&
+	echo public >rootdir/public && chmod 644 rootdir/public &&
+	fails_with "Permission denied" $NOBODY touch rootdir/new &&
+	[ ! -e rootdir/new ] &&
+	fails_with "Permission denied" $NOBODY cat rootdir/secret &&
+	same "$($NOBODY cat rootdir/public)" public &&
+	fails_with "Permission denied" $NOBODY sh -c 'echo x >>rootdir/public' &&
+	fails_with "Permission denied" $NOBODY rm -f rootdir/public &&
+	fails_with "Operation not permitted" $NOBODY chmod 777 rootdir/public &&
+	mkdir userdir && chown 1000:1000 userdir &&
+	$NOBODY sh -c 'echo mine >userdir/f && chmod 600 userdir/f' &&
+	same "$(stat -c %u:%g:%a userdir/f)" 1000:1000:600 && same "$($NOBODY cat userdir/f)" mine
+}
+check "permissions as uid 1000" t_perms
+
+t_fsync() {
+	dd if=/dev/urandom of=fs.ref bs=1M count=8 status=none &&
+	dd if=fs.ref of=fs bs=1M conv=fsync status=none && cmp fs fs.ref &&
+	dd if=fs.ref of=fs bs=4k count=3 skip=5 seek=5 conv=fsync,notrunc status=none && cmp fs fs.ref &&
+	sync -d fs && sync -f .
+}
+check "fsync (dd conv=fsync), fdatasync, syncfs" t_fsync
+
+# ---- persistence ----
+snapshot() {	# the tree: names, types, modes, owners, links, sizes, mtimes, targets, contents
+	(cd "$MNT" && find . -printf '%p %y %m %U %G %n %T@ %l\n' | sort &&
+	 find . -type f -print0 | sort -z | xargs -0 md5sum)
+}
+snapshot >"$AVFS_T/before"
+cd / || exit 1
+check "clean unmount (avfsd exits 0)" avfs_stop
+t_fsck() {
+	timeout 60 "$FSCK" -n "$IMG" >"$AVFS_T/fsck.out" 2>&1 || { cat "$AVFS_T/fsck.out"; return 1; }
+}
+check "fsck.avfs -n clean" t_fsck
+check "remount" avfs_start --allow-other || { avfs_summary; exit 1; }
+snapshot >"$AVFS_T/after"
+t_same_tree() {
+	diff "$AVFS_T/before" "$AVFS_T/after" >"$AVFS_T/diff" && return 0
+	head -n 20 "$AVFS_T/diff"
+	return 1
+}
+check "contents survived the remount" t_same_tree
+check "second clean unmount" avfs_stop
+avfs_summary
