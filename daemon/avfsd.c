@@ -31,7 +31,9 @@
 
 #define NS 1000000000ll
 #define COMMIT_PERIOD (5 * NS)
-#define CLIENT_OUT_MAX (64u << 20)	/* replies a client has not read: beyond, it is dropped */
+#define CLIENT_OUT_MAX (64u << 20)	/* unread replies: beyond, stop reading its requests */
+#define CLIENT_OUT_HARD (512u << 20)	/* beyond this a client is dropped */
+#define CLIENT_READ_BYTES (256u << 20)	/* inline read data in flight + unread, per client */
 
 enum { UD_FUSE = 1, UD_LISTEN, UD_SIGNAL, UD_DISK, UD_CLIENT = 16 };
 
@@ -97,6 +99,9 @@ struct client {
 	uint8_t *out;		/* replies not yet sent */
 	size_t outlen, outoff, outcap;
 	bool pollout;
+	bool throttled;		/* not reading requests until its replies drain */
+	int64_t throttled_since;
+	uint64_t read_bytes;	/* inline read data in flight */
 	uint8_t *shm;		/* the client's memfd, mapped */
 	size_t shmlen;
 	struct { uint64_t ino; uint32_t access; } *handles;
@@ -152,8 +157,13 @@ static void client_flush(struct daemon *dm, struct client *c)
 			return;
 		}
 		c->outoff += (size_t)n;
+		c->throttled_since = avfsd_now();	/* it reads: progress */
 	}
 	c->outoff = c->outlen = 0;
+	if (c->throttled) {	/* backpressure released: read its requests again */
+		c->throttled = false;
+		arm_poll(dm, c->fd, POLLIN, UD_CLIENT + (uint64_t)c->idx * 2);
+	}
 }
 
 static void client_send(struct daemon *dm, struct client *c, uint16_t type, uint64_t tag,
@@ -165,7 +175,9 @@ static void client_send(struct daemon *dm, struct client *c, uint16_t type, uint
 
 	if (c->dead)
 		return;
-	if (need - c->outoff > CLIENT_OUT_MAX) {
+	if (c->outlen == c->outoff)
+		c->throttled_since = avfsd_now();	/* the clock of "not reading" starts now */
+	if (need - c->outoff > CLIENT_OUT_HARD) {
 		client_drop(dm, c, "it does not read its replies");
 		return;
 	}
@@ -188,6 +200,10 @@ static void client_send(struct daemon *dm, struct client *c, uint16_t type, uint
 	if (blen)
 		memcpy(c->out + c->outlen + sizeof(h) + alen, b, blen);
 	c->outlen += sizeof(h) + alen + blen;
+	if (!c->throttled && c->outlen - c->outoff > CLIENT_OUT_MAX) {
+		c->throttled = true;	/* stop taking its requests until it reads */
+		c->throttled_since = avfsd_now();
+	}
 	client_flush(dm, c);
 }
 
@@ -204,6 +220,15 @@ static void client_unref(struct daemon *dm, struct client *c)
 	free(c);
 }
 
+static void client_close(struct client *c)
+{
+	/* shutdown first: a poll still armed on the socket holds it open, and the peer must
+	 * see the end of the connection now */
+	shutdown(c->fd, SHUT_RDWR);
+	close(c->fd);
+	c->fd = -1;
+}
+
 static void client_drop(struct daemon *dm, struct client *c, const char *why)
 {
 	if (c->dead)
@@ -212,8 +237,7 @@ static void client_drop(struct daemon *dm, struct client *c, const char *why)
 	avfsd_log(dm, strcmp(why, "disconnected") ? 1 : 3, "client pid %u uid %u %s%s", c->pid,
 		  c->uid, strcmp(why, "disconnected") ? "dropped: " : "", why);
 	c->dead = true;
-	close(c->fd);
-	c->fd = -1;
+	client_close(c);
 	/* requests still queued stay until they complete; their replies go nowhere */
 	client_unref(dm, c);
 }
@@ -229,6 +253,8 @@ static void cio_finish(struct daemon *dm, struct cio *io)
 			break;
 		}
 	c->inflight--;
+	if (!io->write && io->data)
+		c->read_bytes -= io->nbytes;
 	if (!io->write && io->data && rep.res > 0)
 		client_send(dm, c, AVFS_MSG_IO, io->tag, &rep, sizeof(rep), io->data, (size_t)rep.res);
 	else
@@ -327,6 +353,9 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 		rep.res = -ETIME;	/* already too late: never issued */
 	else if (c->inflight >= AVFS_PROTO_QUEUE)
 		rep.res = -EAGAIN;
+	else if (m->op == AVFS_IO_READ && m->where == AVFS_IO_INLINE &&
+		 c->read_bytes + (c->outlen - c->outoff) + m->nbytes > CLIENT_READ_BYTES)
+		rep.res = -EAGAIN;	/* bounded memory per client: let it read what it has */
 	if (rep.res) {
 		if (rep.res == -ETIME)
 			dm->stats_etime++;
@@ -362,7 +391,10 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 		}
 		if (io->write)
 			memcpy(io->data, payload, m->nbytes);
+		else
+			c->read_bytes += m->nbytes;
 		io->target = io->data;
+		io->nbytes = m->nbytes;
 	}
 	end = m->offset + m->nbytes;
 	if (!io->write) {
@@ -643,7 +675,13 @@ static void client_input(struct daemon *dm, struct client *c)
 		memmove(c->in, c->in + sizeof(h) + h.len, c->inlen - sizeof(h) - h.len);
 		c->inlen -= sizeof(h) + h.len;
 	}
-	if (!c->dead)
+	if (c->dead)
+		return;
+	if (c->outlen - c->outoff > CLIENT_OUT_MAX) {
+		c->throttled = true;	/* re-armed when its replies drain */
+		c->throttled_since = avfsd_now();
+	}
+	else
 		arm_poll(dm, c->fd, POLLIN, UD_CLIENT + (uint64_t)c->idx * 2);
 }
 
@@ -828,6 +866,7 @@ static void answer_fsyncs(struct daemon *dm, int err)
 
 static void meta_done(struct daemon *dm, struct dreq *q, int res)
 {
+	dm->plan_busy = false;
 	avfsd_dreq_free(q);
 	if (!dm->plan)
 		return;
@@ -852,8 +891,8 @@ static void commit_step(struct daemon *dm)
 	struct avfs_plan *p = dm->plan;
 	const struct avfs_plan_op *o;
 
-	if (!p || dm->flush_inflight)
-		return;
+	if (!p || dm->flush_inflight || dm->plan_busy)
+		return;	/* one operation of the plan at a time: its order is the point */
 	if (dm->plan_i == p->n) {
 		avfs_fs_plan_done(dm->fs, p, 0);
 		avfs_plan_free(p);
@@ -880,6 +919,7 @@ static void commit_step(struct daemon *dm)
 	{
 		struct dreq *q = avfsd_dreq(o->off, o->len, true, (void *)o->buf, meta_done, NULL);
 
+		dm->plan_busy = true;
 		if (!q || avfsd_submit(dm, q))
 			meta_done(dm, q ? q : avfsd_dreq(0, 0, false, NULL, NULL, NULL), -EIO);
 	}
@@ -1181,6 +1221,8 @@ int main(int argc, char **argv)
 
 		if (dm->hold_at && dm->hold_at < until)
 			until = dm->hold_at;
+		if (now + NS / 2 < until)
+			until = now + NS / 2;	/* look at throttled clients twice a second */
 		if (until < now)
 			until = now;
 		ts.tv_sec = (until - now) / NS;
@@ -1236,6 +1278,15 @@ int main(int argc, char **argv)
 			}
 		}
 		io_uring_cq_advance(&dm->ring, seen);
+		/* a client whose replies have not moved for 3 s is not reading them at all:
+		 * drop it (SPEC §14), the others go on */
+		for (size_t i = 0; i < dm->nclients; i++) {
+			struct client *cl = dm->clients[i];
+
+			if (cl && !cl->dead && cl->outlen > cl->outoff &&
+			    avfsd_now() - cl->throttled_since > 3 * NS)
+				client_drop(dm, cl, "it does not read its replies");
+		}
 		disk_completions(dm);	/* completions that raced with the poll */
 		now = avfsd_now();
 		if (dm->hold_at && dm->hold_at <= now) {
@@ -1263,6 +1314,28 @@ out:
 		fuse_session_destroy(dm->se);
 	}
 	free(dm->fbuf.mem);
+	for (size_t i = 0; i < dm->nclients; i++) {
+		struct client *c = dm->clients[i];
+
+		if (!c)
+			continue;
+		if (!c->dead)
+			client_close(c);
+		if (c->shm)
+			munmap(c->shm, c->shmlen);
+		free(c->in);
+		free(c->out);
+		free(c->handles);
+		while (c->ios) {
+			struct cio *io = c->ios;
+
+			c->ios = io->next;
+			free(io->data);
+			free(io);
+		}
+		free(c);
+	}
+	free(dm->clients);
 	for (int i = 0; i < 8; i++)
 		free(dm->ra[i].buf);
 	if (dm->listen_fd >= 0) {

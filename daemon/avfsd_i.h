@@ -62,6 +62,7 @@ struct daemon {
 	struct fsync_wait *fsyncs;	/* replies waiting for a commit */
 	uint64_t commits_done;
 	bool flush_inflight;
+	bool plan_busy;			/* a write of the plan is on its way */
 	bool exiting;
 	bool allow_other;
 	int log_level;

@@ -1,0 +1,1208 @@
+/*
+ * test_daemon_avio.c — libavio against a real avfsd (SPEC §8, §14): start/check/cancel/poll,
+ * deadlines already past, misaligned requests, data read back through shared-memory and
+ * ordinary buffers, 32 client processes with 8 requests each in flight, access control by
+ * uid, misbehaving raw-protocol clients, and the daemon killed in the middle of requests.
+ * The library's own argument checks against a fake daemon are test_avio_client.c's.
+ * env: AVFSD, MKFS, FSCK (the built binaries). Exit 77 without root or FUSE.
+ * Each scenario runs in a child process: a libavio connection is per process, and lost for good.
+ */
+#include <avio.h>
+#include "proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MiB (1u << 20)
+#define DATA_SIZE (64u * MiB)	/* the file every scenario reads: pattern() throughout */
+#define NCLIENTS 32
+#define NOBODY 1000		/* the uid of the access-control checks */
+
+static const char *avfsd_bin, *mkfs_bin, *fsck_bin;
+static char dir[64], img[96], mnt[96], sock[96], logf[96];
+static pid_t daemon_pid = -1;
+static struct { int passed, failed; int64_t kill_ns; } *shared;	/* counted across children */
+
+/* ---- results ---- */
+
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", ok ? "ok" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	__atomic_add_fetch(ok ? &shared->passed : &shared->failed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("  ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint8_t pattern(uint64_t off)
+{
+	return (uint8_t)((off >> 12) ^ (off % 251));
+}
+
+static void fill(uint8_t *p, uint64_t off, size_t n, uint8_t salt)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = pattern(off + i) ^ salt;
+}
+
+/* the first byte where p differs from fill(off, salt), or -1 */
+static long long bad_byte(const uint8_t *p, uint64_t off, size_t n, uint8_t salt)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (uint8_t)(pattern(off + i) ^ salt))
+			return (long long)i;
+	return -1;
+}
+
+/* ---- the daemon ---- */
+
+static int run(int timeout_s, const char *const argv[])
+{
+	pid_t pid = fork();
+	int st, i;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(logf, O_WRONLY | O_APPEND | O_CREAT, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	for (i = 0; i < timeout_s * 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+static bool is_mounted(void)
+{
+	char line[512], want[128];
+	FILE *f = fopen("/proc/mounts", "r");
+	bool yes = false;
+
+	if (!f)
+		return false;
+	snprintf(want, sizeof(want), " %s fuse", mnt);
+	while (!yes && fgets(line, sizeof(line), f))
+		yes = strstr(line, want) != NULL;
+	fclose(f);
+	return yes;
+}
+
+static int daemon_wait(int timeout_s)
+{
+	int st, i;
+
+	for (i = 0; i < timeout_s * 100; i++) {
+		if (waitpid(daemon_pid, &st, WNOHANG) == daemon_pid) {
+			daemon_pid = -1;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
+		usleep(10000);
+	}
+	return -1;
+}
+
+static bool daemon_alive(void)
+{
+	int st;
+
+	if (daemon_pid <= 0)
+		return false;
+	if (waitpid(daemon_pid, &st, WNOHANG) == daemon_pid) {
+		note("avfsd died: %s %d", WIFSIGNALED(st) ? "signal" : "exit status",
+		     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		daemon_pid = -1;
+		return false;
+	}
+	return true;
+}
+
+static bool daemon_start(void)
+{
+	int i;
+
+	daemon_pid = fork();
+	if (daemon_pid < 0)
+		return false;
+	if (daemon_pid == 0) {
+		int fd = open(logf, O_WRONLY | O_APPEND | O_CREAT, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		/* --allow-other: the access-control checks run as another uid */
+		execl(avfsd_bin, avfsd_bin, "--foreground", "--allow-other", "--socket", sock, img,
+		      mnt, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 1000; i++) {
+		if (is_mounted())
+			return true;
+		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
+			daemon_pid = -1;
+			return false;
+		}
+		usleep(10000);
+	}
+	return false;
+}
+
+/* fusermount3 -u; the daemon must exit 0 */
+static bool daemon_stop(void)
+{
+	const char *const um[] = { "fusermount3", "-u", mnt, NULL };
+	int rc;
+
+	if (run(30, um) != 0)
+		return false;
+	rc = daemon_wait(30);
+	if (rc != 0)
+		note("avfsd exit status %d after unmount", rc);
+	return rc == 0;
+}
+
+static bool fsck_clean(void)
+{
+	const char *const argv[] = { fsck_bin, "-n", img, NULL };
+	int rc = run(120, argv);
+
+	if (rc != 0)
+		note("fsck.avfs -n exit %d (output in the daemon log)", rc);
+	return rc == 0;
+}
+
+static void cleanup(void)
+{
+	const char *const um[] = { "fusermount3", "-u", "-z", mnt, NULL };
+	char cmd[160];
+
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGTERM);
+		if (daemon_wait(10) < 0) {
+			kill(daemon_pid, SIGKILL);
+			daemon_wait(10);
+		}
+	}
+	if (is_mounted())
+		run(10, um);
+	if (getenv("AVFS_KEEP")) {
+		printf("kept %s\n", dir);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+static void dump_log(void)
+{
+	char buf[4096];
+	FILE *f = fopen(logf, "r");
+	size_t n;
+
+	if (!f)
+		return;
+	fputs("---- daemon log ----\n", stdout);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, stdout);
+	fclose(f);
+}
+
+static void path_of(char *p, size_t len, const char *name)
+{
+	snprintf(p, len, "%s/%s", mnt, name);
+}
+
+static int open_file(const char *name, int flags)
+{
+	char p[256];
+
+	path_of(p, sizeof(p), name);
+	return open(p, flags, 0644);
+}
+
+/* run fn in a child process within timeout_s; true when it exited 0 */
+static bool in_child(const char *what, int timeout_s, int (*fn)(void *), void *arg)
+{
+	pid_t pid;
+	int st = 0, i;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(fn(arg));
+	for (i = 0; i < timeout_s * 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+		usleep(10000);
+	}
+	if (i == timeout_s * 100) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		note("%s: still running after %d s, killed", what, timeout_s);
+		return false;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		note("%s: child %s %d", what, WIFSIGNALED(st) ? "killed by signal" : "exit status",
+		     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		return false;
+	}
+	return true;
+}
+
+/* ---- libavio helpers ---- */
+
+/* start and wait for one request; its aio_ret, or the start's error */
+static ssize_t avio_sync(int fd, int op, void *buf, uint64_t off, size_t len, int64_t deadline)
+{
+	avfs_asyncio_t a = { .aio_fildes = fd, .aio_offset = (off_t)off, .aio_buf = buf,
+			     .aio_nbytes = len, .aio_deadline = deadline };
+	int err = avfs_asyncio_start(&a, op);
+
+	if (err)
+		return err;
+	err = avfs_asyncio_check(&a, AVFS_WAIT);
+	return err ? err : a.aio_ret;
+}
+
+/* ---- scenario: one client, the calls ---- */
+
+static int basics(void *arg)
+{
+	uint8_t *shm = avfs_buf_alloc(8 * MiB), *plain = NULL, *chk = NULL;
+	int fd = open_file("data", O_RDWR), rofd = open_file("data", O_RDONLY);
+	int wofd = open_file("data", O_WRONLY);
+	avfs_asyncio_t a[8], *list[8];
+	ssize_t r;
+	int err, i;
+
+	(void)arg;
+	if (posix_memalign((void **)&plain, 4096, 8 * MiB) || !(chk = malloc(16 * MiB)) || !shm ||
+	    fd < 0 || rofd < 0 || wofd < 0) {
+		check(false, "basics: buffers and files");
+		return 1;
+	}
+	/* reads into both kinds of buffer */
+	r = avio_sync(fd, AVFS_READ, plain, 0, MiB, 0);
+	check(r == MiB && bad_byte(plain, 0, MiB, 0) < 0, "read 1 MiB into an ordinary buffer (%zd)",
+	      r);
+	r = avio_sync(fd, AVFS_READ, shm, 8 * MiB, 4 * MiB, 0);
+	check(r == 4 * MiB && bad_byte(shm, 8 * MiB, 4 * MiB, 0) < 0,
+	      "read 4 MiB into an avfs_buf_alloc buffer (%zd)", r);
+	r = avio_sync(rofd, AVFS_READ, plain, 60 * MiB, 16 * MiB, 0);
+	check(r == 4 * MiB && bad_byte(plain, 60 * MiB, 4 * MiB, 0) < 0,
+	      "16 MiB read 4 MiB before EOF returns 4 MiB (%zd)", r);
+	r = avio_sync(rofd, AVFS_READ, shm, DATA_SIZE, 4096, 0);
+	check(r == 0, "read at EOF returns 0 (%zd)", r);
+
+	/* writes from both kinds, read back both ways and through the mount */
+	fill(shm, 16 * MiB, 2 * MiB, 0x5a);
+	r = avio_sync(fd, AVFS_WRITE, shm, 16 * MiB, 2 * MiB, 0);
+	memset(plain, 0, 2 * MiB);
+	check(r == 2 * MiB && avio_sync(fd, AVFS_READ, plain, 16 * MiB, 2 * MiB, 0) == 2 * MiB &&
+	      bad_byte(plain, 16 * MiB, 2 * MiB, 0x5a) < 0,
+	      "write from shared memory, read back into an ordinary buffer");
+	check(pread(rofd, chk, 2 * MiB, 16 * MiB) == 2 * MiB && bad_byte(chk, 16 * MiB, 2 * MiB, 0x5a) < 0,
+	      "the same data through the FUSE mount (pread)");
+	fill(plain, 20 * MiB, 3 * MiB, 0xa5);
+	r = avio_sync(wofd, AVFS_WRITE, plain, 20 * MiB, 3 * MiB, 0);
+	memset(shm, 0, 3 * MiB);
+	check(r == 3 * MiB && avio_sync(rofd, AVFS_READ, shm, 20 * MiB, 3 * MiB, 0) == 3 * MiB &&
+	      bad_byte(shm, 20 * MiB, 3 * MiB, 0xa5) < 0,
+	      "write from an ordinary buffer, read back into shared memory");
+	check(pread(rofd, chk, 3 * MiB, 20 * MiB) == 3 * MiB && bad_byte(chk, 20 * MiB, 3 * MiB, 0xa5) < 0,
+	      "the same data through the FUSE mount (pread)");
+	fill(chk, 24 * MiB, MiB, 0x33);
+	check(pwrite(fd, chk, MiB, 24 * MiB) == MiB &&
+	      avio_sync(fd, AVFS_READ, shm, 24 * MiB, MiB, 0) == MiB &&
+	      bad_byte(shm, 24 * MiB, MiB, 0x33) < 0, "data written through the mount, read by libavio");
+	{
+		/* the mixer holds real-time requests until their latest start (SPEC §5.3) */
+		int64_t deadline = mono_ns() + 1000000000ll;
+
+		r = avio_sync(fd, AVFS_READ, plain, MiB, MiB, deadline);
+		check(r == MiB && bad_byte(plain, MiB, MiB, 0) < 0 && mono_ns() <= deadline,
+		      "read with a deadline 1 s ahead, complete by then (%zd, %+.3f s)", r,
+		      (double)(mono_ns() - deadline) / 1e9);
+	}
+
+	/* deadlines already past: -ETIME, nothing sent or written */
+	fill(plain, 28 * MiB, MiB, 0x77);
+	r = avio_sync(fd, AVFS_WRITE, plain, 28 * MiB, MiB, mono_ns() - 1000);
+	check(r == -ETIME, "write with a deadline just past: -ETIME (%zd)", r);
+	r = avio_sync(fd, AVFS_READ, plain, 0, MiB, 1);
+	check(r == -ETIME, "read with deadline 1 ns: -ETIME (%zd)", r);
+	check(pread(rofd, chk, MiB, 28 * MiB) == MiB && bad_byte(chk, 28 * MiB, MiB, 0) < 0,
+	      "the late write changed nothing");
+
+	/* misaligned and impossible requests */
+	check(avio_sync(fd, AVFS_READ, plain, 100, 4096, 0) == -EINVAL, "offset 100: -EINVAL");
+	check(avio_sync(fd, AVFS_READ, plain, 0, 1000, 0) == -EINVAL, "1000 bytes: -EINVAL");
+	check(avio_sync(fd, AVFS_READ, plain, 0, 0, 0) == -EINVAL, "0 bytes: -EINVAL");
+	check(avio_sync(fd, AVFS_READ, plain, 0, 16 * MiB + 4096, 0) == -EINVAL,
+	      "16 MiB + 4 KiB: -EINVAL");
+	check(avio_sync(fd, AVFS_READ, plain, 0, 4096, -5) == -EINVAL, "negative deadline: -EINVAL");
+	check(avio_sync(rofd, AVFS_WRITE, plain, 0, 4096, 0) == -EBADF,
+	      "write on a read-only descriptor: -EBADF");
+	check(avio_sync(wofd, AVFS_READ, plain, 0, 4096, 0) == -EBADF,
+	      "read on a write-only descriptor: -EBADF");
+	{
+		char p[128];
+		int other;
+
+		snprintf(p, sizeof(p), "%s/not-avfs", dir);
+		other = open(p, O_RDWR | O_CREAT, 0644);
+		r = other >= 0 && !ftruncate(other, MiB) ?
+		    avio_sync(other, AVFS_READ, plain, 0, 4096, 0) : -1;
+		check(r == -EBADF, "a file of another file system: -EBADF (%zd)", r);
+		close(other);
+	}
+	memset(&a[0], 0, sizeof(a[0]));
+	check(avfs_asyncio_check(&a[0], AVFS_NOWAIT) == -EINVAL, "check of a never-started request: -EINVAL");
+	check(avfs_asyncio_cancel(&a[0]) == -EINVAL, "cancel of a never-started request: -EINVAL");
+
+	/* NOWAIT, poll, the completion descriptor, EBUSY */
+	for (i = 0; i < 8; i++) {
+		a[i] = (avfs_asyncio_t){ .aio_fildes = fd, .aio_offset = (off_t)i * MiB,
+					 .aio_buf = shm + (size_t)i * MiB, .aio_nbytes = MiB };
+		list[i] = &a[i];
+		err = avfs_asyncio_start(&a[i], AVFS_READ);
+		if (err)
+			break;
+	}
+	check(i == 8, "8 reads in flight");
+	check(avfs_asyncio_start(&a[0], AVFS_READ) == -EBUSY || a[0].aio_ret != -EINPROGRESS,
+	      "starting a request in flight again: -EBUSY");
+	{
+		int cfd = avfs_completion_fd();
+		struct pollfd pfd = { .fd = cfd, .events = POLLIN };
+
+		err = avfs_asyncio_check(&a[7], AVFS_NOWAIT);
+		check(err == 0 || err == -EINPROGRESS, "check NOWAIT: 0 or -EINPROGRESS (%d)", err);
+		check(cfd >= 0 && (err == 0 || poll(&pfd, 1, 5000) == 1),
+		      "the completion descriptor polls readable");
+	}
+	{
+		int64_t until = mono_ns() + 10000000000ll;
+		int n = 0;
+
+		while (mono_ns() < until && (n = avfs_asyncio_poll(list, 8, 1000)) >= 0 && n < 8)
+			;
+		check(n == 8, "avfs_asyncio_poll counts all 8 complete (%d)", n);
+		for (i = 0; i < 8; i++)
+			if (a[i].aio_ret != MiB || bad_byte(shm + (size_t)i * MiB, (uint64_t)i * MiB, MiB,
+							   0) >= 0)
+				break;
+		check(i == 8, "the 8 polled reads brought the right data");
+		check(avfs_asyncio_poll(list, 8, 0) == 8, "poll of complete requests returns at once");
+		check(avfs_asyncio_cancel(&a[3]) == AVFS_ALLDONE, "cancel of a complete request: AVFS_ALLDONE");
+	}
+
+	/* cancel: real-time requests with a distant deadline may wait in the mixer */
+	{
+		enum { N = 64 };
+		static avfs_asyncio_t c[N];
+		uint8_t *cb = NULL;
+		int canceled = 0, notcanceled = 0, alldone = 0, bad = 0;
+		int64_t deadline = mono_ns() + 20000000000ll;
+
+		if (posix_memalign((void **)&cb, 4096, (size_t)N * 256 * 1024))
+			return 1;
+		for (i = 0; i < N; i++) {
+			c[i] = (avfs_asyncio_t){ .aio_fildes = fd, .aio_offset = (off_t)i * 256 * 1024,
+						 .aio_buf = cb + (size_t)i * 256 * 1024,
+						 .aio_nbytes = 256 * 1024,
+						 .aio_deadline = i % 2 ? deadline : 0 };
+			if (avfs_asyncio_start(&c[i], AVFS_READ))
+				break;
+		}
+		check(i == N, "64 reads in flight for cancel");
+		for (i = N - 1; i >= 0; i--) {
+			int rc = avfs_asyncio_cancel(&c[i]);
+
+			if (rc == AVFS_CANCELED)
+				canceled++, bad += c[i].aio_ret != -ECANCELED;
+			else if (rc == AVFS_NOTCANCELED)
+				notcanceled++;
+			else if (rc == AVFS_ALLDONE)
+				alldone++;
+			else
+				bad++;
+		}
+		for (i = 0; i < N; i++) {
+			if (avfs_asyncio_check(&c[i], AVFS_WAIT)) {
+				bad++;
+				continue;
+			}
+			if (c[i].aio_ret == -ECANCELED)
+				continue;
+			if (c[i].aio_ret != 256 * 1024 ||
+			    bad_byte(cb + (size_t)i * 256 * 1024, (uint64_t)i * 256 * 1024, 256 * 1024,
+				     0) >= 0)
+				bad++;
+		}
+		note("cancel: %d canceled, %d not canceled, %d already done", canceled, notcanceled,
+		     alldone);
+		check(!bad, "cancel outcomes consistent: -ECANCELED or the full, right data");
+		check(canceled > 0, "at least one queued request canceled");
+		free(cb);
+	}
+	/* put back the pattern where this scenario wrote: the others read the whole file */
+	fill(chk, 16 * MiB, 9 * MiB, 0);
+	check(pwrite(fd, chk, 9 * MiB, 16 * MiB) == 9 * MiB, "data file restored");
+	/* the connection still works after all that */
+	r = avio_sync(fd, AVFS_READ, plain, 32 * MiB, 4 * MiB, 0);
+	check(r == 4 * MiB && bad_byte(plain, 32 * MiB, 4 * MiB, 0) < 0, "a read after the cancels");
+	free(plain);
+	free(chk);
+	return 0;
+}
+
+/*
+ * Inline (ordinary-buffer) reads in flight whose replies the client reads late: legal use
+ * of the API (nothing says a client must check at once), 8 x 16 MiB = 128 MiB of replies.
+ */
+static int late_reader(void *arg)
+{
+	enum { N = 8 };
+	avfs_asyncio_t a[N];
+	uint8_t *b = NULL;
+	int fd = open_file("data", O_RDONLY), i, ok = 0;
+
+	(void)arg;
+	if (fd < 0 || posix_memalign((void **)&b, 4096, (size_t)N * 16 * MiB))
+		return 1;
+	for (i = 0; i < N; i++) {
+		a[i] = (avfs_asyncio_t){ .aio_fildes = fd, .aio_offset = (off_t)(i % 4) * 16 * MiB,
+					 .aio_buf = b + (size_t)i * 16 * MiB, .aio_nbytes = 16 * MiB };
+		if (avfs_asyncio_start(&a[i], AVFS_READ))
+			break;
+	}
+	sleep(1);
+	for (i = 0; i < N; i++) {
+		if (avfs_asyncio_check(&a[i], AVFS_WAIT) == 0 && a[i].aio_ret == 16 * MiB &&
+		    bad_byte(b + (size_t)i * 16 * MiB, (uint64_t)(i % 4) * 16 * MiB, 16 * MiB, 0) < 0)
+			ok++;
+		else if (i == 0 || ok == i)
+			note("request %d: aio_ret %zd", i, a[i].aio_ret);
+	}
+	check(ok == N, "8 inline 16 MiB reads checked 1 s late: %d of 8 complete with data", ok);
+	free(b);
+	return 0;
+}
+
+/* ---- scenario: 32 clients, each with 8 requests in flight ---- */
+
+static int one_of_many(void *arg)
+{
+	int id = (int)(intptr_t)arg, fd, dfd, i, round, bad = 0;
+	enum { N = 8, IO = 256 * 1024 };
+	avfs_asyncio_t a[N], *list[N];
+	uint8_t *buf[N];
+	char name[32];
+
+	snprintf(name, sizeof(name), "client%02d", id);
+	fd = open_file(name, O_RDWR);
+	dfd = open_file("data", O_RDONLY);
+	if (fd < 0 || dfd < 0)
+		return 2;
+	for (i = 0; i < N; i++) {
+		/* half the buffers shared memory, half ordinary */
+		buf[i] = i % 2 ? avfs_buf_alloc(IO) : aligned_alloc(4096, IO);
+		if (!buf[i])
+			return 3;
+		list[i] = &a[i];
+	}
+	for (round = 0; round < 6 && !bad; round++) {
+		int op = round % 3 == 0 ? AVFS_WRITE : AVFS_READ;
+		bool own = round % 3 != 2;	/* rounds 2, 5 read the shared data file */
+
+		for (i = 0; i < N; i++) {
+			uint64_t off = ((uint64_t)round / 3 * N + (uint64_t)i) * IO;
+
+			a[i] = (avfs_asyncio_t){ .aio_fildes = own ? fd : dfd,
+						 .aio_offset = (off_t)(own ? off : off + (uint64_t)id * MiB),
+						 .aio_buf = buf[i], .aio_nbytes = IO };
+			if (op == AVFS_WRITE)
+				fill(buf[i], off, IO, (uint8_t)id);
+			else
+				memset(buf[i], 0xee, IO);
+			if (avfs_asyncio_start(&a[i], op))
+				return 4;
+		}
+		for (int done = 0; done < N;) {
+			int n = avfs_asyncio_poll(list, N, 20000);
+
+			if (n <= 0)
+				return 5;
+			done = n;
+		}
+		for (i = 0; i < N; i++) {
+			uint64_t off = ((uint64_t)round / 3 * N + (uint64_t)i) * IO;
+
+			if (a[i].aio_ret != IO)
+				bad = 6;
+			else if (op == AVFS_READ &&
+				 bad_byte(buf[i], own ? off : off + (uint64_t)id * MiB, IO,
+					  own ? (uint8_t)id : 0) >= 0)
+				bad = 7;
+		}
+	}
+	return bad;
+}
+
+static void test_many_clients(void)
+{
+	pid_t pids[NCLIENTS];
+	int i, ok = 0, st;
+	int64_t t0 = mono_ns();
+
+	for (i = 0; i < NCLIENTS; i++) {
+		char name[32];
+		int fd;
+
+		snprintf(name, sizeof(name), "client%02d", i);
+		fd = open_file(name, O_RDWR | O_CREAT | O_TRUNC);
+		close(fd);
+	}
+	fflush(stdout);
+	for (i = 0; i < NCLIENTS; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			setenv("AVFS_SHM_SIZE", "4M", 1);
+			_exit(one_of_many((void *)(intptr_t)i));
+		}
+	}
+	for (i = 0; i < NCLIENTS; i++) {
+		int64_t until = t0 + 60000000000ll;
+
+		while (waitpid(pids[i], &st, WNOHANG) != pids[i]) {
+			if (mono_ns() > until) {
+				kill(pids[i], SIGKILL);
+				waitpid(pids[i], &st, 0);
+				break;
+			}
+			usleep(5000);
+		}
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			ok++;
+		else
+			note("client %d: %s %d", i, WIFSIGNALED(st) ? "signal" : "exit status",
+			     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	}
+	check(ok == NCLIENTS, "%d client processes x 8 requests in flight: %d correct (%.2f s)",
+	      NCLIENTS, ok, (double)(mono_ns() - t0) / 1e9);
+	/* what they wrote, through the mount */
+	ok = 0;
+	for (i = 0; i < NCLIENTS; i++) {
+		char name[32];
+		uint8_t *b = malloc(4 * MiB);
+		int fd;
+
+		snprintf(name, sizeof(name), "client%02d", i);
+		fd = open_file(name, O_RDONLY);
+		if (fd >= 0 && b && pread(fd, b, 4 * MiB, 0) == 4 * MiB &&
+		    bad_byte(b, 0, 4 * MiB, (uint8_t)i) < 0)
+			ok++;
+		if (fd >= 0)
+			close(fd);
+		free(b);
+	}
+	check(ok == NCLIENTS, "each client's 4 MiB read back through the mount (%d)", ok);
+}
+
+/* ---- raw protocol ---- */
+
+static int raw_connect(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+	if (s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof(sun))) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+static bool raw_send(int s, uint16_t type, uint64_t tag, const void *m, size_t len,
+		     const void *data, size_t dlen)
+{
+	struct avfs_msg_hdr h = { .magic = AVFS_PROTO_MAGIC, .type = type,
+				  .len = (uint32_t)(len + dlen), .tag = tag };
+	struct iovec iov[3] = { { &h, sizeof(h) }, { (void *)m, len }, { (void *)data, dlen } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
+	size_t want = sizeof(h) + len + dlen;
+	ssize_t n = sendmsg(s, &mh, MSG_NOSIGNAL);
+
+	return n == (ssize_t)want;	/* small messages on a fresh socket go in one piece */
+}
+
+/* receive one reply (header + payload into buf), waiting at most ms */
+static bool raw_recv(int s, struct avfs_msg_hdr *h, void *buf, size_t cap, int ms)
+{
+	size_t have = 0, want = sizeof(*h);
+	uint8_t *p = (uint8_t *)h;
+	int64_t until = mono_ns() + (int64_t)ms * 1000000;
+
+	for (int part = 0; part < 2; part++) {
+		while (have < want) {
+			struct pollfd pfd = { .fd = s, .events = POLLIN };
+			ssize_t n;
+
+			if (poll(&pfd, 1, (int)((until - mono_ns()) / 1000000) + 1) != 1)
+				return false;
+			n = recv(s, p + have, want - have, 0);
+			if (n <= 0)
+				return false;
+			have += (size_t)n;
+		}
+		if (part == 0) {
+			if (h->magic != AVFS_PROTO_MAGIC || h->len > cap)
+				return false;
+			p = buf;
+			have = 0;
+			want = h->len;
+		}
+	}
+	return true;
+}
+
+/* the daemon closed s: EOF (after any replies) within ms */
+static bool raw_closed(int s, int ms)
+{
+	static uint8_t sink[1 << 16];
+	int64_t until = mono_ns() + (int64_t)ms * 1000000;
+
+	while (mono_ns() < until) {
+		struct pollfd pfd = { .fd = s, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		n = recv(s, sink, sizeof(sink), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return true;
+	}
+	return false;
+}
+
+/* HELLO and OPEN of the data file; the handle, or -1 */
+static int raw_hello_open(int s, const char *name, uint32_t access, int32_t *open_res)
+{
+	struct avfs_msg_hello hello = { .version = AVFS_PROTO_VERSION };
+	struct avfs_msg_open om = { .access = access };
+	struct avfs_msg_hdr h;
+	uint8_t buf[64];
+	struct stat st;
+	char p[256];
+
+	path_of(p, sizeof(p), name);
+	if (stat(p, &st))
+		return -1;
+	om.dev = st.st_dev;
+	om.ino = st.st_ino;
+	if (!raw_send(s, AVFS_MSG_HELLO, 1, &hello, sizeof(hello), NULL, 0) ||
+	    !raw_recv(s, &h, buf, sizeof(buf), 5000) || h.type != (AVFS_MSG_HELLO | AVFS_MSG_REPLY) ||
+	    ((struct avfs_msg_hello_reply *)buf)->res != 0)
+		return -1;
+	if (!raw_send(s, AVFS_MSG_OPEN, 2, &om, sizeof(om), NULL, 0) ||
+	    !raw_recv(s, &h, buf, sizeof(buf), 5000) || h.type != (AVFS_MSG_OPEN | AVFS_MSG_REPLY))
+		return -1;
+	memcpy(open_res, buf, sizeof(*open_res));
+	return *open_res ? -1 : (int)((struct avfs_msg_open_reply *)buf)->handle;
+}
+
+/* a normal libavio client, in its own process, reads 4 MiB right within 10 s */
+static int normal_client(void *arg)
+{
+	uint8_t *b = avfs_buf_alloc(4 * MiB), *o = aligned_alloc(4096, 4 * MiB);
+	int fd = open_file("data", O_RDONLY);
+	ssize_t r1, r2;
+
+	(void)arg;
+	if (!b || !o || fd < 0)
+		return 2;
+	r1 = avio_sync(fd, AVFS_READ, b, 40 * MiB, 4 * MiB, 0);
+	r2 = avio_sync(fd, AVFS_READ, o, 44 * MiB, 4 * MiB, mono_ns() + 800000000ll);
+	if (r1 != 4 * MiB || r2 != 4 * MiB)
+		return 3;
+	if (bad_byte(b, 40 * MiB, 4 * MiB, 0) >= 0 || bad_byte(o, 44 * MiB, 4 * MiB, 0) >= 0)
+		return 4;
+	return 0;
+}
+
+static void after_bad_client(const char *what)
+{
+	check(daemon_alive(), "%s: avfsd still alive", what);
+	check(in_child(what, 10, normal_client, NULL), "%s: a normal libavio client still works",
+	      what);
+}
+
+static void test_bad_clients(void)
+{
+	struct avfs_msg_hdr h;
+	uint8_t buf[256];
+	int32_t ores = 0;
+	int s, handle;
+
+	/* (a) a truncated message, then close */
+	s = raw_connect();
+	{
+		struct avfs_msg_hdr th = { .magic = AVFS_PROTO_MAGIC, .type = AVFS_MSG_IO, .len = 48 };
+
+		check(s >= 0 && send(s, &th, 10, MSG_NOSIGNAL) == 10, "(a) sent 10 bytes of a header");
+	}
+	close(s);
+	usleep(100000);
+	after_bad_client("(a) truncated message");
+
+	/* (b) garbage bytes: the daemon drops the connection */
+	s = raw_connect();
+	{
+		uint8_t junk[4096];
+
+		for (size_t i = 0; i < sizeof(junk); i++)
+			junk[i] = (uint8_t)(i * 37 + 11);
+		check(s >= 0 && send(s, junk, sizeof(junk), MSG_NOSIGNAL) > 0, "(b) sent 4 KiB of garbage");
+		check(raw_closed(s, 5000), "(b) the daemon closed the garbage connection");
+	}
+	close(s);
+	after_bad_client("(b) garbage");
+
+	/* (b2) a header announcing 4 GiB of payload */
+	s = raw_connect();
+	{
+		struct avfs_msg_hdr bh = { .magic = AVFS_PROTO_MAGIC, .type = AVFS_MSG_IO,
+					   .len = 0xffffffffu };
+
+		check(s >= 0 && send(s, &bh, sizeof(bh), MSG_NOSIGNAL) == sizeof(bh) &&
+		      raw_closed(s, 5000), "(b2) a 4 GiB payload length: connection closed");
+	}
+	close(s);
+	after_bad_client("(b2) huge length");
+
+	/* (c) HELLO, then many requests and never a reply read; stays connected meanwhile */
+	s = raw_connect();
+	handle = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_READ, &ores) : -1;
+	check(handle >= 0, "(c) HELLO and OPEN (%d)", ores);
+	if (handle >= 0) {
+		int sent = 0;
+		int64_t until = mono_ns() + 5000000000ll;
+
+		fcntl(s, F_SETFL, O_NONBLOCK);
+		while (sent < 4000 && mono_ns() < until) {
+			struct avfs_msg_io io = { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
+						  .where = AVFS_IO_INLINE,
+						  .offset = (uint64_t)(sent % 48) * MiB,
+						  .nbytes = MiB };
+
+			if (raw_send(s, AVFS_MSG_IO, 100 + (uint64_t)sent, &io, sizeof(io), NULL, 0))
+				sent++;
+			else
+				usleep(1000);
+		}
+		note("(c) sent %d 1 MiB inline reads without reading a reply", sent);
+		/* the other clients go on while this one sits on its socket */
+		after_bad_client("(c) client that never reads");
+		check(raw_closed(s, 5000), "(c) the daemon dropped the client that never reads");
+	}
+	close(s);
+	after_bad_client("(c) after the drop");
+
+	/* (d) disconnect in the middle of requests */
+	s = raw_connect();
+	handle = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_READ | AVFS_OPEN_WRITE, &ores) : -1;
+	check(handle >= 0, "(d) HELLO and OPEN");
+	if (handle >= 0) {
+		bool ok = true;
+
+		for (int i = 0; i < 16 && ok; i++) {
+			struct avfs_msg_io io = { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
+						  .where = AVFS_IO_INLINE,
+						  .offset = (uint64_t)(i % 4) * 16 * MiB,
+						  .nbytes = 16 * MiB };
+
+			ok = raw_send(s, AVFS_MSG_IO, 10 + (uint64_t)i, &io, sizeof(io), NULL, 0);
+		}
+		check(ok, "(d) 16 reads of 16 MiB sent");
+	}
+	close(s);
+	after_bad_client("(d) disconnect mid-request");
+	/* (d2) a write whose payload is cut off by the disconnect */
+	s = raw_connect();
+	handle = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_READ | AVFS_OPEN_WRITE, &ores) : -1;
+	if (handle >= 0) {
+		struct avfs_msg_io io = { .handle = (uint32_t)handle, .op = AVFS_IO_WRITE,
+					  .where = AVFS_IO_INLINE, .offset = 48 * MiB, .nbytes = MiB };
+		struct avfs_msg_hdr wh = { .magic = AVFS_PROTO_MAGIC, .type = AVFS_MSG_IO,
+					   .len = sizeof(io) + MiB, .tag = 9 };
+		static uint8_t half[MiB / 2];
+
+		memset(half, 0xcc, sizeof(half));
+		check(send(s, &wh, sizeof(wh), MSG_NOSIGNAL) == sizeof(wh) &&
+		      send(s, &io, sizeof(io), MSG_NOSIGNAL) == sizeof(io) &&
+		      send(s, half, sizeof(half), MSG_NOSIGNAL) > 0, "(d2) half a write's payload sent");
+	}
+	close(s);
+	after_bad_client("(d2) write cut off");
+	{
+		uint8_t *b = malloc(MiB);
+		int fd = open_file("data", O_RDONLY);
+
+		check(fd >= 0 && b && pread(fd, b, MiB, 48 * MiB) == MiB && bad_byte(b, 48 * MiB, MiB, 0) < 0,
+		      "(d2) the cut-off write changed nothing");
+		close(fd);
+		free(b);
+	}
+
+	/* (e) requests the daemon refuses, one by one, on a connection that stays up */
+	s = raw_connect();
+	handle = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_READ | AVFS_OPEN_WRITE, &ores) : -1;
+	check(handle >= 0, "(e) HELLO and OPEN");
+	if (handle >= 0) {
+		static uint8_t data[MiB];
+		struct { const char *what; struct avfs_msg_io io; int64_t want; } cases[] = {
+			{ "deadline in the past", { .handle = (uint32_t)handle, .op = AVFS_IO_WRITE,
+			  .offset = 52 * MiB, .nbytes = MiB, .deadline = 1 }, -ETIME },
+			{ "misaligned offset", { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
+			  .offset = 512, .nbytes = 4096 }, -EINVAL },
+			{ "misaligned size", { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
+			  .offset = 0, .nbytes = 4000 }, -EINVAL },
+			{ "32 MiB", { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
+			  .offset = 0, .nbytes = 32 * MiB }, -EINVAL },
+			{ "offset 2^62", { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
+			  .offset = 1ull << 62, .nbytes = 4096 }, -EINVAL },
+			{ "unknown handle", { .handle = 999, .op = AVFS_IO_READ,
+			  .offset = 0, .nbytes = 4096 }, -EBADF },
+			{ "bad op", { .handle = (uint32_t)handle, .op = 7,
+			  .offset = 0, .nbytes = 4096 }, -EBADF },
+			{ "shared memory never given", { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
+			  .where = AVFS_IO_SHM, .offset = 0, .nbytes = 4096 }, -EINVAL },
+		};
+
+		memset(data, 0x99, sizeof(data));
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			bool w = cases[i].io.op == AVFS_IO_WRITE;
+			int64_t res = 1;
+
+			if (raw_send(s, AVFS_MSG_IO, 50 + i, &cases[i].io, sizeof(cases[i].io),
+				     w ? data : NULL, w ? MiB : 0) &&
+			    raw_recv(s, &h, buf, sizeof(buf), 5000) && h.tag == 50 + i)
+				memcpy(&res, buf, sizeof(res));
+			check(res == cases[i].want, "(e) %s: %lld, want %lld", cases[i].what,
+			      (long long)res, (long long)cases[i].want);
+		}
+		{
+			uint8_t *b = malloc(MiB);
+			int fd = open_file("data", O_RDONLY);
+
+			check(fd >= 0 && b && pread(fd, b, MiB, 52 * MiB) == MiB &&
+			      bad_byte(b, 52 * MiB, MiB, 0) < 0, "(e) the late write changed nothing");
+			close(fd);
+			free(b);
+		}
+		{
+			struct avfs_msg_shm sm = { .size = 1 << 20 };
+			int32_t res = 1;
+
+			if (raw_send(s, AVFS_MSG_SHM, 77, &sm, sizeof(sm), NULL, 0) &&
+			    raw_recv(s, &h, buf, sizeof(buf), 5000))
+				memcpy(&res, buf, sizeof(res));
+			check(res == -EINVAL, "(e) SHM without a descriptor: -EINVAL (%d)", res);
+		}
+		{
+			struct avfs_msg_io io = { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
+						  .offset = 4 * MiB, .nbytes = 8192 };
+			static uint8_t rb[8192 + 64];
+			int64_t res = 0;
+
+			if (raw_send(s, AVFS_MSG_IO, 88, &io, sizeof(io), NULL, 0) &&
+			    raw_recv(s, &h, rb, sizeof(rb), 5000) && h.tag == 88)
+				memcpy(&res, rb, 8);
+			check(res == 8192 && bad_byte(rb + 8, 4 * MiB, 8192, 0) < 0,
+			      "(e) the connection still serves a good read (%lld)", (long long)res);
+		}
+	}
+	close(s);
+	after_bad_client("(e) refused requests");
+
+	/* (f) a wrong protocol version */
+	s = raw_connect();
+	{
+		struct avfs_msg_hello hello = { .version = 99 };
+		int32_t res = 0;
+
+		if (s >= 0 && raw_send(s, AVFS_MSG_HELLO, 1, &hello, sizeof(hello), NULL, 0) &&
+		    raw_recv(s, &h, buf, sizeof(buf), 5000))
+			memcpy(&res, buf, sizeof(res));
+		check(res < 0, "(f) HELLO version 99 refused (%d)", res);
+	}
+	close(s);
+
+	/* (g) 300 idle connections at once */
+	{
+		int fds[300], n = 0;
+
+		for (n = 0; n < 300; n++)
+			if ((fds[n] = raw_connect()) < 0)
+				break;
+		check(n == 300, "(g) 300 idle connections accepted (%d)", n);
+		after_bad_client("(g) 300 idle connections");
+		while (n--)
+			close(fds[n]);
+	}
+	usleep(100000);
+	after_bad_client("(g) after closing them");
+}
+
+/* ---- access control: a client reaches a file only as its uid could ---- */
+
+static int as_nobody(void *arg)
+{
+	int32_t res = 0;
+	int s, fd, h;
+	uint8_t *b;
+	ssize_t r;
+
+	(void)arg;
+	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+	    setresuid(NOBODY, NOBODY, NOBODY))
+		return 2;
+	s = raw_connect();
+	h = s >= 0 ? raw_hello_open(s, "secret", AVFS_OPEN_READ, &res) : -1;
+	check(h < 0 && res == -EACCES, "uid %d: OPEN of a 0600 root file by inode: -EACCES (%d)",
+	      NOBODY, res);
+	close(s);
+	s = raw_connect();
+	h = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_WRITE, &res) : -1;
+	check(h < 0 && res == -EACCES, "uid %d: OPEN for writing of a 0644 root file: -EACCES (%d)",
+	      NOBODY, res);
+	close(s);
+	s = raw_connect();
+	h = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_READ, &res) : -1;
+	check(h >= 0, "uid %d: OPEN for reading of a 0644 root file (%d)", NOBODY, res);
+	close(s);
+	check(open_file("secret", O_RDONLY) < 0 && errno == EACCES,
+	      "uid %d: open(2) of the 0600 file through the mount: EACCES", NOBODY);
+	fd = open_file("data", O_RDONLY);
+	b = avfs_buf_alloc(MiB);
+	r = fd >= 0 && b ? avio_sync(fd, AVFS_READ, b, 0, MiB, 0) : -1;
+	check(r == MiB && bad_byte(b, 0, MiB, 0) < 0, "uid %d: libavio read of a 0644 file (%zd)",
+	      NOBODY, r);
+	return 0;
+}
+
+/* ---- the daemon killed while requests are in flight ---- */
+
+static int killed_mid_request(void *arg)
+{
+	enum { N = 24 };
+	int *pipefd = arg, fd = open_file("data", O_RDONLY), i, notconn = 0, bad = 0;
+	avfs_asyncio_t a[N];
+	uint8_t *b = NULL, *o = NULL;
+	int64_t done;
+	char c = 1;
+
+	if (fd < 0 || !(b = avfs_buf_alloc((size_t)N / 2 * 16 * MiB)) ||
+	    posix_memalign((void **)&o, 4096, (size_t)N / 2 * 16 * MiB))
+		return 2;
+	for (i = 0; i < N; i++) {
+		uint8_t *buf = i % 2 ? o + (size_t)i / 2 * 16 * MiB : b + (size_t)i / 2 * 16 * MiB;
+
+		a[i] = (avfs_asyncio_t){ .aio_fildes = fd, .aio_offset = (off_t)(i % 4) * 16 * MiB,
+					 .aio_buf = buf, .aio_nbytes = 16 * MiB,
+					 .aio_deadline = i % 3 == 0 ? mono_ns() + 30000000000ll : 0 };
+		if (avfs_asyncio_start(&a[i], AVFS_READ))
+			return 3;
+	}
+	if (write(pipefd[1], &c, 1) != 1)
+		return 4;
+	for (i = 0; i < N; i++) {
+		if (avfs_asyncio_check(&a[i], AVFS_WAIT))
+			bad++;
+		else if (a[i].aio_ret == -ENOTCONN)
+			notconn++;
+		else if (a[i].aio_ret != 16 * MiB)
+			bad++;
+	}
+	done = mono_ns();
+	note("killed mid-request: %d of %d requests completed with -ENOTCONN, %d other errors, "
+	     "all complete %.3f s after the kill", notconn, N, bad,
+	     (double)(done - shared->kill_ns) / 1e9);
+	check(!bad, "every request completed: its data or -ENOTCONN");
+	check(notconn > 0, "requests in flight at the kill completed with -ENOTCONN");
+	check(done - shared->kill_ns < 2000000000ll, "all complete within 2 s of the kill");
+	{
+		int64_t t0 = mono_ns();
+		ssize_t r = avio_sync(fd, AVFS_READ, b, 0, MiB, 0);
+
+		/* the descriptor is on the dead mount too: fstat() fails, hence -EBADF */
+		check((r == -ENOTCONN || r == -EBADF) && mono_ns() - t0 < 1000000000ll,
+		      "a later start fails at once: -ENOTCONN or -EBADF (%zd)", r);
+	}
+	check(avfs_completion_fd() == -ENOTCONN, "avfs_completion_fd() is -ENOTCONN");
+	return 0;
+}
+
+static void test_kill_mid_request(void)
+{
+	int pipefd[2];
+	pid_t pid;
+	char c;
+	int st;
+	const char *const um[] = { "fusermount3", "-u", "-z", mnt, NULL };
+
+	if (pipe(pipefd))
+		return;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		setenv("AVFS_SHM_SIZE", "256M", 1);
+		_exit(killed_mid_request(pipefd));
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], &c, 1) != 1) {
+		check(false, "the client started its requests");
+	} else {
+		shared->kill_ns = mono_ns();
+		kill(daemon_pid, SIGKILL);
+	}
+	for (int i = 0; i < 3000 && waitpid(pid, &st, WNOHANG) != pid; i++)
+		usleep(10000);
+	if (kill(pid, 0) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		check(false, "the client returned after the kill");
+	}
+	daemon_wait(10);
+	run(10, um);
+	close(pipefd[0]);
+}
+
+int main(void)
+{
+	const char *mkfs_argv[] = { NULL, "--size", "2G", "--block-size", "1M", img, NULL };
+	uint8_t *b;
+	int fd;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	avfsd_bin = getenv("AVFSD");
+	mkfs_bin = mkfs_argv[0] = getenv("MKFS");
+	fsck_bin = getenv("FSCK");
+	if (!avfsd_bin || !mkfs_bin || !fsck_bin) {
+		fprintf(stderr, "set AVFSD, MKFS and FSCK to the built binaries\n");
+		return 1;
+	}
+	if (geteuid() != 0) {
+		printf("SKIP: needs root (FUSE mounts, other uids)\n");
+		return 77;
+	}
+	if (access("/dev/fuse", R_OK | W_OK)) {
+		printf("SKIP: no /dev/fuse\n");
+		return 77;
+	}
+	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		return 1;
+	unsetenv("AVFS_SOCKET");	/* found through the mount's extended attribute */
+	snprintf(dir, sizeof(dir), "/var/tmp/avfs-avio-XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	chmod(dir, 0755);	/* uid 1000 reaches the mount and the socket */
+	snprintf(img, sizeof(img), "%s/img", dir);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(logf, sizeof(logf), "%s/avfsd.log", dir);
+	mkdir(mnt, 0755);
+	signal(SIGPIPE, SIG_IGN);
+
+	check(run(60, mkfs_argv) == 0, "mkfs.avfs --size 2G --block-size 1M");
+	if (!daemon_start()) {
+		check(false, "avfsd mounts the image");
+		goto out;
+	}
+	/* the data file every scenario reads, written through the mount */
+	b = malloc(DATA_SIZE);
+	fd = open_file("data", O_RDWR | O_CREAT | O_TRUNC);
+	fill(b, 0, DATA_SIZE, 0);
+	check(fd >= 0 && pwrite(fd, b, DATA_SIZE, 0) == DATA_SIZE && !fsync(fd),
+	      "64 MiB data file written through the mount");
+	close(fd);
+	free(b);
+	fd = open_file("secret", O_WRONLY | O_CREAT | O_TRUNC);
+	check(fd >= 0 && write(fd, "secret\n", 7) == 7 && !fchmod(fd, 0600), "a 0600 root file");
+	close(fd);
+
+	check(in_child("basics", 60, basics, NULL), "basics: the client process finished");
+	check(in_child("late reader", 15, late_reader, NULL), "late reader: the process finished");
+	test_many_clients();
+	check(in_child("access control", 30, as_nobody, NULL), "access control: the process finished");
+	test_bad_clients();
+	check(daemon_stop(), "clean unmount after all those clients (avfsd exits 0)");
+	check(fsck_clean(), "fsck.avfs -n clean");
+	if (daemon_start())
+		test_kill_mid_request();
+	else
+		check(false, "remount for the kill test");
+out:
+	if (shared->failed)
+		dump_log();
+	cleanup();
+	printf("%d passed, %d failed\n", shared->passed, shared->failed);
+	return shared->failed ? 1 : 0;
+}
