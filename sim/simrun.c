@@ -549,41 +549,40 @@ static void plan_step(struct run *r)
 	}
 }
 
-static void delete_one(struct run *r)
+/* Delete the first recording at or after index `from` (cyclically) that no stream plays.
+ * Returns true if one was deleted. */
+static bool delete_from(struct run *r, size_t from)
 {
-	for (size_t i = 0; i < r->nrecs; i++) {
+	for (size_t k = 0, i = from; k < r->nrecs; k++, i = (i + 1) % r->nrecs) {
 		char name[32];
 
 		if (!r->recs[i] || r->rec_busy[i])
 			continue;
 		snprintf(name, sizeof(name), "rec-%05zu.ts", i);
-		if (!avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r))) {
-			r->recs[i] = 0;
-			r->r->deleted_files++;
-		}
-		return;
+		if (avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r)))
+			return false;
+		r->recs[i] = 0;
+		r->r->deleted_files++;
+		return true;
 	}
+	return false;
 }
 
+/* A DVR makes room by deleting its oldest recording. */
+static void delete_one(struct run *r)
+{
+	delete_from(r, 0);
+}
+
+/* The "delete" BE load: a random recording deleted in the middle of the streams, and the
+ * deletion committed at once. */
 static void delete_event(void *arg, uint64_t t)
 {
 	struct run *r = arg;
-	size_t i = rnd(r, r->nrecs);
 
 	(void)t;
-	for (size_t k = 0; k < r->nrecs; k++, i = (i + 1) % r->nrecs) {
-		char name[32];
-
-		if (!r->recs[i] || r->rec_busy[i])
-			continue;
-		snprintf(name, sizeof(name), "rec-%05zu.ts", i);
-		if (!avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r))) {
-			r->recs[i] = 0;
-			r->r->deleted_files++;
-			commit_now(r);	/* commit it now, in the middle of the streams */
-		}
-		return;
-	}
+	if (r->nrecs && delete_from(r, rnd(r, r->nrecs)))
+		commit_now(r);
 }
 
 /* ---- completion and metrics ---- */
