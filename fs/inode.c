@@ -670,6 +670,22 @@ static bool dot_or_dotdot(const char *name)
 	return !strcmp(name, ".") || !strcmp(name, "..");
 }
 
+/* A valid name not yet present in dir: 0 and its length, else -EEXIST or the name's error. */
+static int name_free(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *pdi, const char *name,
+		     size_t *len)
+{
+	int err = check_name(name, len);
+
+	if (err)
+		return err;
+	if (dot_or_dotdot(name))
+		return -EEXIST;
+	err = dir_find(fs, dir, pdi, name, *len, NULL, NULL, NULL);
+	if (err != -ENOENT)
+		return err ? err : -EEXIST;
+	return 0;
+}
+
 static struct avfs_dinode *dir_get(struct avfs_fs *fs, uint64_t dir, int *err)
 {
 	struct avfs_dinode *di = ino_get(fs, dir, err);
@@ -775,13 +791,8 @@ static int create_common(struct avfs_fs *fs, uint64_t dir, const char *name, uin
 	RW_CHECK(fs);
 	if (!pdi)
 		return err;
-	if ((err = check_name(name, &len)))
+	if ((err = name_free(fs, dir, pdi, name, &len)))
 		return err;
-	if (dot_or_dotdot(name))
-		return -EEXIST;
-	err = dir_find(fs, dir, pdi, name, len, NULL, NULL, NULL);
-	if (err != -ENOENT)
-		return err ? err : -EEXIST;
 	err = ino_alloc(fs, mode, uid, gid, now, &ino);
 	if (err)
 		return err;
@@ -917,13 +928,8 @@ int avfs_fs_link(struct avfs_fs *fs, uint64_t ino, uint64_t dir, const char *nam
 		return -EPERM;
 	if (di->nlink >= MAX_LINKS)
 		return -EMLINK;
-	if ((err = check_name(name, &len)))
+	if ((err = name_free(fs, dir, pdi, name, &len)))
 		return err;
-	if (dot_or_dotdot(name))
-		return -EEXIST;
-	err = dir_find(fs, dir, pdi, name, len, NULL, NULL, NULL);
-	if (err != -ENOENT)
-		return err ? err : -EEXIST;
 	err = dir_add(fs, dir, pdi, name, len, ino, di->mode);
 	if (err)
 		return err;
