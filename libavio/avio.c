@@ -113,9 +113,68 @@ static struct avio_shm shm = {
 };
 static pthread_once_t avio_once = PTHREAD_ONCE_INIT;
 
+static void avio_fork_prepare(void)
+{
+	pthread_mutex_lock(&shm.lock);
+	pthread_mutex_lock(&conn.lock);
+}
+
+static void avio_fork_parent(void)
+{
+	pthread_mutex_unlock(&conn.lock);
+	pthread_mutex_unlock(&shm.lock);
+}
+
+static void __slot_complete(struct avio_conn *c, uint32_t i, int64_t res);
+
+/*
+ * The child of fork() starts without a connection: its first request opens its own. Requests
+ * its parent had in flight are the parent's; the child's copies of them end with -ECANCELED.
+ * The buffer region is a shared mapping: the child shares it again on its new connection.
+ */
+static void avio_fork_child(void)
+{
+	pthread_condattr_t attr;
+	uint32_t i;
+
+	pthread_mutex_init(&shm.lock, NULL);
+	pthread_mutex_init(&conn.lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&conn.cond, &attr);
+	pthread_condattr_destroy(&attr);
+	for (i = 0; i < AVFS_PROTO_QUEUE; i++)
+		if (conn.slots[i].tag)
+			__slot_complete(&conn, i, -ECANCELED);
+	if (conn.sock >= 0)
+		close(conn.sock);
+	if (conn.evfd >= 0)
+		close(conn.evfd);
+	conn.sock = conn.evfd = -1;
+	conn.state = CONN_NONE;
+	conn.reader = conn.kick = false;
+	conn.ctrl_tag = 0;
+	conn.ctrl_done = false;
+	conn.nfiles = 0;	/* handles belong to the parent's connection */
+	conn.shm_state = 0;
+	/* the parent allocates from its region still: the child takes a region of its own on
+	 * its next avfs_buf_alloc(); buffers it inherited stay mapped and go by copy */
+	if (shm.fd >= 0)
+		close(shm.fd);
+	free(shm.run);
+	free(shm.used);
+	shm.fd = -1;
+	shm.run = NULL;
+	shm.used = NULL;
+	shm.size = shm.npages = 0;
+	shm.base = NULL;
+}
+
 static void avio_init(void)
 {
 	pthread_condattr_t attr;
+
+	pthread_atfork(avio_fork_prepare, avio_fork_parent, avio_fork_child);
 
 	/* a monotonic condition variable: waits end on time even if the wall clock jumps */
 	pthread_condattr_init(&attr);
@@ -243,6 +302,7 @@ void *avfs_buf_alloc(size_t len)
 		errno = EINVAL;
 		return NULL;
 	}
+	pthread_once(&avio_once, avio_init);
 	pthread_mutex_lock(&shm.lock);
 	if (!shm.base) {
 		err = __shm_create();
