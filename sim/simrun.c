@@ -592,8 +592,9 @@ static void complete(struct run *r, struct req *q, int res)
 	int64_t t = now(r);
 
 	if (r->trace)
-		fprintf(r->trace, "%lld,%lld,%s,%s,%llu,%llu,%lld,%d\n", (long long)q->submit,
-			(long long)t, q->kind == RQ_STREAM ? "rt" : q->kind == RQ_HP ? "hp" :
+		fprintf(r->trace, "%lld,%lld,%d,%s,%s,%llu,%llu,%lld,%d\n", (long long)q->submit,
+			(long long)t, q->kind == RQ_STREAM && q->s ? (int)(q->s - r->streams) : -1,
+			q->kind == RQ_STREAM ? "rt" : q->kind == RQ_HP ? "hp" :
 			q->kind == RQ_META ? "meta" : "be", q->io.write ? "w" : "r",
 			(unsigned long long)q->io.orig_off, (unsigned long long)q->io.orig_len,
 			(long long)q->io.deadline, res);
@@ -863,7 +864,7 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 			err = -errno;
 			goto out;
 		}
-		fprintf(r.trace, "submit_ns,complete_ns,class,dir,offset,length,deadline_ns,result\n");
+		fprintf(r.trace, "submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result\n");
 	}
 	/* settle: let the fill's last metadata reach the disk, then start measuring */
 	avfs_sim_run_until(r.eng, avfs_sim_now(r.eng) + 1000000);

@@ -1,0 +1,15 @@
+/*
+ * admin.h — the subcommands of avfs-admin (SPEC §10) that live in files of their own. Each
+ * takes the arguments after the subcommand's name (argv[0] is the subcommand) and returns
+ * the process exit status: 0 done, 1 failed, 2 bad usage.
+ */
+#ifndef AVFS_ADMIN_H
+#define AVFS_ADMIN_H
+
+/* plot TRACE --out FILE.svg: the trace of docs/TRACE.md drawn as an SVG (tools/admin_plot.c) */
+int admin_plot(int argc, char **argv);
+
+/* profile DEVICE: the disk profiler of SPEC §6.4 (tools/admin_profile.c) */
+int admin_profile(int argc, char **argv);
+
+#endif
