@@ -1,0 +1,415 @@
+/*
+ * admit.c — services, admission control, the bandwidth class's token bucket and per-stream
+ * QoS statistics (SPEC §7; the formulas are in admit.h). Sans-I/O.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admit.h"
+
+#define NS 1e9
+#define MAX_PERIOD_NS (86400.0 * NS)
+
+struct quota {
+	uint32_t uid;
+	uint64_t max_rate;
+	uint32_t max_streams;
+};
+
+struct avfs_admit {
+	struct avfs_admit_conf conf;
+	struct avfs_stream_info *s;
+	size_t n, cap;
+	struct quota *q;
+	size_t nq;
+	uint64_t next_id;
+};
+
+void avfs_admit_conf_default(struct avfs_admit_conf *c, const struct avfs_svc_model *m,
+			     uint64_t block)
+{
+	*c = (struct avfs_admit_conf){
+		.model = *m,
+		.block_size = block,
+		.chunk = 0,
+		.be_io = 1u << 20,
+		.be_floor = 0.02,
+		.isolation = true,
+		.default_io = 512u << 10,
+	};
+}
+
+/* the longest command anyone may have on the disk: a full-stroke seek, a whole rotation and
+ * the transfer of the largest non-preemptible unit at the inner rate */
+static double wcrt_ns(const struct avfs_admit_conf *c, uint64_t io)
+{
+	const struct avfs_svc_model *m = &c->model;
+	uint64_t unit = c->chunk && c->chunk < io ? c->chunk : io;
+
+	return 2 * m->tk_ns + m->tr_ns + (double)unit / m->dmin * NS;
+}
+
+/* the blocking a stream sees: the longest command of any class */
+static double blocking_ns(const struct avfs_admit_conf *c, uint64_t io)
+{
+	uint64_t be = c->chunk && c->chunk < c->be_io ? c->chunk : c->be_io;
+
+	return wcrt_ns(c, io > be ? io : be);
+}
+
+int avfs_service_cost(const struct avfs_admit_conf *c, const struct avfs_service_req *r,
+		      struct avfs_service_cost *out, char *why, size_t whylen)
+{
+	const struct avfs_svc_model *m = &c->model;
+	uint64_t io = r->io ? r->io : c->default_io, per;
+	double d_slow, nseek, p;
+
+	if (!r->rate) {
+		snprintf(why, whylen, "the rate must be positive");
+		return -EINVAL;
+	}
+	if (!io || io % 4096 || io > (64u << 20)) {
+		snprintf(why, whylen, "the request size must be a multiple of 4 KiB up to 64 MiB");
+		return -EINVAL;
+	}
+	if (r->buffer <= io || r->buffer > (1ull << 40)) {
+		snprintf(why, whylen, "the buffer (%llu bytes) must be larger than one request "
+			 "(%llu bytes) and at most 1 TiB", (unsigned long long)r->buffer,
+			 (unsigned long long)io);
+		return -EINVAL;
+	}
+	if (m->dmin <= 0 || m->dmax < m->dmin || !c->block_size) {
+		snprintf(why, whylen, "no disk model to translate the service with");
+		return -EINVAL;
+	}
+	per = r->buffer - io;	/* bytes a period moves */
+	p = (double)per / (double)r->rate * NS;
+	if (p > MAX_PERIOD_NS) {
+		snprintf(why, whylen, "a buffer of %.0f s at this rate is beyond one day",
+			 p / NS);
+		return -EINVAL;
+	}
+	if (p < 1e6) {
+		snprintf(why, whylen, "the buffer holds less than 1 ms beyond one request");
+		return -EINVAL;
+	}
+	d_slow = r->d_slow > 0 && r->d_slow < m->dmax ? r->d_slow : m->dmin;
+	nseek = ceil((double)per / (double)c->block_size) + 1;
+	out->period_ns = p;
+	out->budget_ns = nseek * (m->tk_ns + m->tr_ns / 2) + (double)per / d_slow * NS;
+	out->u = out->budget_ns / p;
+	out->wcrt_ns = wcrt_ns(c, io);
+	out->u_padded = out->u + (c->isolation ? 3 : 1) * out->wcrt_ns / p;
+	return 0;
+}
+
+int avfs_admit_create(struct avfs_admit **a, const struct avfs_admit_conf *c)
+{
+	*a = calloc(1, sizeof(**a));
+	if (!*a)
+		return -ENOMEM;
+	(*a)->conf = *c;
+	(*a)->next_id = 1;
+	return 0;
+}
+
+void avfs_admit_destroy(struct avfs_admit *a)
+{
+	if (!a)
+		return;
+	free(a->s);
+	free(a->q);
+	free(a);
+}
+
+const struct avfs_admit_conf *avfs_admit_conf(const struct avfs_admit *a)
+{
+	return &a->conf;
+}
+
+int avfs_admit_set_quota(struct avfs_admit *a, uint32_t uid, uint64_t max_rate,
+			 uint32_t max_streams)
+{
+	struct quota *q;
+
+	for (size_t i = 0; i < a->nq; i++) {
+		if (a->q[i].uid == uid) {
+			a->q[i].max_rate = max_rate;
+			a->q[i].max_streams = max_streams;
+			return 0;
+		}
+	}
+	q = realloc(a->q, (a->nq + 1) * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	a->q = q;
+	a->q[a->nq++] = (struct quota){ uid, max_rate, max_streams };
+	return 0;
+}
+
+static const struct quota *quota_of(const struct avfs_admit *a, uint32_t uid)
+{
+	const struct quota *any = NULL;
+
+	for (size_t i = 0; i < a->nq; i++) {
+		if (a->q[i].uid == uid)
+			return &a->q[i];
+		if (a->q[i].uid == AVFS_ADMIT_ANY_UID)
+			any = &a->q[i];
+	}
+	return any;
+}
+
+/* the load of the admitted set with one more stream of cost *extra (NULL: none) */
+static double load_with(const struct avfs_admit *a, const struct avfs_service_req *xr,
+			const struct avfs_service_cost *extra)
+{
+	double sum = 0, pmin = INFINITY;
+	uint64_t io_max = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		uint64_t io = a->s[i].req.io;
+
+		sum += a->s[i].cost.u_padded;
+		if (a->s[i].cost.period_ns < pmin)
+			pmin = a->s[i].cost.period_ns;
+		if (io > io_max)
+			io_max = io;
+	}
+	if (extra) {
+		uint64_t io = xr->io ? xr->io : a->conf.default_io;
+
+		sum += extra->u_padded;
+		if (extra->period_ns < pmin)
+			pmin = extra->period_ns;
+		if (io > io_max)
+			io_max = io;
+	}
+	if (isinf(pmin))
+		return 0;
+	return sum + blocking_ns(&a->conf, io_max) / pmin;
+}
+
+double avfs_admit_load(const struct avfs_admit *a)
+{
+	return load_with(a, NULL, NULL);
+}
+
+static bool fits(const struct avfs_admit *a, const struct avfs_service_req *r)
+{
+	struct avfs_service_cost c;
+	char why[8];
+
+	return !avfs_service_cost(&a->conf, r, &c, why, sizeof(why)) &&
+	       load_with(a, r, &c) <= 1 - a->conf.be_floor;
+}
+
+void avfs_admit_left(const struct avfs_admit *a, const struct avfs_service_req *r,
+		     struct avfs_admit_left *left)
+{
+	double util = 1 - a->conf.be_floor - avfs_admit_load(a);
+
+	left->util = util > 0 ? util : 0;
+	left->rate = 0;
+	left->quota_rate = UINT64_MAX;
+	left->quota_streams = UINT32_MAX;
+	if (!r)
+		return;
+	/* the largest rate for this kind of service: the load grows with the rate */
+	{
+		struct avfs_service_req t = *r;
+		uint64_t lo = 0, hi = (uint64_t)a->conf.model.dmax;
+
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo + 1) / 2;
+
+			t.rate = mid;
+			if (fits(a, &t))
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		left->rate = lo;
+	}
+	{
+		const struct quota *q = quota_of(a, r->uid);
+		uint64_t rate = 0;
+		uint32_t n = 0;
+
+		if (!q)
+			return;
+		for (size_t i = 0; i < a->n; i++) {
+			if (a->s[i].req.uid == r->uid) {
+				rate += a->s[i].req.rate;
+				n++;
+			}
+		}
+		if (q->max_rate)
+			left->quota_rate = q->max_rate > rate ? q->max_rate - rate : 0;
+		if (q->max_streams)
+			left->quota_streams = q->max_streams > n ? q->max_streams - n : 0;
+		if (left->rate > left->quota_rate)
+			left->rate = left->quota_rate;
+	}
+}
+
+int64_t avfs_admit_add(struct avfs_admit *a, const struct avfs_service_req *r,
+		       struct avfs_admit_left *left, char *why, size_t whylen)
+{
+	struct avfs_service_req req = *r;
+	struct avfs_service_cost c;
+	double load, room = 1 - a->conf.be_floor;
+	int err;
+
+	if (!req.io)
+		req.io = a->conf.default_io;
+	err = avfs_service_cost(&a->conf, &req, &c, why, whylen);
+	if (err)
+		return err;
+	avfs_admit_left(a, &req, left);
+	if (!left->quota_streams || left->quota_rate < req.rate) {
+		snprintf(why, whylen, "quota of uid %u: %s left", req.uid,
+			 !left->quota_streams ? "no streams" : "less rate than asked");
+		return -EDQUOT;
+	}
+	load = load_with(a, &req, &c);
+	if (load > room) {
+		snprintf(why, whylen, "the disk: this stream needs %.1f %% of disk time "
+			 "(%.1f %% with padding), %.1f %% is left", 100 * c.u, 100 * c.u_padded,
+			 100 * left->util);
+		return -EBUSY;
+	}
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 16;
+		struct avfs_stream_info *s = realloc(a->s, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		a->s = s;
+		a->cap = cap;
+	}
+	a->s[a->n++] = (struct avfs_stream_info){ .id = a->next_id, .req = req, .cost = c };
+	return (int64_t)a->next_id++;
+}
+
+int avfs_admit_remove(struct avfs_admit *a, uint64_t id)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->s[i].id == id) {
+			memmove(&a->s[i], &a->s[i + 1], (a->n - i - 1) * sizeof(a->s[0]));
+			a->n--;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+size_t avfs_admit_count(const struct avfs_admit *a)
+{
+	return a->n;
+}
+
+const struct avfs_stream_info *avfs_admit_at(const struct avfs_admit *a, size_t i)
+{
+	return i < a->n ? &a->s[i] : NULL;
+}
+
+const struct avfs_stream_info *avfs_admit_find(const struct avfs_admit *a, uint64_t id)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->s[i].id == id)
+			return &a->s[i];
+	return NULL;
+}
+
+/* ---- the token bucket ---- */
+
+void avfs_bucket_init(struct avfs_bucket *b, double rate, double size, int64_t now)
+{
+	b->rate = rate;
+	b->size = size;
+	b->tokens = size;	/* a stream starts by filling its buffer */
+	b->last = now;
+}
+
+bool avfs_bucket_charge(struct avfs_bucket *b, uint64_t len, int64_t now)
+{
+	if (now > b->last) {
+		b->tokens += b->rate * (double)(now - b->last) / NS;
+		if (b->tokens > b->size)
+			b->tokens = b->size;
+		b->last = now;
+	}
+	if (b->tokens >= (double)len) {
+		b->tokens -= (double)len;
+		return true;
+	}
+	b->tokens -= (double)len;
+	if (b->tokens < -b->size / 2)
+		b->tokens = -b->size / 2;
+	return false;
+}
+
+int64_t avfs_service_deadline(const struct avfs_service_req *r, uint64_t len, int64_t now)
+{
+	uint64_t rest = r->buffer > len ? r->buffer - len : 0;
+
+	return now + (int64_t)((double)rest / (double)r->rate * NS);
+}
+
+/* ---- QoS statistics ---- */
+
+static unsigned margin_bin(int64_t margin_ns)
+{
+	double us = (double)margin_ns / 1e3;
+	int k;
+
+	if (us < 1)
+		return 0;
+	k = 1 + (int)floor(8 * log2(us));
+	return k >= AVFS_MARGIN_BINS ? AVFS_MARGIN_BINS - 1 : (unsigned)k;
+}
+
+void avfs_qos_add(struct avfs_qos *q, int64_t deadline, int64_t done, uint64_t bytes, int res)
+{
+	int64_t margin;
+
+	if (res >= 0)
+		q->bytes += bytes;
+	if (!deadline) {
+		q->be_requests++;
+		return;
+	}
+	margin = deadline - done;
+	if (!q->requests || margin < q->margin_min_ns)
+		q->margin_min_ns = margin;
+	q->requests++;
+	if (res < 0 || margin < 0) {
+		q->misses++;
+		q->bins[0]++;
+		return;
+	}
+	q->bins[margin_bin(margin)]++;
+}
+
+double avfs_qos_margin_quantile(const struct avfs_qos *q, double quantile)
+{
+	uint64_t want, seen = 0;
+
+	if (!q->requests)
+		return 0;
+	want = (uint64_t)ceil(quantile * (double)q->requests);
+	if (!want)
+		want = 1;
+	for (unsigned k = 0; k < AVFS_MARGIN_BINS; k++) {
+		seen += q->bins[k];
+		if (seen >= want)
+			return k ? exp2((double)(k - 1) / 8) * 1e3 : (q->misses ? -1 : 0);
+	}
+	return exp2((double)(AVFS_MARGIN_BINS - 2) / 8) * 1e3;
+}

@@ -1,0 +1,156 @@
+/*
+ * admit.h — services and admission control (SPEC §7), sans-I/O like the mixer: no clock, no
+ * descriptors; `now` is an argument.
+ *
+ * A client asks for a *service* on a file: a rate r (bytes/s), a buffer b (bytes), a request
+ * size s and a direction (ABISS, papers/000 §2.1). The translation turns it into disk-time
+ * utilization with the service-time model (Fahrrad, papers/002 §2–§6):
+ *
+ *   period   p   = (b - s) / r: how long the buffer lasts beyond the request in flight, i.e.
+ *                  the slack of every request of a stream that keeps its buffer full
+ *   budget   e   = n_seek * (t_k + t_r / 2) + r * p / d_slow: the seeks and rotations of the
+ *                  discontiguities a period crosses (one per data block, plus one) and the
+ *                  transfer at the slowest rate of the file's layout (the inner rate if unknown)
+ *   u  = e / p,  u' = u + k * WCRT / p  (k = 1: Theorem 2; k = 3 with isolation: Theorem 3)
+ *   WCRT = full-stroke seek + one rotation + the transfer of one chunk (or request) at d_min
+ *
+ * and admits a set while  Σ u'_i + WCRT / min p_i  ≤  1 − u_BE  (Theorem 1, a best-effort
+ * floor u_BE, 2 % by default). Per-user quotas (total rate, number of streams) come on top.
+ *
+ * Enforcement is the bandwidth class of papers/004 §3.1: a token bucket per stream (rate r,
+ * size b). A request within the bucket is real-time with its deadline; one above it is served
+ * as best effort, the bucket's debt bounded at half its size — so a greedy stream never takes
+ * more than its reservation from the others, and unused reserved time goes to best effort
+ * because the mixer is work-conserving.
+ */
+#ifndef AVFS_ADMIT_H
+#define AVFS_ADMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "iosched.h"
+
+#define AVFS_ADMIT_ANY_UID UINT32_MAX	/* a quota that applies to every user without one */
+
+struct avfs_admit_conf {
+	struct avfs_svc_model model;	/* the disk (from the superblock or a profile) */
+	uint64_t block_size;	/* data block: a stream crosses one discontiguity per block */
+	uint32_t chunk;		/* non-preemptible unit (0: the stream's request size) */
+	uint32_t be_io;		/* the largest best-effort command (1 MiB: FUSE's max_write) */
+	double be_floor;	/* u_BE, kept for best effort (0.02) */
+	bool isolation;		/* pad 3·WCRT/p (Theorem 3) rather than WCRT/p (Theorem 2) */
+	uint32_t default_io;	/* request size when the client names none (512 KiB) */
+};
+
+/* m: the disk model; block: the data block size. Isolation on, u_BE 2 %, no chunking. */
+void avfs_admit_conf_default(struct avfs_admit_conf *c, const struct avfs_svc_model *m,
+			     uint64_t block);
+
+/* What a client asks for. */
+struct avfs_service_req {
+	uint64_t rate;		/* bytes/s, > 0 */
+	uint64_t buffer;	/* bytes: the client's buffer (ABISS's playout buffer) */
+	uint32_t io;		/* request size; 0: the configuration's default */
+	bool write;
+	uint32_t uid;
+	double d_slow;		/* bytes/s: the slowest transfer rate of the file's blocks; 0: d_min */
+};
+
+/* The translation of one service. */
+struct avfs_service_cost {
+	double period_ns;	/* p */
+	double budget_ns;	/* e */
+	double u;		/* e / p */
+	double u_padded;	/* u' */
+	double wcrt_ns;
+};
+
+/* The cost of r: 0, or -EINVAL with why (zero rate, a buffer not larger than a request, a
+ * request size not a multiple of 4 KiB, a period over a day, a rate the disk cannot carry
+ * even alone). */
+int avfs_service_cost(const struct avfs_admit_conf *c, const struct avfs_service_req *r,
+		      struct avfs_service_cost *out, char *why, size_t whylen);
+
+/* What is left after a refusal (or at any time): utilization, and for a service like the
+ * refused one, the largest rate that would still be admitted; for its user, the quota left. */
+struct avfs_admit_left {
+	double util;		/* 1 − u_BE − load, ≥ 0 */
+	uint64_t rate;		/* bytes/s, for the same buffer, size, direction and layout */
+	uint64_t quota_rate;	/* bytes/s the user may still reserve (UINT64_MAX: no quota) */
+	uint32_t quota_streams;	/* streams the user may still open (UINT32_MAX: no quota) */
+};
+
+/* An admitted stream, as avfs-admin lists it. */
+struct avfs_stream_info {
+	uint64_t id;		/* > 0, never reused while the admitter lives */
+	struct avfs_service_req req;
+	struct avfs_service_cost cost;
+};
+
+struct avfs_admit;
+
+int avfs_admit_create(struct avfs_admit **a, const struct avfs_admit_conf *c);
+void avfs_admit_destroy(struct avfs_admit *a);
+const struct avfs_admit_conf *avfs_admit_conf(const struct avfs_admit *a);
+
+/* A quota for uid (or AVFS_ADMIT_ANY_UID): at most max_rate bytes/s and max_streams streams
+ * in total (0: unlimited). 0 or -ENOMEM. */
+int avfs_admit_set_quota(struct avfs_admit *a, uint32_t uid, uint64_t max_rate,
+			 uint32_t max_streams);
+
+/* Admit r: its id (> 0), or -EINVAL (a bad request), -EDQUOT (the user's quota), -EBUSY (the
+ * disk: the test above fails), -ENOMEM; with why, and *left filled on -EBUSY / -EDQUOT. */
+int64_t avfs_admit_add(struct avfs_admit *a, const struct avfs_service_req *r,
+		       struct avfs_admit_left *left, char *why, size_t whylen);
+/* End stream id. 0 or -ENOENT. */
+int avfs_admit_remove(struct avfs_admit *a, uint64_t id);
+
+/* Σ u'_i + WCRT / min p_i over the admitted set (0 when empty). */
+double avfs_admit_load(const struct avfs_admit *a);
+/* What is left for a service like r (r may be NULL: only util and the quota of no one). */
+void avfs_admit_left(const struct avfs_admit *a, const struct avfs_service_req *r,
+		     struct avfs_admit_left *left);
+size_t avfs_admit_count(const struct avfs_admit *a);
+/* The i-th admitted stream (0 ≤ i < count), in admission order; NULL past the end. */
+const struct avfs_stream_info *avfs_admit_at(const struct avfs_admit *a, size_t i);
+const struct avfs_stream_info *avfs_admit_find(const struct avfs_admit *a, uint64_t id);
+
+/* ---- enforcement: the bandwidth class's token bucket (papers/004 §3.1) ---- */
+
+struct avfs_bucket {
+	double rate;		/* bytes/s */
+	double size;		/* bytes */
+	double tokens;		/* may fall to −size/2 */
+	int64_t last;		/* ns of the last refill */
+};
+
+void avfs_bucket_init(struct avfs_bucket *b, double rate, double size, int64_t now);
+/* Charge a request of len bytes at now: true if it is within the reservation (real-time),
+ * false if the stream is above its rate (serve it as best effort). The debt a stream runs up
+ * above its rate is bounded at half a bucket. */
+bool avfs_bucket_charge(struct avfs_bucket *b, uint64_t len, int64_t now);
+
+/* The deadline of a request of a rate + buffer stream that keeps its buffer full (ABISS):
+ * issued at now for len bytes, it must be done before the rest of the buffer drains. */
+int64_t avfs_service_deadline(const struct avfs_service_req *r, uint64_t len, int64_t now);
+
+/* ---- per-stream QoS statistics (completion margins, papers/001 §4) ---- */
+
+#define AVFS_MARGIN_BINS 256
+
+struct avfs_qos {
+	uint64_t requests, misses, bytes, be_requests;
+	/* RT margins: bin 0 holds misses and margins under 1 µs; bin k ≥ 1 margins from
+	 * 2^((k-1)/8) µs (eight bins an octave, 9 % wide; the last one open-ended) */
+	uint64_t bins[AVFS_MARGIN_BINS];
+	int64_t margin_min_ns;
+};
+
+/* Account a completed request: deadline 0 = served as best effort; res < 0 = failed. */
+void avfs_qos_add(struct avfs_qos *q, int64_t deadline, int64_t done, uint64_t bytes, int res);
+/* The q-quantile (0..1) of the margins of RT requests, ns (a bin's lower edge); 0 if none. */
+double avfs_qos_margin_quantile(const struct avfs_qos *q, double quantile);
+
+#endif
