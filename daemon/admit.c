@@ -104,7 +104,11 @@ int avfs_service_cost(const struct avfs_admit_conf *c, const struct avfs_service
 	out->budget_ns = nseek * (m->tk_ns + m->tr_ns / 2) + (double)per / d_slow * NS;
 	out->u = out->budget_ns / p;
 	out->wcrt_ns = wcrt_ns(c, io);
-	out->u_padded = out->u + (c->isolation ? 3 : 1) * out->wcrt_ns / p;
+	/* Theorem 2: one worst-case request more per period. Theorem 3 adds the two seeks a
+	 * period's interleaving imposes (to the stream and away from it): its proof counts
+	 * seeks, so they are padded with a worst seek and rotation, not with a transfer */
+	out->u_padded = out->u + out->wcrt_ns / p +
+			(c->isolation ? 2 * (2 * m->tk_ns + m->tr_ns) / p : 0);
 	return 0;
 }
 

@@ -11,8 +11,11 @@
  *   budget   e   = n_seek * (t_k + t_r / 2) + r * p / d_slow: the seeks and rotations of the
  *                  discontiguities a period crosses (one per data block, plus one) and the
  *                  transfer at the slowest rate of the file's layout (the inner rate if unknown)
- *   u  = e / p,  u' = u + k * WCRT / p  (k = 1: Theorem 2; k = 3 with isolation: Theorem 3)
+ *   u  = e / p,  u' = u + WCRT / p  (Theorem 2: one worst-case request more per period)
+ *                     + 2 * S / p   (with isolation, Theorem 3: the two seeks a period's
+ *                                    interleaving with other streams imposes)
  *   WCRT = full-stroke seek + one rotation + the transfer of one chunk (or request) at d_min
+ *   S    = full-stroke seek + one rotation (Theorem 3's proof counts seeks, not transfers)
  *
  * and admits a set while  Σ u'_i + WCRT / min p_i  ≤  1 − u_BE  (Theorem 1, a best-effort
  * floor u_BE, 2 % by default). Per-user quotas (total rate, number of streams) come on top.
@@ -40,7 +43,7 @@ struct avfs_admit_conf {
 	uint32_t chunk;		/* non-preemptible unit (0: the stream's request size) */
 	uint32_t be_io;		/* the largest best-effort command (1 MiB: FUSE's max_write) */
 	double be_floor;	/* u_BE, kept for best effort (0.02) */
-	bool isolation;		/* pad 3·WCRT/p (Theorem 3) rather than WCRT/p (Theorem 2) */
+	bool isolation;		/* pad WCRT/p + 2·S/p (Theorem 3), not only WCRT/p (Theorem 2) */
 	uint32_t default_io;	/* request size when the client names none (512 KiB) */
 };
 

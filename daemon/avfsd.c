@@ -88,40 +88,6 @@ void avfsd_dreq_free(struct dreq *q)
 
 /* ---- clients (libavio) ---- */
 
-struct client {
-	int fd;
-	uint32_t uid, gid, pid;
-	bool dead;
-	int refs;		/* requests of this client still in the daemon */
-	unsigned inflight;
-	uint8_t *in;		/* received bytes */
-	size_t inlen, incap;
-	uint8_t *out;		/* replies not yet sent */
-	size_t outlen, outoff, outcap;
-	bool pollout;
-	bool throttled;		/* not reading requests until its replies drain */
-	int64_t throttled_since;
-	uint64_t read_bytes;	/* inline read data in flight */
-	uint8_t *shm;		/* the client's memfd, mapped */
-	size_t shmlen;
-	struct { uint64_t ino; uint32_t access; } *handles;
-	uint32_t nhandles;
-	struct cio *ios;	/* requests in the daemon */
-	int idx;
-};
-
-struct cio {			/* one libavio request */
-	struct client *c;
-	uint64_t tag;
-	bool write, canceled, issued;
-	int pending;
-	int64_t res;
-	uint64_t nbytes;
-	uint8_t *data;		/* bounce (inline) or NULL (shm) */
-	uint8_t *target;	/* where data goes/comes: bounce or shm */
-	struct dreq *parts;
-	struct cio *next;
-};
 
 static void client_drop(struct daemon *dm, struct client *c, const char *why);
 
@@ -166,8 +132,8 @@ static void client_flush(struct daemon *dm, struct client *c)
 	}
 }
 
-static void client_send(struct daemon *dm, struct client *c, uint16_t type, uint64_t tag,
-			const void *a, size_t alen, const void *b, size_t blen)
+void avfsd_client_send(struct daemon *dm, struct client *c, uint16_t type, uint64_t tag,
+		       const void *a, size_t alen, const void *b, size_t blen)
 {
 	struct avfs_msg_hdr h = { .magic = AVFS_PROTO_MAGIC, .type = type | AVFS_MSG_REPLY,
 				  .len = (uint32_t)(alen + blen), .tag = tag };
@@ -237,6 +203,7 @@ static void client_drop(struct daemon *dm, struct client *c, const char *why)
 	avfsd_log(dm, strcmp(why, "disconnected") ? 1 : 3, "client pid %u uid %u %s%s", c->pid,
 		  c->uid, strcmp(why, "disconnected") ? "dropped: " : "", why);
 	c->dead = true;
+	avfsd_client_streams_end(dm, c);
 	client_close(c);
 	/* requests still queued stay until they complete; their replies go nowhere */
 	client_unref(dm, c);
@@ -253,12 +220,13 @@ static void cio_finish(struct daemon *dm, struct cio *io)
 			break;
 		}
 	c->inflight--;
+	avfsd_stream_done(dm, io, avfsd_now());
 	if (!io->write && io->data)
 		c->read_bytes -= io->nbytes;
 	if (!io->write && io->data && rep.res > 0)
-		client_send(dm, c, AVFS_MSG_IO, io->tag, &rep, sizeof(rep), io->data, (size_t)rep.res);
+		avfsd_client_send(dm, c, AVFS_MSG_IO, io->tag, &rep, sizeof(rep), io->data, (size_t)rep.res);
 	else
-		client_send(dm, c, AVFS_MSG_IO, io->tag, &rep, sizeof(rep), NULL, 0);
+		avfsd_client_send(dm, c, AVFS_MSG_IO, io->tag, &rep, sizeof(rep), NULL, 0);
 	if (rep.res == -ETIME)
 		dm->stats_etime++;
 	free(io->data);
@@ -319,9 +287,10 @@ static void handle_open(struct daemon *dm, struct client *c, uint64_t tag,
 		c->handles = h;
 		c->handles[c->nhandles].ino = m->ino;
 		c->handles[c->nhandles].access = m->access;
+		c->handles[c->nhandles].stream = 0;
 		rep.handle = c->nhandles++;
 	}
-	client_send(dm, c, AVFS_MSG_OPEN, tag, &rep, sizeof(rep), NULL, 0);
+	avfsd_client_send(dm, c, AVFS_MSG_OPEN, tag, &rep, sizeof(rep), NULL, 0);
 }
 
 static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const struct avfs_msg_io *m,
@@ -359,24 +328,27 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 	if (rep.res) {
 		if (rep.res == -ETIME)
 			dm->stats_etime++;
-		client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
+		avfsd_client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
 		return;
 	}
 	ino = c->handles[m->handle].ino;
 	if (avfs_fs_getattr(dm->fs, ino, &a)) {
 		rep.res = -EBADF;	/* the file was deleted */
-		client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
+		avfsd_client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
 		return;
 	}
 	io = calloc(1, sizeof(*io));
 	if (!io) {
 		rep.res = -ENOMEM;
-		client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
+		avfsd_client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
 		return;
 	}
 	io->c = c;
 	io->tag = tag;
 	io->write = m->op == AVFS_IO_WRITE;
+	/* its reservation, if any: the service's deadline and the bandwidth class */
+	io->deadline = avfsd_stream_charge(dm, c, m->handle, m->nbytes, m->deadline, now,
+					   &io->stream);
 	if (io->write)
 		avfsd_ra_invalidate(dm, ino);	/* FUSE readers must not see old data */
 	if (m->where == AVFS_IO_SHM) {
@@ -386,7 +358,7 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 		if (!io->data) {
 			free(io);
 			rep.res = -ENOMEM;
-			client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
+			avfsd_client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
 			return;
 		}
 		if (io->write)
@@ -414,7 +386,7 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 				rep.res = -EINVAL;	/* libavio writes whole pages: refuse the hole */
 				free(io->data);
 				free(io);
-				client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
+				avfsd_client_send(dm, c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
 				return;
 			}
 		}
@@ -477,7 +449,8 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 				io->res = -ENOMEM;
 				break;
 			}
-			q->io.deadline = m->deadline;
+			q->io.deadline = io->deadline;
+			q->stream = io->stream;
 			q->data_write = io->write;
 			io->pending++;
 			q->next = io->parts;
@@ -485,7 +458,7 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 			if (avfsd_submit(dm, q))
 				cio_part_done(dm, q, q->io.deadline && q->io.deadline <= avfsd_now() ?
 						      -ETIME : -EIO);
-			if (m->deadline)
+			if (io->deadline)
 				dm->stats_rt++;
 			else
 				dm->stats_be++;
@@ -517,7 +490,7 @@ static void handle_cancel(struct daemon *dm, struct client *c, uint64_t tag,
 			if (all) {
 				io->canceled = true;
 				rep.res = AVFS_CANCEL_DONE;
-				client_send(dm, c, AVFS_MSG_CANCEL, tag, &rep, sizeof(rep), NULL, 0);
+				avfsd_client_send(dm, c, AVFS_MSG_CANCEL, tag, &rep, sizeof(rep), NULL, 0);
 				while (io->parts) {
 					struct dreq *q = io->parts;
 
@@ -532,7 +505,7 @@ static void handle_cancel(struct daemon *dm, struct client *c, uint64_t tag,
 		}
 		break;
 	}
-	client_send(dm, c, AVFS_MSG_CANCEL, tag, &rep, sizeof(rep), NULL, 0);
+	avfsd_client_send(dm, c, AVFS_MSG_CANCEL, tag, &rep, sizeof(rep), NULL, 0);
 }
 
 static void client_input(struct daemon *dm, struct client *c)
@@ -618,7 +591,7 @@ static void client_input(struct daemon *dm, struct client *c)
 			}
 			memcpy(&m, pl, sizeof(m));
 			rep.res = m.version == AVFS_PROTO_VERSION ? 0 : -EPROTONOSUPPORT;
-			client_send(dm, c, AVFS_MSG_HELLO, h.tag, &rep, sizeof(rep), NULL, 0);
+			avfsd_client_send(dm, c, AVFS_MSG_HELLO, h.tag, &rep, sizeof(rep), NULL, 0);
 			break;
 		}
 		case AVFS_MSG_OPEN: {
@@ -660,10 +633,61 @@ static void client_input(struct daemon *dm, struct client *c)
 			handle_cancel(dm, c, h.tag, &m);
 			break;
 		}
+		case AVFS_MSG_RESERVE: {
+			struct avfs_msg_reserve m;
+
+			if (h.len != sizeof(m)) {
+				client_drop(dm, c, "malformed RESERVE");
+				return;
+			}
+			memcpy(&m, pl, sizeof(m));
+			avfsd_handle_reserve(dm, c, h.tag, &m);
+			break;
+		}
+		case AVFS_MSG_RELEASE: {
+			struct avfs_msg_release m;
+
+			if (h.len != sizeof(m)) {
+				client_drop(dm, c, "malformed RELEASE");
+				return;
+			}
+			memcpy(&m, pl, sizeof(m));
+			avfsd_handle_release(dm, c, h.tag, &m);
+			break;
+		}
+		case AVFS_MSG_STATS: {
+			struct avfs_msg_stats m;
+
+			if (h.len != sizeof(m)) {
+				client_drop(dm, c, "malformed STATS");
+				return;
+			}
+			memcpy(&m, pl, sizeof(m));
+			avfsd_handle_stats(dm, c, h.tag, &m);
+			break;
+		}
+		case AVFS_MSG_ADMIN:
+			if (h.len > 256) {
+				client_drop(dm, c, "malformed ADMIN");
+				return;
+			}
+			avfsd_handle_admin(dm, c, h.tag, (const char *)pl, h.len);
+			break;
+		case AVFS_MSG_TRACE: {
+			struct avfs_msg_trace m;
+
+			if (h.len != sizeof(m)) {
+				client_drop(dm, c, "malformed TRACE");
+				return;
+			}
+			memcpy(&m, pl, sizeof(m));
+			avfsd_handle_trace(dm, c, h.tag, &m);
+			break;
+		}
 		case AVFS_MSG_SHM: {
 			struct avfs_msg_shm_reply rep = { .res = c->shm ? 0 : -EINVAL };
 
-			client_send(dm, c, AVFS_MSG_SHM, h.tag, &rep, sizeof(rep), NULL, 0);
+			avfsd_client_send(dm, c, AVFS_MSG_SHM, h.tag, &rep, sizeof(rep), NULL, 0);
 			break;
 		}
 		default:
@@ -763,6 +787,7 @@ int avfsd_submit(struct daemon *dm, struct dreq *q)
 
 static void finish_dreq(struct daemon *dm, struct dreq *q, int res)
 {
+	avfsd_dreq_done(dm, q, res, avfsd_now());
 	if (q->data_write) {
 		dm->writes[q->gen & 1]--;
 		if (dm->plan)
@@ -800,6 +825,9 @@ static void kick(struct daemon *dm)
 				.cookie = s,
 			};
 			int err = avfs_disk_submit(dm->d, &r);
+
+			if (!err)
+				avfsd_cmd_start(dm, s, &cmd, avfsd_now());
 			if (err) {
 				dm->slots[s].io = NULL;
 				avfs_sched_done(&dm->sched, &cmd, avfsd_now(), err);
@@ -837,6 +865,7 @@ static void disk_completions(struct daemon *dm)
 				int res = c[i].res < 0 ? (int)c[i].res : 0;
 
 				dm->slots[c[i].cookie].io = NULL;
+				avfsd_cmd_end(dm, (unsigned)c[i].cookie, avfsd_now());
 				if (avfs_sched_done(&dm->sched, &cmd, avfsd_now(), (int)c[i].res))
 					finish_dreq(dm, (struct dreq *)cmd.io, res);
 			}
@@ -1009,7 +1038,8 @@ static void usage(FILE *f)
 		"  Mounts an AVFS file system (made by mkfs.avfs) and serves it through FUSE and to\n"
 		"  libavio clients. SIGTERM, SIGINT or fusermount3 -u: drain, commit, unmount, exit 0.\n"
 		"  --socket PATH      client socket (default /run/avfs/<device name>.sock)\n"
-		"  --config FILE      scheduler settings, one NAME=VALUE per line (# comments)\n"
+		"  --config FILE      scheduler settings (NAME=VALUE) and admission settings and\n"
+		"                     quotas (docs/ADMIN.md), one per line, # comments\n"
 		"  --disk-model NAME  service-time parameters of a named model instead of the\n"
 		"                     superblock's (avfs-250g, barracuda-500g, st318437, ...)\n"
 		"  --set NAME=VALUE   one scheduler setting (see avfs-sim --help for the list)\n");
@@ -1096,6 +1126,8 @@ int main(int argc, char **argv)
 			char *s = line + strspn(line, " \t");
 
 			s[strcspn(s, "\r\n#")] = 0;
+			if (!strchr(s, '=') || strcspn(s, " \t") < strcspn(s, "="))
+				continue;	/* an admission setting: streams.c reads those */
 			if (*s && apply_setting(dm, &conf, s)) {
 				fclose(f);
 				return 2;
@@ -1167,6 +1199,11 @@ int main(int argc, char **argv)
 	}
 	dm->nslots = dm->sched.max_inflight;
 	dm->slots = calloc(dm->nslots, sizeof(*dm->slots));
+	err = avfsd_streams_init(dm, config, why, sizeof(why));
+	if (err) {
+		avfsd_log(dm, 0, "admission settings refused: %s", why);
+		goto out;
+	}
 	if (!sock) {
 		const char *base = strrchr(dm->dev_path, '/');
 
@@ -1288,6 +1325,8 @@ int main(int argc, char **argv)
 				client_drop(dm, cl, "it does not read its replies");
 		}
 		disk_completions(dm);	/* completions that raced with the poll */
+		if (dm->trace_buf)
+			avfsd_trace_tick(dm, avfsd_now());
 		now = avfsd_now();
 		if (dm->hold_at && dm->hold_at <= now) {
 			dm->hold_at = 0;
@@ -1336,6 +1375,7 @@ out:
 		free(c);
 	}
 	free(dm->clients);
+	avfsd_streams_fini(dm);
 	for (int i = 0; i < 8; i++)
 		free(dm->ra[i].buf);
 	if (dm->listen_fd >= 0) {

@@ -25,6 +25,11 @@ enum avfs_msg_type {
 	AVFS_MSG_IO = 4,	/* read or write, with a deadline */
 	AVFS_MSG_CANCEL = 5,	/* cancel a request by tag */
 	AVFS_MSG_SHM = 6,	/* the client's buffer memory: a memfd sent with SCM_RIGHTS */
+	AVFS_MSG_RESERVE = 7,	/* a rate + buffer service on a handle (SPEC §7) */
+	AVFS_MSG_RELEASE = 8,	/* end a service: of a handle, or by id */
+	AVFS_MSG_STATS = 9,	/* the QoS statistics of a handle's service */
+	AVFS_MSG_ADMIN = 10,	/* avfs-admin: a command as text; the reply is JSON text */
+	AVFS_MSG_TRACE = 11,	/* avfs-admin: stream the request trace for a while */
 	AVFS_MSG_REPLY = 0x80,	/* or'ed into a reply's type */
 };
 
@@ -108,6 +113,77 @@ struct avfs_msg_shm {
 struct avfs_msg_shm_reply {
 	int32_t res;
 	uint32_t reserved;
+};
+
+/* RESERVE: the service of a handle's file; its requests get deadlines and the bandwidth class.
+ * DETACHED: the reservation outlives the connection (avfs-admin reserve) and names no handle
+ * of it afterwards; it applies to every client's requests on the file that has none of its
+ * own, and ends with RELEASE by id. */
+#define AVFS_RESERVE_DETACHED 1u
+
+struct avfs_msg_reserve {
+	uint32_t handle;
+	uint32_t flags;
+	uint64_t rate;		/* bytes/s */
+	uint64_t buffer;	/* bytes */
+	uint32_t io;		/* request size, 0: the daemon's default */
+	uint8_t write;
+	uint8_t reserved[3];
+};
+
+struct avfs_msg_reserve_reply {
+	int32_t res;		/* 0, -EBUSY (the disk), -EDQUOT (the user's quota), -EINVAL, -EEXIST */
+	uint32_t quota_streams;	/* streams the user may still open (UINT32_MAX: no quota) */
+	uint64_t id;		/* the reservation's id */
+	uint64_t left_rate;	/* refused: the largest rate of this kind still admitted */
+	uint64_t quota_rate;	/* bytes/s the user may still reserve (UINT64_MAX: no quota) */
+	uint32_t left_util_ppm;	/* disk time left, parts per million */
+	uint32_t reserved;
+	char why[96];		/* refused: the reason, NUL-terminated */
+};
+
+#define AVFS_RELEASE_BY_ID UINT32_MAX	/* as the handle: release the reservation `id` */
+
+struct avfs_msg_release {
+	uint32_t handle;
+	uint32_t reserved;
+	uint64_t id;
+};
+
+struct avfs_msg_release_reply {
+	int32_t res;		/* 0, -ENOENT (no such reservation), -EPERM (another user's) */
+	uint32_t reserved;
+};
+
+struct avfs_msg_stats {
+	uint32_t handle;
+	uint32_t reserved;
+};
+
+struct avfs_msg_stats_reply {
+	int32_t res;		/* 0, -ENOENT (the handle has no service) */
+	uint32_t reserved;
+	uint64_t requests, misses, bytes;
+	int64_t margin_min_ns;
+};
+
+/* ADMIN: the payload is the command ("status", "streams", "stats"), at most 256 bytes; the
+ * reply is struct avfs_msg_admin_reply followed by a JSON document (docs/ADMIN.md). */
+struct avfs_msg_admin_reply {
+	int32_t res;
+	uint32_t reserved;
+};
+
+/* TRACE (root only): the daemon answers with TRACE replies of the same tag, each a struct
+ * avfs_msg_trace_reply and CSV lines (docs/TRACE.md, the first one starts with the header),
+ * until one with done = 1 after duration_ns. */
+struct avfs_msg_trace {
+	uint64_t duration_ns;	/* 1 ms .. 1 day */
+};
+
+struct avfs_msg_trace_reply {
+	int32_t res;
+	uint32_t done;
 };
 
 #endif

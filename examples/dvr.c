@@ -41,6 +41,7 @@ struct cfg {
 	uint64_t file_size;	/* play files have it; record files wrap at it */
 	const char *csv;
 	bool json;
+	bool reserve;		/* avio: each stream asks the daemon for a rate + buffer service */
 };
 
 struct rec {			/* one request, times in CLOCK_MONOTONIC ns */
@@ -110,6 +111,20 @@ static int avio_setup(struct stream *s)
 		fprintf(stderr, "dvr: %s is not on an AVFS mount (no user.avfs.socket attribute;"
 			" use --mode posix, or set AVFS_SOCKET)\n", s->path);
 		return -EBADF;
+	}
+	if (s->cfg->reserve) {
+		struct avfs_service svc = { .rate = (uint64_t)(s->cfg->rate / 8),
+					    .buffer = (uint64_t)s->cfg->depth * s->cfg->io,
+					    .direction = s->write ? AVFS_WRITE : AVFS_READ };
+		int err = avfs_reserve(s->fd, &svc);
+
+		if (err) {
+			fprintf(stderr, "dvr: %s: reservation of %.3f MB/s with a %.1f MiB buffer "
+				"refused: %s%s\n", s->name, (double)svc.rate / 1e6,
+				(double)svc.buffer / (1 << 20), strerror(-err), err == -EBUSY ?
+				" (see avfs-admin status)" : "");
+			return err;
+		}
 	}
 	aios = calloc((size_t)s->cfg->depth, sizeof(*aios));
 	if (!aios)
@@ -529,7 +544,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: dvr --workload NrMw --dir DIR [--mode avio|posix] [--rate 19.39M] [--io 512K]\n"
-"           [--depth 8] [--duration 30] [--file-size 1G] [--csv FILE] [--json]\n"
+"           [--depth 8] [--duration 30] [--file-size 1G] [--csv FILE] [--json] [--reserve]\n"
 "\n"
 "The DVR workload of papers/001 §4.1: N playback streams read DIR/play-<i>.ts (written first,\n"
 "before the measured run, if missing or short), M recording streams write DIR/rec-<j>.ts.\n"
@@ -546,6 +561,8 @@ static void usage(FILE *f)
 "  --csv FILE      one line per request: stream,k,issue_ns,deadline_ns,complete_ns,result\n"
 "                  (times in ns from the run's start; result = bytes or -errno)\n"
 "  --json          the summary as one JSON object\n"
+"  --reserve       avio: each stream first reserves its rate with a buffer of depth*io\n"
+"                  (avfs_reserve); a refusal stops the run with the daemon's reason\n"
 "\n"
 "A miss is a completion after its deadline or a request refused with -ETIME; P0 is the\n"
 "fraction missed; margin = deadline - completion. Exit 0 when the run completed (misses\n"
@@ -603,6 +620,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "file-size", required_argument, NULL, 'f' },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "reserve", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -675,6 +693,9 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 			break;
 		case 'c':
 			c->csv = optarg;
+			break;
+		case 'R':
+			c->reserve = true;
 			break;
 		case 'j':
 			c->json = true;

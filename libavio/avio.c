@@ -81,12 +81,12 @@ struct avio_conn {
 	uint64_t ctrl_tag;
 	bool ctrl_done;
 	uint16_t ctrl_type;
-	uint8_t ctrl_reply[16];
+	uint8_t ctrl_reply[sizeof(struct avfs_msg_reserve_reply)];	/* the largest */
 	/* the partial-read state machine: one reply at a time, fed from rxbuf or the socket */
 	enum avio_rx_phase phase;
 	size_t need, have;	/* bytes of the current phase */
 	struct avfs_msg_hdr hdr;
-	uint8_t fixed[16];
+	uint8_t fixed[sizeof(struct avfs_msg_reserve_reply)];
 	uint8_t *dst;		/* RX_DATA: where the data goes; NULL: discard */
 	size_t rx_start, rx_end;
 	uint8_t rxbuf[AVIO_RXBUF];
@@ -426,6 +426,9 @@ static size_t reply_fixed_len(uint16_t type)
 	case AVFS_MSG_IO: return sizeof(struct avfs_msg_io_reply);
 	case AVFS_MSG_CANCEL: return sizeof(struct avfs_msg_cancel_reply);
 	case AVFS_MSG_SHM: return sizeof(struct avfs_msg_shm_reply);
+	case AVFS_MSG_RESERVE: return sizeof(struct avfs_msg_reserve_reply);
+	case AVFS_MSG_RELEASE: return sizeof(struct avfs_msg_release_reply);
+	case AVFS_MSG_STATS: return sizeof(struct avfs_msg_stats_reply);
 	default: return 0;	/* unknown reply: skipped whole, for later versions */
 	}
 }
@@ -894,12 +897,33 @@ static int __start(struct avio_conn *c, avfs_asyncio_t *aio, int op, const struc
 	return __send_msg(c, AVFS_MSG_IO, s->tag, &m, sizeof(m), NULL, 0, -1);
 }
 
+/* fd's file and the access it was opened with, which must allow op: 0 or -EBADF */
+static int fd_access(int fd, int op, struct stat *st, uint32_t *access)
+{
+	int fl;
+
+	if (fstat(fd, st) || !S_ISREG(st->st_mode))
+		return -EBADF;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_PATH))
+		return -EBADF;
+	switch (fl & O_ACCMODE) {
+	case O_RDONLY: *access = AVFS_OPEN_READ; break;
+	case O_WRONLY: *access = AVFS_OPEN_WRITE; break;
+	case O_RDWR: *access = AVFS_OPEN_READ | AVFS_OPEN_WRITE; break;
+	default: return -EBADF;
+	}
+	if (op >= 0 && !(*access & (op == AVFS_READ ? AVFS_OPEN_READ : AVFS_OPEN_WRITE)))
+		return -EBADF;
+	return 0;
+}
+
 int avfs_asyncio_start(avfs_asyncio_t *aio, int op)
 {
 	struct avio_conn *c = &conn;
 	struct stat st;
 	uint32_t access;
-	int fl, err;
+	int err;
 
 	if (!aio || !aio->aio_buf || (op != AVFS_READ && op != AVFS_WRITE) ||
 	    aio->aio_offset < 0 || aio->aio_offset % AVFS_PROTO_ALIGN ||
@@ -908,19 +932,9 @@ int avfs_asyncio_start(avfs_asyncio_t *aio, int op)
 		return -EINVAL;
 	if (aio_state(aio) == AVIO_ST_PENDING)
 		return -EBUSY;
-	if (fstat(aio->aio_fildes, &st) || !S_ISREG(st.st_mode))
-		return -EBADF;
-	fl = fcntl(aio->aio_fildes, F_GETFL);
-	if (fl < 0 || (fl & O_PATH))
-		return -EBADF;
-	switch (fl & O_ACCMODE) {
-	case O_RDONLY: access = AVFS_OPEN_READ; break;
-	case O_WRONLY: access = AVFS_OPEN_WRITE; break;
-	case O_RDWR: access = AVFS_OPEN_READ | AVFS_OPEN_WRITE; break;
-	default: return -EBADF;
-	}
-	if (!(access & (op == AVFS_READ ? AVFS_OPEN_READ : AVFS_OPEN_WRITE)))
-		return -EBADF;
+	err = fd_access(aio->aio_fildes, op, &st, &access);
+	if (err)
+		return err;
 	/* a deadline already past is refused before anything is sent (or connected) */
 	if (aio->aio_deadline && aio->aio_deadline <= mono_ns())
 		return -ETIME;
@@ -1112,22 +1126,88 @@ int avfs_completion_fd(void)
 	return ret;
 }
 
+/* the daemon's handle of fd, as its requests name it (op: the access that must be there) */
+static int __handle_of(struct avio_conn *c, int fd, int op, uint32_t *handle)
+{
+	struct stat st;
+	uint32_t access;
+	int err = fd_access(fd, op, &st, &access);
+
+	if (!err)
+		err = __conn_get(c, fd);
+	if (!err)
+		err = __file_handle(c, &st, access, handle);
+	return err;
+}
+
 int avfs_reserve(int fd, const struct avfs_service *svc)
 {
-	(void)fd;
-	(void)svc;
-	return -ENOSYS;	/* issue 7 */
+	struct avio_conn *c = &conn;
+	struct avfs_msg_reserve m = { 0 };
+	struct avfs_msg_reserve_reply r;
+	int err;
+
+	if (!svc || (svc->direction != AVFS_READ && svc->direction != AVFS_WRITE) ||
+	    !svc->rate || !svc->buffer)
+		return -EINVAL;
+	m.rate = svc->rate;
+	m.buffer = svc->buffer;
+	m.write = svc->direction == AVFS_WRITE;
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	err = __handle_of(c, fd, svc->direction, &m.handle);
+	if (!err)
+		err = __ctrl_call(c, AVFS_MSG_RESERVE, &m, sizeof(m), -1, &r, sizeof(r));
+	if (!err)
+		err = r.res;
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	return err;
 }
 
 int avfs_release(int fd)
 {
-	(void)fd;
-	return -ENOSYS;	/* issue 7 */
+	struct avio_conn *c = &conn;
+	struct avfs_msg_release m = { 0 };
+	struct avfs_msg_release_reply r;
+	int err;
+
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	err = __handle_of(c, fd, -1, &m.handle);
+	if (!err)
+		err = __ctrl_call(c, AVFS_MSG_RELEASE, &m, sizeof(m), -1, &r, sizeof(r));
+	if (!err)
+		err = r.res;
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	return err;
 }
 
 int avfs_stream_stats(int fd, struct avfs_stream_stats *st)
 {
-	(void)fd;
-	(void)st;
-	return -ENOSYS;	/* issue 7 */
+	struct avio_conn *c = &conn;
+	struct avfs_msg_stats m = { 0 };
+	struct avfs_msg_stats_reply r;
+	int err;
+
+	if (!st)
+		return -EINVAL;
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	err = __handle_of(c, fd, -1, &m.handle);
+	if (!err)
+		err = __ctrl_call(c, AVFS_MSG_STATS, &m, sizeof(m), -1, &r, sizeof(r));
+	if (!err)
+		err = r.res;
+	if (!err) {
+		memset(st, 0, sizeof(*st));
+		st->requests = r.requests;
+		st->deadline_misses = r.misses;
+		st->bytes = r.bytes;
+		st->margin_min_ns = r.margin_min_ns;
+	}
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	return err;
 }

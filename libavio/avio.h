@@ -154,13 +154,18 @@ void *avfs_buf_alloc(size_t len);
 void avfs_buf_free(void *p);
 
 /*
- * Reservations and QoS statistics (SPEC §7). Not implemented yet (issue 7): every call
- * below returns -ENOSYS for now. The types are final.
+ * Reservations and QoS statistics (SPEC §7). A reservation is a rate + buffer service on one
+ * open file of this process: the daemon admits it only if the disk can carry it beside every
+ * stream it has already admitted (and the user's quota allows it); then the file's requests
+ * without a deadline of their own get one from the service (the time the rest of the buffer
+ * lasts), and requests beyond the reserved rate are served as best effort (a token bucket of
+ * the buffer's size), so that no stream takes time reserved for another. The reservation ends
+ * with avfs_release(), or when the process closes its connection (exits).
  */
 struct avfs_service {
-	uint64_t rate;		/* bytes per second */
-	uint64_t buffer;	/* client buffer, bytes */
-	int direction;		/* AVFS_READ or AVFS_WRITE */
+	uint64_t rate;		/* bytes per second, > 0 */
+	uint64_t buffer;	/* the client's buffer, bytes: larger than one request (512 KiB) */
+	int direction;		/* AVFS_READ or AVFS_WRITE: fd must be open for it */
 };
 
 struct avfs_stream_stats {
@@ -172,17 +177,20 @@ struct avfs_stream_stats {
 };
 
 /*
- * avfs_reserve() - ask for a rate + buffer service on fd; 0, or -EBUSY when the daemon
- * cannot admit it. Returns -ENOSYS (not implemented yet). Thread-safe.
+ * avfs_reserve() - ask for a rate + buffer service on fd. Returns 0 (admitted), -EBUSY (the
+ * disk cannot carry it: `avfs-admin status` shows what is left), -EDQUOT (the user's quota),
+ * -EEXIST (fd's file already has one in this process), -EINVAL (svc malformed, or a buffer
+ * not larger than one request), -EBADF (fd not on an AVFS mount, or not open for the
+ * direction), -ENOTCONN. Thread-safe.
  */
 int avfs_reserve(int fd, const struct avfs_service *svc);
 
-/* avfs_release() - end the service of fd. Returns -ENOSYS (not implemented yet). */
+/* avfs_release() - end the service of fd. 0, -ENOENT (none), -EBADF, -ENOTCONN. */
 int avfs_release(int fd);
 
 /*
- * avfs_stream_stats() - the QoS statistics of fd's stream into *st.
- * Returns -ENOSYS (not implemented yet). Thread-safe.
+ * avfs_stream_stats() - the QoS statistics of fd's service into *st: 0, -ENOENT (fd has no
+ * service), -EINVAL, -EBADF, -ENOTCONN. Thread-safe.
  */
 int avfs_stream_stats(int fd, struct avfs_stream_stats *st);
 

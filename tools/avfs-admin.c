@@ -1,43 +1,657 @@
 /*
  * avfs-admin — the operator's command line (SPEC §10): status, streams, reserve, release,
- * stats, trace against a running avfsd over its client socket; plot and profile work alone.
+ * stats and trace talk to a running avfsd over its client socket (daemon/proto.h); plot and
+ * profile work alone (tools/admin_plot.c, tools/admin_profile.c). Human output is aligned
+ * tables; --json prints the daemon's JSON as it is (docs/ADMIN.md).
  */
 #include "config.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <glob.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "admin.h"
+#include "proto.h"
+
+#define REPLY_MS 10000	/* a daemon that does not answer a command in 10 s is stuck */
+
+static const char *sock_opt;
+static uint64_t next_tag = 1;
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: avfs-admin [--socket PATH] COMMAND [ARGS]\n"
-		"  status                     the daemon, its device and its load\n"
-		"  streams                    every reservation\n"
-		"  reserve FILE --rate R --buffer B [--read|--write]\n"
-		"  release ID\n"
-		"  stats [--json]             QoS statistics\n"
-		"  trace --duration S --out FILE   record a request trace (docs/TRACE.md)\n"
+		"  status [--json]            the daemon, its device and its admission load\n"
+		"  streams [--json]           every reservation\n"
+		"  reserve FILE --rate R --buffer B [--read|--write] [--io S]\n"
+		"                             a detached reservation on FILE (until release);\n"
+		"                             R in bytes/s (k, M, G: powers of 1000; or 19.39Mbit),\n"
+		"                             B and S in bytes (K, M, G: powers of 1024)\n"
+		"  release ID                 end reservation ID\n"
+		"  stats [--json]             QoS statistics: margins, misses, utilization, seeks\n"
+		"  trace --duration S --out FILE   record the request trace (docs/TRACE.md), root\n"
 		"  plot TRACE --out FILE.svg  draw a trace\n"
-		"  profile DEVICE             measure a disk (sim:MODEL for a simulated one)\n");
+		"  profile DEVICE             measure a disk (sim:MODEL for a simulated one)\n"
+		"The socket: --socket, else $AVFS_SOCKET, else the only one under /run/avfs; for\n"
+		"reserve, the socket of FILE's mount. Exit status: 0 done, 1 refused or failed,\n"
+		"2 bad usage.\n");
+}
+
+/* ---- numbers ---- */
+
+static int parse_rate(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0 || !isfinite(v))
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v *= 1e3; end++; break;
+	case 'M': v *= 1e6; end++; break;
+	case 'G': v *= 1e9; end++; break;
+	default: break;
+	}
+	if (!strcmp(end, "bit") || !strcmp(end, "bps"))
+		v /= 8, end += strlen(end);
+	else if (!strcmp(end, "B/s") || !strcmp(end, "B"))
+		end += strlen(end);
+	if (*end || v < 1 || v > 1e12)
+		return -EINVAL;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0 || !isfinite(v))
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': v *= 1024; end++; break;
+	case 'M': v *= 1024 * 1024; end++; break;
+	case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (*end == 'B' || *end == 'i')
+		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+	if (*end || v > 1e13)
+		return -EINVAL;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/* ---- the connection ---- */
+
+static int find_socket(const char *file, char *path, size_t len)
+{
+	const char *env = getenv("AVFS_SOCKET");
+	glob_t g;
+
+	if (sock_opt) {
+		snprintf(path, len, "%s", sock_opt);
+		return 0;
+	}
+	if (file) {
+		ssize_t n = getxattr(file, AVFS_XATTR_SOCKET, path, len - 1);
+
+		if (n > 0) {
+			path[n] = 0;
+			return 0;
+		}
+		fprintf(stderr, "avfs-admin: %s: not on an AVFS mount (%s)\n", file,
+			strerror(errno));
+		return -ENOENT;
+	}
+	if (env && *env) {
+		snprintf(path, len, "%s", env);
+		return 0;
+	}
+	if (glob("/run/avfs/*.sock", 0, NULL, &g) == 0 && g.gl_pathc == 1) {
+		snprintf(path, len, "%s", g.gl_pathv[0]);
+		globfree(&g);
+		return 0;
+	}
+	fprintf(stderr, "avfs-admin: %s; say --socket PATH\n", g.gl_pathc > 1 ?
+		"more than one avfsd runs (several sockets under /run/avfs)" :
+		"no avfsd socket under /run/avfs");
+	globfree(&g);
+	return -ENOENT;
+}
+
+static bool send_all(int s, const void *p, size_t n)
+{
+	while (n) {
+		ssize_t k = send(s, p, n, MSG_NOSIGNAL);
+
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			return false;
+		}
+		p = (const uint8_t *)p + k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static bool recv_all(int s, void *p, size_t n, int ms)
+{
+	while (n) {
+		struct pollfd pfd = { .fd = s, .events = POLLIN };
+		ssize_t k;
+
+		if (poll(&pfd, 1, ms) != 1)
+			return false;
+		k = recv(s, p, n, 0);
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			return false;
+		}
+		p = (uint8_t *)p + k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static uint64_t send_msg(int s, uint16_t type, const void *m, size_t len)
+{
+	struct avfs_msg_hdr h = { .magic = AVFS_PROTO_MAGIC, .type = type, .len = (uint32_t)len,
+				  .tag = next_tag++ };
+
+	if (!send_all(s, &h, sizeof(h)) || !send_all(s, m, len))
+		return 0;
+	return h.tag;
+}
+
+/* one reply of type to tag: its payload (malloc'd, *len bytes), or NULL */
+static uint8_t *recv_reply(int s, uint16_t type, uint64_t tag, size_t *len, int ms)
+{
+	struct avfs_msg_hdr h;
+	uint8_t *p;
+
+	for (;;) {
+		if (!recv_all(s, &h, sizeof(h), ms) || h.magic != AVFS_PROTO_MAGIC ||
+		    h.len > AVFS_PROTO_MAX_PAYLOAD + (64u << 20))
+			return NULL;
+		p = malloc(h.len + 1);
+		if (!p || !recv_all(s, p, h.len, ms)) {
+			free(p);
+			return NULL;
+		}
+		p[h.len] = 0;
+		if (h.type == (type | AVFS_MSG_REPLY) && h.tag == tag) {
+			*len = h.len;
+			return p;
+		}
+		free(p);	/* not ours */
+	}
+}
+
+static int call(int s, uint16_t type, const void *m, size_t mlen, void *rep, size_t rlen)
+{
+	uint64_t tag = send_msg(s, type, m, mlen);
+	size_t len = 0;
+	uint8_t *p = tag ? recv_reply(s, type, tag, &len, REPLY_MS) : NULL;
+
+	if (!p || len < rlen) {
+		free(p);
+		fprintf(stderr, "avfs-admin: the daemon did not answer\n");
+		return -EPROTO;
+	}
+	memcpy(rep, p, rlen);
+	free(p);
+	return 0;
+}
+
+static int connect_daemon(const char *file)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct avfs_msg_hello hello = { .version = AVFS_PROTO_VERSION };
+	struct avfs_msg_hello_reply hr;
+	char path[sizeof(sun.sun_path)];
+	int s;
+
+	if (find_socket(file, path, sizeof(path)))
+		return -1;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sun, sizeof(sun))) {
+		fprintf(stderr, "avfs-admin: cannot connect to %s: %s\n", path, strerror(errno));
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	if (call(s, AVFS_MSG_HELLO, &hello, sizeof(hello), &hr, sizeof(hr)) || hr.res) {
+		fprintf(stderr, "avfs-admin: %s does not speak protocol %u\n", path,
+			AVFS_PROTO_VERSION);
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* ---- status, streams, stats ---- */
+
+static json_object *admin_json(int s, const char *cmd)
+{
+	uint64_t tag = send_msg(s, AVFS_MSG_ADMIN, cmd, strlen(cmd));
+	struct avfs_msg_admin_reply r;
+	size_t len = 0;
+	uint8_t *p = tag ? recv_reply(s, AVFS_MSG_ADMIN, tag, &len, REPLY_MS) : NULL;
+	json_object *o = NULL;
+
+	if (p && len >= sizeof(r)) {
+		memcpy(&r, p, sizeof(r));
+		if (!r.res)
+			o = json_tokener_parse((const char *)p + sizeof(r));
+		else
+			fprintf(stderr, "avfs-admin: %s: %s\n", cmd, strerror(-r.res));
+	} else {
+		fprintf(stderr, "avfs-admin: the daemon did not answer\n");
+	}
+	free(p);
+	return o;
+}
+
+static double jnum(json_object *o, const char *path)
+{
+	char key[64];
+	const char *dot;
+	json_object *v = o;
+
+	while (v && (dot = strchr(path, '.'))) {
+		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
+		v = json_object_object_get(v, key);
+		path = dot + 1;
+	}
+	v = v ? json_object_object_get(v, path) : NULL;
+	return v ? json_object_get_double(v) : 0;
+}
+
+static const char *jstr(json_object *o, const char *key)
+{
+	json_object *v = json_object_object_get(o, key);
+
+	return v ? json_object_get_string(v) : "";
+}
+
+static void print_streams(json_object *arr)
+{
+	size_t n = arr ? json_object_array_length(arr) : 0;
+
+	if (!n) {
+		printf("no reservations\n");
+		return;
+	}
+	printf("%4s %6s %7s %9s %3s %9s %9s %8s %6s %6s %9s %6s %9s %9s\n", "id", "uid", "pid",
+	       "inode", "dir", "rate MB/s", "buf MiB", "period", "util", "padded", "requests",
+	       "misses", "p01 ms", "p50 ms");
+	for (size_t i = 0; i < n; i++) {
+		json_object *s = json_object_array_get_idx(arr, i);
+		bool det = json_object_get_boolean(json_object_object_get(s, "detached"));
+
+		printf("%4.0f %6.0f %7s %9.0f %3s %9.3f %9.2f %6.2f s %5.1f%% %5.1f%% %9.0f %6.0f "
+		       "%9.1f %9.1f\n", jnum(s, "id"), jnum(s, "uid"),
+		       det ? "-" : json_object_get_string(json_object_object_get(s, "pid")),
+		       jnum(s, "inode"), !strcmp(jstr(s, "direction"), "write") ? "w" : "r",
+		       jnum(s, "rate") / 1e6, jnum(s, "buffer") / (1 << 20),
+		       jnum(s, "period_ms") / 1e3, 100 * jnum(s, "utilization"),
+		       100 * jnum(s, "utilization_padded"), jnum(s, "requests"), jnum(s, "misses"),
+		       jnum(s, "margin_ms.p01"), jnum(s, "margin_ms.p50"));
+	}
+}
+
+static int cmd_query(int argc, char **argv)
+{
+	bool json = argc == 2 && !strcmp(argv[1], "--json");
+	json_object *o;
+	int s;
+
+	if (argc > 2 || (argc == 2 && !json)) {
+		fprintf(stderr, "usage: avfs-admin %s [--json]\n", argv[0]);
+		return 2;
+	}
+	s = connect_daemon(NULL);
+	if (s < 0)
+		return 1;
+	o = admin_json(s, argv[0]);
+	close(s);
+	if (!o)
+		return 1;
+	if (json) {
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+								  JSON_C_TO_STRING_SPACED));
+	} else if (!strcmp(argv[0], "status")) {
+		printf("device        %s\n", jstr(o, "device"));
+		printf("mountpoint    %s\n", jstr(o, "mountpoint"));
+		printf("socket        %s\n", jstr(o, "socket"));
+		printf("uptime        %.0f s\n", jnum(o, "uptime_s"));
+		printf("block size    %.0f KiB\n", jnum(o, "block_size") / 1024);
+		printf("scheduler     %s\n", jstr(o, "policy"));
+		printf("clients       %.0f\n", jnum(o, "clients"));
+		printf("streams       %.0f\n", jnum(o, "streams"));
+		printf("admission     load %.1f %%, left %.1f %%, best-effort floor %.1f %%, "
+		       "isolation %s\n", 100 * jnum(o, "admission.load"),
+		       100 * jnum(o, "admission.left"), 100 * jnum(o, "admission.be_floor"),
+		       json_object_get_boolean(json_object_object_get(
+			       json_object_object_get(o, "admission"), "isolation")) ? "on" : "off");
+	} else if (!strcmp(argv[0], "streams")) {
+		print_streams(json_object_object_get(o, "streams"));
+	} else {
+		json_object *seek = json_object_object_get(o, "seek_distance");
+		json_object *bins = json_object_object_get(seek, "bins_gb");
+		json_object *counts = json_object_object_get(seek, "counts");
+
+		printf("uptime            %.1f s\n", jnum(o, "uptime_s"));
+		printf("disk utilization  %.1f %%\n", 100 * jnum(o, "disk_utilization"));
+		printf("RT requests       %.0f, misses %.0f (P0 %.4f), -ETIME %.0f\n",
+		       jnum(o, "rt.requests"), jnum(o, "rt.misses"), jnum(o, "rt.p0"),
+		       jnum(o, "rt.etime"));
+		printf("margin            min %.1f ms, p0.1%% %.1f ms, p1%% %.1f ms, p50 %.1f ms\n",
+		       jnum(o, "rt.margin_ms.min"), jnum(o, "rt.margin_ms.p001"),
+		       jnum(o, "rt.margin_ms.p01"), jnum(o, "rt.margin_ms.p50"));
+		printf("best effort       %.0f requests, %.1f MB, %.2f Mbit/s\n",
+		       jnum(o, "be.requests"), jnum(o, "be.bytes") / 1e6, jnum(o, "be.mbps"));
+		printf("queue             %.0f pending (max %.0f), %.0f on the device\n",
+		       jnum(o, "queue.pending"), jnum(o, "queue.max_pending"),
+		       jnum(o, "queue.inflight"));
+		printf("model             rotation %.2f ms, seek %.2f ms, %.1f..%.1f MB/s, %.1f GB\n",
+		       jnum(o, "model.rotation_ms"), jnum(o, "model.seek_avg_ms"),
+		       jnum(o, "model.rate_inner_mbs"), jnum(o, "model.rate_outer_mbs"),
+		       jnum(o, "model.bytes") / 1e9);
+		printf("mixer             %s, margin %.0f ms, urgent %.0f ms, chunk %.0f\n",
+		       jstr(json_object_object_get(o, "mixer"), "policy"), jnum(o, "mixer.margin_ms"),
+		       jnum(o, "mixer.urgent_ms"), jnum(o, "mixer.chunk"));
+		printf("seek distance GB ");
+		for (size_t i = 0; bins && i < json_object_array_length(bins); i++)
+			printf(" %s:%s", json_object_get_string(json_object_array_get_idx(bins, i)),
+			       json_object_get_string(json_object_array_get_idx(counts, i)));
+		printf("  (%.1f %% below 5 GB)\n", 100 * jnum(seek, "frac_below_5"));
+		printf("\n");
+		print_streams(json_object_object_get(o, "streams"));
+	}
+	json_object_put(o);
+	return 0;
+}
+
+/* ---- reserve, release ---- */
+
+static int cmd_reserve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rate", required_argument, NULL, 'r' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "io", required_argument, NULL, 'i' },
+		{ "read", no_argument, NULL, 'R' },
+		{ "write", no_argument, NULL, 'W' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct avfs_msg_reserve m = { 0 };
+	struct avfs_msg_reserve_reply r;
+	struct avfs_msg_open om = { 0 };
+	struct avfs_msg_open_reply orp;
+	uint64_t rate = 0, buffer = 0, io = 0;
+	const char *file;
+	struct stat st;
+	int c, s;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (parse_rate(optarg, &rate)) {
+				fprintf(stderr, "avfs-admin: --rate %s: not a rate\n", optarg);
+				return 2;
+			}
+			break;
+		case 'b':
+			if (parse_size(optarg, &buffer)) {
+				fprintf(stderr, "avfs-admin: --buffer %s: not a size\n", optarg);
+				return 2;
+			}
+			break;
+		case 'i':
+			if (parse_size(optarg, &io) || io > UINT32_MAX) {
+				fprintf(stderr, "avfs-admin: --io %s: not a size\n", optarg);
+				return 2;
+			}
+			break;
+		case 'R': m.write = 0; break;
+		case 'W': m.write = 1; break;
+		default: return 2;
+		}
+	}
+	if (optind + 1 != argc || !rate || !buffer) {
+		fprintf(stderr, "usage: avfs-admin reserve FILE --rate R --buffer B [--read|--write] "
+			"[--io S]\n");
+		return 2;
+	}
+	file = argv[optind];
+	if (stat(file, &st)) {
+		fprintf(stderr, "avfs-admin: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	s = connect_daemon(file);
+	if (s < 0)
+		return 1;
+	om.dev = st.st_dev;
+	om.ino = st.st_ino;
+	om.access = m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ;
+	if (call(s, AVFS_MSG_OPEN, &om, sizeof(om), &orp, sizeof(orp)) || orp.res) {
+		fprintf(stderr, "avfs-admin: %s: %s\n", file, strerror(orp.res ? -orp.res : EPROTO));
+		close(s);
+		return 1;
+	}
+	m.handle = orp.handle;
+	m.flags = AVFS_RESERVE_DETACHED;
+	m.rate = rate;
+	m.buffer = buffer;
+	m.io = (uint32_t)io;
+	if (call(s, AVFS_MSG_RESERVE, &m, sizeof(m), &r, sizeof(r))) {
+		close(s);
+		return 1;
+	}
+	close(s);
+	r.why[sizeof(r.why) - 1] = 0;
+	if (r.res) {
+		fprintf(stderr, "avfs-admin: refused (%s): %s\n", strerror(-r.res), r.why);
+		if (r.res == -EBUSY || r.res == -EDQUOT) {
+			fprintf(stderr, "  left: %.1f %% of disk time; at most %.3f MB/s for a "
+				"stream like this one", r.left_util_ppm / 1e4, (double)r.left_rate / 1e6);
+			if (r.quota_rate != UINT64_MAX)
+				fprintf(stderr, "; quota: %.3f MB/s", (double)r.quota_rate / 1e6);
+			if (r.quota_streams != UINT32_MAX)
+				fprintf(stderr, ", %u streams", r.quota_streams);
+			fprintf(stderr, "\n");
+		}
+		return 1;
+	}
+	printf("reservation %llu: %s %s at %.3f MB/s, buffer %.2f MiB; %.1f %% of disk time "
+	       "left\n", (unsigned long long)r.id, m.write ? "write" : "read", file,
+	       (double)rate / 1e6, (double)buffer / (1 << 20), r.left_util_ppm / 1e4);
+	return 0;
+}
+
+static int cmd_release(int argc, char **argv)
+{
+	struct avfs_msg_release m = { .handle = AVFS_RELEASE_BY_ID };
+	struct avfs_msg_release_reply r;
+	char *end;
+	int s;
+
+	if (argc != 2 || !(m.id = strtoull(argv[1], &end, 10)) || *end) {
+		fprintf(stderr, "usage: avfs-admin release ID (a number from `avfs-admin streams`)\n");
+		return 2;
+	}
+	s = connect_daemon(NULL);
+	if (s < 0)
+		return 1;
+	if (call(s, AVFS_MSG_RELEASE, &m, sizeof(m), &r, sizeof(r))) {
+		close(s);
+		return 1;
+	}
+	close(s);
+	if (r.res) {
+		fprintf(stderr, "avfs-admin: release %llu: %s\n", (unsigned long long)m.id,
+			r.res == -ENOENT ? "no such reservation" : strerror(-r.res));
+		return 1;
+	}
+	printf("reservation %llu released\n", (unsigned long long)m.id);
+	return 0;
+}
+
+/* ---- trace ---- */
+
+static int cmd_trace(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "duration", required_argument, NULL, 'd' },
+		{ "out", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct avfs_msg_trace m = { 0 };
+	const char *out = NULL;
+	char tmp[4096];
+	uint64_t tag, lines = 0;
+	double secs = 0;
+	bool done = false;
+	FILE *f;
+	int c, s;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'd':
+			secs = strtod(optarg, &end);
+			if (*end == 's')
+				end++;
+			if (*end || !(secs >= 0.001 && secs <= 86400)) {
+				fprintf(stderr, "avfs-admin: --duration %s: seconds, 0.001 to 86400\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'o': out = optarg; break;
+		default: return 2;
+		}
+	}
+	if (optind != argc || !out || secs <= 0) {
+		fprintf(stderr, "usage: avfs-admin trace --duration S --out FILE\n");
+		return 2;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
+	s = connect_daemon(NULL);
+	if (s < 0)
+		return 1;
+	f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "avfs-admin: %s: %s\n", tmp, strerror(errno));
+		close(s);
+		return 1;
+	}
+	m.duration_ns = (uint64_t)(secs * 1e9);
+	tag = send_msg(s, AVFS_MSG_TRACE, &m, sizeof(m));
+	while (tag && !done) {
+		struct avfs_msg_trace_reply r;
+		size_t len = 0;
+		uint8_t *p = recv_reply(s, AVFS_MSG_TRACE, tag, &len, (int)(secs * 1000) + REPLY_MS);
+
+		if (!p || len < sizeof(r)) {
+			free(p);
+			break;
+		}
+		memcpy(&r, p, sizeof(r));
+		if (r.res) {
+			fprintf(stderr, "avfs-admin: trace: %s\n", r.res == -EPERM ?
+				"only root may trace (it shows every user's requests)" :
+				strerror(-r.res));
+			free(p);
+			fclose(f);
+			unlink(tmp);
+			close(s);
+			return 1;
+		}
+		fwrite(p + sizeof(r), 1, len - sizeof(r), f);
+		for (size_t i = sizeof(r); i < len; i++)
+			lines += p[i] == '\n';
+		done = r.done;
+		free(p);
+	}
+	close(s);
+	if (!done || fclose(f) || rename(tmp, out)) {
+		fprintf(stderr, "avfs-admin: trace %s: %s\n", out,
+			done ? strerror(errno) : "the daemon stopped answering");
+		if (done)
+			unlink(tmp);
+		else
+			fclose(f), unlink(tmp);
+		return 1;
+	}
+	printf("%s: %llu requests in %.1f s\n", out, (unsigned long long)(lines ? lines - 1 : 0),
+	       secs);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
+	int i = 1;
+
+	if (argc > 2 && !strcmp(argv[1], "--socket")) {
+		sock_opt = argv[2];
+		i = 3;
+	} else if (argc > 1 && !strncmp(argv[1], "--socket=", 9)) {
+		sock_opt = argv[1] + 9;
+		i = 2;
+	}
+	if (i >= argc) {
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+	argc -= i;
+	argv += i;
+	if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help") || !strcmp(argv[0], "help")) {
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "plot"))
-		return admin_plot(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "profile"))
-		return admin_profile(argc - 1, argv + 1);
-	fprintf(stderr, "avfs-admin: unknown command '%s'\n", argv[1]);
+	if (!strcmp(argv[0], "status") || !strcmp(argv[0], "streams") || !strcmp(argv[0], "stats"))
+		return cmd_query(argc, argv);
+	if (!strcmp(argv[0], "reserve"))
+		return cmd_reserve(argc, argv);
+	if (!strcmp(argv[0], "release"))
+		return cmd_release(argc, argv);
+	if (!strcmp(argv[0], "trace"))
+		return cmd_trace(argc, argv);
+	if (!strcmp(argv[0], "plot"))
+		return admin_plot(argc, argv);
+	if (!strcmp(argv[0], "profile"))
+		return admin_profile(argc, argv);
+	fprintf(stderr, "avfs-admin: unknown command '%s'\n", argv[0]);
 	usage(stderr);
 	return 2;
 }
