@@ -1169,6 +1169,9 @@ int main(int argc, char **argv)
 	avfsd_log(dm, 2, "mounted %s: journal replayed %llu transactions, %llu blocks repaired "
 		  "from the backup region", dm->dev_path, (unsigned long long)rep.replayed_txn,
 		  (unsigned long long)rep.repaired_primary);
+	if (rep.orphans_freed)
+		avfsd_log(dm, 2, "freed %llu orphan inodes (files unlinked while open before the "
+			  "last stop)", (unsigned long long)rep.orphans_freed);
 	{
 		const struct avfs_super *sb = avfs_fs_super(dm->fs);
 		struct avfs_sched_conf mc;

@@ -481,7 +481,9 @@ int avfs_fs_open(const struct avfs_super *sb, unsigned flags, struct avfs_fs **o
 	fs->nmeta = sb->meta_blocks;
 	fs->blocks = calloc(fs->nmeta, sizeof(*fs->blocks));
 	fs->dix = calloc(sb->ninodes + 1, sizeof(*fs->dix));
-	if (!fs->blocks || !fs->dix)
+	/* large arrays come from mmap: untouched pages of an idle inode range cost nothing */
+	fs->opens = calloc(sb->ninodes + 1, sizeof(*fs->opens));
+	if (!fs->blocks || !fs->dix || !fs->opens)
 		goto fail;
 	if (avfs_bitmap_init(&fs->mmap, fs->nmeta) || avfs_bitmap_init(&fs->dmap, sb->data_blocks) ||
 	    avfs_bitmap_init(&fs->imap, sb->ninodes) || avfs_bitmap_init(&fs->txnmark, fs->nmeta) ||
@@ -512,6 +514,7 @@ void avfs_fs_close(struct avfs_fs *fs)
 		for (uint64_t i = 0; i <= fs->sb.ninodes; i++)
 			dirindex_free(fs->dix[i]);
 	free(fs->dix);
+	free(fs->opens);
 	free(fs->blocks);
 	avfs_bitmap_free(&fs->mmap);
 	avfs_bitmap_free(&fs->dmap);

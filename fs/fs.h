@@ -148,13 +148,32 @@ int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const ch
 		    uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
 int avfs_fs_readlink(struct avfs_fs *fs, uint64_t ino, char *buf, size_t len);
 int avfs_fs_link(struct avfs_fs *fs, uint64_t ino, uint64_t dir, const char *name, int64_t now);
-/* Remove a name of a non-directory. The inode and its blocks are freed at the last link. */
+/* Remove a name of a non-directory. The inode and its blocks are freed at the last link,
+ * unless the inode is open (avfs_fs_open_ref): then it stays allocated with nlink 0, an
+ * orphan without a name, until its last avfs_fs_open_unref. The same holds for the target
+ * a rename replaces. */
 int avfs_fs_unlink(struct avfs_fs *fs, uint64_t dir, const char *name, int64_t now);
 int avfs_fs_rmdir(struct avfs_fs *fs, uint64_t dir, const char *name, int64_t now);
 #define AVFS_RENAME_NOREPLACE 1u
 #define AVFS_RENAME_EXCHANGE 2u
 int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_t ndir,
 		   const char *nname, unsigned flags, int64_t now);
+
+/* ---- open files (POSIX: an unlinked file lives while it is open) ---- */
+
+/* Count one more open handle of a live non-directory (the count is memory only: every
+ * mount starts at 0). 0, -ENOENT / -EINVAL (no such inode), -EISDIR, -ENFILE (the count
+ * would overflow). */
+int avfs_fs_open_ref(struct avfs_fs *fs, uint64_t ino);
+/* Drop one handle. At the last one, an inode without links is freed with its blocks into
+ * the running transaction (on a read-only fs it stays for the next read-write mount).
+ * 1 when the inode was freed, 0 otherwise, -EINVAL when ino holds no handle. */
+int avfs_fs_open_unref(struct avfs_fs *fs, uint64_t ino);
+/* Free, into the running transaction, every inode left allocated with nlink 0 (unlinked
+ * while open when the file system last stopped: a crash keeps them on disk). Inodes still
+ * open are skipped unless even_open (the last user of the fs is gone: unmount). Returns how
+ * many were freed, or -EROFS. A read-write mount calls it once (fs/fsio.c). */
+int64_t avfs_fs_free_orphans(struct avfs_fs *fs, bool even_open);
 
 /* readdir: calls fn for each entry from cookie on ("." and ".." first); fn returns
  * non-zero to stop. next is the cookie that resumes after this entry. */

@@ -50,6 +50,9 @@ struct avfs_fs {
 	uint64_t jepoch;
 	uint64_t mhint, ihint;
 	struct dirindex **dix;	/* [ninodes + 1] */
+	uint32_t *opens;	/* [ninodes + 1] open handles per inode (avfs_fs_open_ref), memory
+				 * only; non-zero only for live non-directories, which are freed
+				 * when the count and nlink are both 0 */
 	char why[256];
 };
 
@@ -66,6 +69,8 @@ int fs_plan_write(struct avfs_plan *p, uint64_t off, const uint8_t *img, uint32_
 int fs_plan_flush(struct avfs_plan *p);
 struct avfs_super *fs_sb(struct avfs_fs *fs);
 void dirindex_free(struct dirindex *d);
+/* Free a live inode with its blocks, into the running transaction (fsck's orphans). */
+void fs_ino_free(struct avfs_fs *fs, uint64_t ino);
 uint8_t fs_dtype_of(uint32_t mode);	/* DT_* of <dirent.h> for an inode mode */
 
 #endif

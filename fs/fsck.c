@@ -12,8 +12,11 @@
  *     counted per inode, every directory entered at most once (of two names of one
  *     directory the one in the directory its ".." names wins; the other is removed).
  *  3. bitmaps (on disk and in memory) against pass 1.
- *  4. orphans: linked into /lost+found as "#<ino>" through the core (needs the bitmaps of
- *     pass 3); only the top of an orphaned subtree gets a name, its walk reaches the rest.
+ *  4. orphans: a non-directory with nlink 0 and no name was unlinked while open (POSIX
+ *     keeps it until the last close; a crash leaves it): counted, not an error, and freed
+ *     through the core on repair. Other unreachable inodes are linked into /lost+found as
+ *     "#<ino>" through the core (needs the bitmaps of pass 3); only the top of an orphaned
+ *     subtree gets a name, its walk reaches the rest.
  *  5. link counts; 6. superblock counters.
  * Blocks claimed twice: the lower inode keeps them, the later reference becomes a hole
  * (no data is copied: that would be I/O).
@@ -68,6 +71,7 @@ struct ck {
 	struct avfs_bitmap visited;	/* directories entered by the walk (bit i = inode i) */
 	struct avfs_bitmap attached;	/* orphans given a name by pass 4 (bit i = inode i) */
 	struct avfs_bitmap orphan_child;	/* named by an unreachable directory */
+	struct avfs_bitmap unlinked;	/* nlink 0, no name: unlinked while open (bit i = inode i) */
 	uint32_t *owner;		/* [nmeta]: inode owning a dynamic block, 0 = none */
 	uint32_t *cnt;			/* [ninodes + 1]: names (files) or subdirectories (dirs) */
 	uint64_t *stack;
@@ -1028,9 +1032,30 @@ static bool unreached(struct ck *ck, uint64_t ino)
 {
 	struct avfs_dinode *di;
 
-	if (!live(ck, ino) || ino == AVFS_ROOT_INO || !(di = dinode(ck, ino)))
+	if (!live(ck, ino) || ino == AVFS_ROOT_INO || !(di = dinode(ck, ino)) ||
+	    avfs_bitmap_test(&ck->unlinked, ino))
 		return false;
 	return S_ISDIR(di->mode) ? !avfs_bitmap_test(&ck->visited, ino) : !ck->cnt[ino];
+}
+
+/* Files unlinked while open: what a crash leaves between unlink and the last close. The
+ * next read-write mount would free them; a repair does it now (pass 3 made the bitmaps the
+ * core frees from agree with what pass 1 found, so only this inode's blocks go). */
+static void pass_unlinked(struct ck *ck)
+{
+	for (uint64_t ino = AVFS_ROOT_INO + 1; ino <= ck->ninodes && !ck->err; ino++) {
+		struct avfs_dinode *di = dinode(ck, ino);
+
+		if (!live(ck, ino) || !di || S_ISDIR(di->mode) || di->nlink || ck->cnt[ino])
+			continue;
+		ck->rep->orphans++;
+		avfs_bitmap_set(&ck->unlinked, ino);
+		if (!ck->repair)
+			continue;
+		fs_ino_free(ck->fs, ino);
+		avfs_bitmap_clear(&ck->ilive, ino - 1);
+		maybe_commit(ck);
+	}
 }
 
 /* /lost+found: the one the walk found in the root, or a new one. 0 if impossible. */
@@ -1102,7 +1127,9 @@ static bool link_orphan(struct ck *ck, uint64_t ino, struct avfs_dinode *di, cha
 	if (!lf)
 		return false;
 	ldi = dinode(ck, lf);
-	di->nlink = 0;	/* the link makes it 1; pass 5 sets the final count */
+	/* any count but 0 (the core gives no name to an unlinked inode); pass 5 sets the
+	 * final one */
+	di->nlink = 1;
 	for (unsigned k = 0; k < 100 && err == -EEXIST; k++) {
 		if (k)
 			snprintf(name, namelen, "#%llu.%u", (unsigned long long)ino, k);
@@ -1163,6 +1190,7 @@ static void pass_orphans(struct ck *ck)
 {
 	bool any = false;
 
+	pass_unlinked(ck);
 	for (uint64_t ino = 1; ino <= ck->ninodes && !any; ino++)
 		any = unreached(ck, ino);
 	if (!any)
@@ -1287,6 +1315,7 @@ static void ck_free(struct ck *ck)
 	avfs_bitmap_free(&ck->visited);
 	avfs_bitmap_free(&ck->attached);
 	avfs_bitmap_free(&ck->orphan_child);
+	avfs_bitmap_free(&ck->unlinked);
 	free(ck->owner);
 	free(ck->cnt);
 	free(ck->stack);
@@ -1318,7 +1347,8 @@ int avfs_fsck_check_commit(struct avfs_fs *fs, unsigned flags, struct avfs_fsck_
 	    avfs_bitmap_init(&ck.mseen, ck.nmeta) || avfs_bitmap_init(&ck.ilive, ck.ninodes) ||
 	    avfs_bitmap_init(&ck.visited, ck.ninodes + 1) ||
 	    avfs_bitmap_init(&ck.attached, ck.ninodes + 1) ||
-	    avfs_bitmap_init(&ck.orphan_child, ck.ninodes + 1))
+	    avfs_bitmap_init(&ck.orphan_child, ck.ninodes + 1) ||
+	    avfs_bitmap_init(&ck.unlinked, ck.ninodes + 1))
 		goto out;
 	/* the static region is always in use (the mount insists); the journal has no images */
 	for (uint64_t m = 0; m < fs->sb.dyn_start && m < ck.nmeta; m++)

@@ -19,6 +19,10 @@ struct avfs_fsck_report {
 	uint64_t data_blocks_used;	/* data blocks reachable from live inodes */
 	uint64_t meta_blocks_used;	/* dynamic metadata blocks (maps, directories, symlinks) */
 	uint64_t dir_entries;		/* names in directories ("." and ".." not stored) */
+	/* inodes with nlink 0 and no name: unlinked while open when the file system stopped.
+	 * Expected after a crash (the next read-write mount frees them), so not errors and not
+	 * among the findings; freed with AVFS_FSCK_REPAIR (then no longer in inodes, files) */
+	uint64_t orphans;
 	uint64_t errors;		/* findings (each is one line of findings[], see below) */
 	uint64_t fixed;			/* findings repaired (AVFS_FSCK_REPAIR) */
 	/* one human-readable line per finding, e.g. "inode 17: nlink 2 but 1 name"; past

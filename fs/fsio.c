@@ -317,6 +317,18 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 			goto fail;
 		}
 	}
+	/* 5. files unlinked while open when the fs stopped: nothing can open them any more */
+	if (!(flags & (AVFS_MOUNT_RDONLY | AVFS_MOUNT_KEEP_ORPHANS))) {
+		int64_t n = avfs_fs_free_orphans(io->fs, false);
+
+		err = n < 0 ? (int)n : n ? avfs_fsio_sync(io) : 0;
+		if (err) {
+			why(w, wlen, "freeing %lld orphan inodes failed: %s", (long long)n,
+			    strerror(-err));
+			goto fail;
+		}
+		rep.orphans_freed = (uint64_t)n;
+	}
 	io->autocommit = io->fs->log_blocks / 8;
 	free(sbuf);
 	if (rep_out)
@@ -362,7 +374,11 @@ int avfs_fsio_maybe_commit(struct avfs_fsio *io)
 int avfs_fsio_unmount(struct avfs_fsio *io)
 {
 	struct avfs_plan *p;
-	int err = avfs_fsio_sync(io);
+	int err;
+
+	if (!avfs_fs_rdonly(io->fs))
+		avfs_fs_free_orphans(io->fs, true);	/* only -EROFS, excluded here */
+	err = avfs_fsio_sync(io);
 
 	if (!err && !avfs_fs_rdonly(io->fs)) {
 		err = avfs_fs_journal_reset(io->fs, &p);

@@ -14,6 +14,7 @@ struct avfs_mount_report {
 	uint64_t repaired_primary;	/* primary copies taken from the backup region */
 	uint64_t repaired_backup;	/* backup copies found bad (rewritten unless read-only) */
 	uint64_t lost_blocks;		/* bad in both copies (FORCE mounts only) */
+	uint64_t orphans_freed;		/* inodes unlinked while open before a crash, freed */
 	bool used_backup_super;
 };
 
@@ -29,6 +30,7 @@ struct avfs_fsio {
 
 #define AVFS_MOUNT_FORCE (1u << 1)	/* fsck: load even when a block is bad in both copies */
 #define AVFS_MOUNT_CHECK_BACKUP (1u << 2)	/* also read and verify every backup copy */
+#define AVFS_MOUNT_KEEP_ORPHANS (1u << 3)	/* fsck: leave unlinked inodes to the check */
 
 /* Execute a plan on d. 0 or the first -errno. */
 int avfs_fsio_run(struct avfs_disk *d, const struct avfs_plan *p);
@@ -38,11 +40,13 @@ int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct a
 		   char *why, size_t whylen);
 
 /* Mount: superblock (or its backup), journal replay, load with repair from the backup region,
- * then (unless AVFS_MOUNT_RDONLY) write the repairs and the replayed blocks home.
+ * then (unless AVFS_MOUNT_RDONLY) write the repairs and the replayed blocks home, and free
+ * (one commit) the inodes a crash left allocated with nlink 0 (unless KEEP_ORPHANS).
  * 0 or -errno with why. */
 int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		    struct avfs_mount_report *rep, char *why, size_t whylen);
-/* Commit, empty the journal, free memory. The disk stays open (the caller's). */
+/* Free the orphans still open (nothing can use them after this), commit, empty the journal,
+ * free memory. The disk stays open (the caller's). */
 int avfs_fsio_unmount(struct avfs_fsio *io);
 /* Free without writing anything (a crash, or after a read-only mount). */
 void avfs_fsio_abandon(struct avfs_fsio *io);

@@ -68,6 +68,10 @@ static void reply_entry(fuse_req_t req, struct daemon *dm, uint64_t ino)
 	fuse_reply_entry(req, &e);
 }
 
+/* fi->fh of a FUSE file that holds an open reference of its inode (avfs_fs_open_ref): an
+ * unlinked file lives until its last release. */
+#define FH_OPEN_REF 1
+
 static void after_change(struct daemon *dm)
 {
 	/* keep transactions small enough for the journal */
@@ -623,12 +627,15 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 	if (!err)
 		err = avfs_fs_getattr(dm->fs, ino, &a);
+	if (!err)
+		err = avfs_fs_open_ref(dm->fs, ino);
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
 	}
 	avfsd_ra_invalidate(dm, ino);	/* a reused inode number starts clean */
 	after_change(dm);
+	fi->fh = FH_OPEN_REF;
 	e.ino = ino;
 	e.generation = a.generation;
 	to_stat(&a, &e.attr);
@@ -823,6 +830,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		after_change(dm);
 	}
+	err = avfs_fs_open_ref(dm->fs, ino);
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	fi->fh = FH_OPEN_REF;
 	fi->direct_io = 1;
 	fuse_reply_open(req, fi);
 }
@@ -835,7 +848,14 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino, (void)fi;
+	struct daemon *dm = dm_of(req);
+
+	/* the last handle of a file unlinked while open frees it (the kernel sends RELEASE once
+	 * no read or write of this handle is left, so none of its I/O is in flight) */
+	if (fi->fh == FH_OPEN_REF && avfs_fs_open_unref(dm->fs, ino) == 1) {
+		avfsd_ra_invalidate(dm, ino);
+		after_change(dm);
+	}
 	fuse_reply_err(req, 0);
 }
 

@@ -1,8 +1,10 @@
 #!/bin/bash
 # test_daemon_posix.sh — avfsd's FUSE mount as a user's programs see it (SPEC §9): files,
 # directories, renames, links, attributes, truncate, fallocate, statfs, a large readdir,
-# permissions under another uid and fsync, then a clean unmount, fsck -n and a remount that
-# must show the same tree. Not the libavio path (test_daemon_avio) nor crashes (integrity).
+# permissions under another uid, fsync and files unlinked while open, then a clean unmount,
+# fsck -n and a remount that must show the same tree; last, kill -9 with an unlinked file open
+# (fsck: no error; the next mount frees it). Not the libavio path (test_daemon_avio) nor data
+# integrity across crashes (test_daemon_integrity).
 # env: AVFSD MKFS FSCK (default: ../build). Exit 77 without root or FUSE.
 set -u
 . "$(dirname "$0")/daemon_env.sh"
@@ -176,6 +178,46 @@ t_fsync() {
 }
 check "fsync (dd conv=fsync), fdatasync, syncfs" t_fsync
 
+avail() {	# bytes available in the mount, as df says
+	df -B1 --output=avail "$MNT" | tail -n1
+}
+
+# POSIX: an unlinked (or renamed-over) file lives on through its open descriptors, and its
+# space comes back when the last one is closed (the release reaches avfsd after close(2)
+# returns: poll for it)
+t_unlinked_open() {
+	local before held after i ok=1
+	head -c $((8 << 20)) /dev/urandom >"$AVFS_T/uo.ref" && cp "$AVFS_T/uo.ref" uo || return 1
+	before=$(avail)
+	exec 3<>uo
+	{ rm uo && [ ! -e uo ] && same "$(stat -L -c %h /proc/self/fd/3)" 0 &&
+	  cmp - "$AVFS_T/uo.ref" <&3 && printf 'tail' >&3 &&
+	  same "$(stat -L -c %s /proc/self/fd/3)" $(((8 << 20) + 4)) &&
+	  same "$(tail -c 4 /proc/self/fd/3)" tail &&	# a second open of the orphan
+	  cmp -n $((8 << 20)) /proc/self/fd/3 "$AVFS_T/uo.ref" &&
+	  held=$(avail) && [ "$held" -lt "$before" ]; } || ok=0
+	exec 3>&-
+	[ $ok = 1 ] || { echo "  avail $before, ${held:-?} while open"; return 1; }
+	for i in $(seq 100); do
+		after=$(avail)
+		[ "$after" -ge $((held + (9 << 20))) ] && return 0
+		sleep 0.05
+	done
+	echo "  avail: $before before, $held while open, $after after close"
+	return 1
+}
+check "unlinked while open: readable, writable, space back after close" t_unlinked_open
+
+t_renamed_over_open() {
+	local ok=1
+	echo old >ro && exec 4<ro
+	{ echo new >ro.new && mv ro.new ro && same "$(cat ro)" new && same "$(cat <&4)" old &&
+	  same "$(stat -L -c %h /proc/self/fd/4)" 0; } || ok=0
+	exec 4<&-
+	[ $ok = 1 ]
+}
+check "renamed over while open: the old file lives on" t_renamed_over_open
+
 # ---- persistence ----
 snapshot() {	# the tree: names, types, modes, owners, links, sizes, mtimes, targets, contents
 	(cd "$MNT" && find . -printf '%p %y %m %U %G %n %T@ %l\n' | sort &&
@@ -197,4 +239,32 @@ t_same_tree() {
 }
 check "contents survived the remount" t_same_tree
 check "second clean unmount" avfs_stop
+
+# ---- a crash while a file unlinked while open is still open ----
+check "remount for a crash" avfs_start || { avfs_summary; exit 1; }
+before=$(avail)
+t_crash_open() {
+	head -c $((4 << 20)) /dev/urandom >"$MNT/oc" && exec 3<"$MNT/oc" && rm "$MNT/oc" &&
+	python3 -c 'import os; os.fsync(3)' && avfs_kill9	# the unlink is committed
+}
+check "kill -9 with an unlinked file open" t_crash_open
+exec 3<&-
+t_fsck_orphan() {
+	timeout 60 "$FSCK" -n "$IMG" >"$AVFS_T/fsck.out" 2>&1 &&
+	grep -q "1 file unlinked while open (not an error)" "$AVFS_T/fsck.out" &&
+	grep -q ": clean" "$AVFS_T/fsck.out" || { cat "$AVFS_T/fsck.out"; return 1; }
+}
+check "fsck.avfs -n: the orphan is no error (exit 0)" t_fsck_orphan
+check "remount after the crash" avfs_start || { avfs_summary; exit 1; }
+t_orphan_freed() {
+	grep -q "freed 1 orphan inodes" "$LOG" && [ "$(avail)" -ge "$before" ] ||
+		{ echo "  avail $before -> $(avail)"; tail -n 5 "$LOG"; return 1; }
+}
+check "the mount frees the orphan (logged, space back)" t_orphan_freed
+check "third clean unmount" avfs_stop
+t_fsck_no_orphan() {
+	timeout 60 "$FSCK" -n "$IMG" >"$AVFS_T/fsck.out" 2>&1 &&
+	! grep -q "unlinked while open" "$AVFS_T/fsck.out" || { cat "$AVFS_T/fsck.out"; return 1; }
+}
+check "fsck.avfs -n: no orphan left" t_fsck_no_orphan
 avfs_summary

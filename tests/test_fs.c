@@ -1,7 +1,8 @@
 /*
  * test_fs.c — the file system core through its synchronous driver on a RAM disk: ZRR rules
  * seen through real files, namespace semantics, data mapping, stable readdir cookies, a
- * 100,000-entry directory, repair from the backup region, and cheap deletion.
+ * 100,000-entry directory, repair from the backup region, cheap deletion, and files unlinked
+ * while open (orphans: freed at the last close, or at the next mount after a crash).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -589,6 +590,234 @@ static void test_fs_unlink_big_file_is_cheap(void **state)
 	unlink(path);
 }
 
+/* fsck of a file system holding n files unlinked while open: not an error, counted. */
+static void assert_orphans(struct avfs_fs *fs, uint64_t n)
+{
+	struct avfs_fsck_report rep;
+
+	assert_int_equal(avfs_fsck_check(fs, 0, &rep), 0);
+	for (size_t i = 0; i < rep.nfindings; i++)
+		fprintf(stderr, "fsck: %s\n", rep.findings[i]);
+	assert_int_equal(rep.errors, 0);
+	assert_int_equal(rep.nfindings, 0);
+	assert_int_equal(rep.orphans, n);
+	avfs_fsck_report_free(&rep);
+}
+
+static uint64_t bfree(struct avfs_fs *fs)
+{
+	struct avfs_statfs sf;
+
+	assert_int_equal(avfs_fs_statfs(fs, &sf), 0);
+	return sf.bfree;
+}
+
+/* A file with content (blocks blocks of 64 KiB, the bytes i * 13 + seed). */
+static uint64_t mk_data(struct fx *f, const char *name, int blocks, uint8_t seed)
+{
+	size_t len = (size_t)blocks * 65536;
+	uint8_t *w = malloc(len);
+	uint64_t ino = mk(f, 1, name);
+
+	for (size_t i = 0; i < len; i++)
+		w[i] = (uint8_t)(i * 13 + seed);
+	assert_int_equal(avfs_fsio_write(f->io, ino, 0, w, len), (int64_t)len);
+	free(w);
+	return ino;
+}
+
+static void assert_data(struct fx *f, uint64_t ino, int blocks, uint8_t seed)
+{
+	size_t len = (size_t)blocks * 65536;
+	uint8_t *r = malloc(len);
+
+	assert_int_equal(avfs_fsio_read(f->io, ino, 0, r, len), (int64_t)len);
+	for (size_t i = 0; i < len; i++)
+		if (r[i] != (uint8_t)(i * 13 + seed))
+			fail_msg("ino %llu byte %zu: %u", (unsigned long long)ino, i, r[i]);
+	free(r);
+}
+
+/* POSIX unlink of an open file: the name goes at once, the inode stays readable and
+ * writable through its handle with nlink 0 (fsck: an orphan, not an error), and the last
+ * unref frees it and returns its space. Two handles: the first unref keeps it. */
+static void test_fs_unlink_open_file(void **state)
+{
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 4, .seed = 1 };
+	struct fx *f = fx_new(64u << 20, &o);
+	struct avfs_fs *fs = f->io->fs;
+	uint64_t b0 = bfree(fs), ino, got;
+	struct avfs_stat st;
+
+	(void)state;
+	ino = mk_data(f, "rec", 5, 7);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_int_equal(bfree(fs), b0 - 5);
+	assert_int_equal(avfs_fs_open_ref(fs, ino), 0);
+	assert_int_equal(avfs_fs_open_ref(fs, ino), 0);
+	assert_int_equal(avfs_fs_unlink(fs, 1, "rec", 2), 0);
+	assert_int_equal(avfs_fs_lookup(fs, 1, "rec", &got), -ENOENT);
+	assert_int_equal(avfs_fs_getattr(fs, ino, &st), 0);
+	assert_int_equal(st.nlink, 0);
+	assert_int_equal(st.size, 5 * 65536);
+	assert_data(f, ino, 5, 7);
+	assert_int_equal(bfree(fs), b0 - 5);		/* still held */
+	/* writable: one more block */
+	{
+		uint8_t w[100];
+
+		memset(w, 0x5a, sizeof(w));
+		assert_int_equal(avfs_fsio_write(f->io, ino, 5 * 65536, w, sizeof(w)), 100);
+		assert_int_equal(bfree(fs), b0 - 6);
+	}
+	assert_int_equal(avfs_fs_link(fs, ino, 1, "again", 3), -ENOENT);	/* as Linux */
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_orphans(fs, 1);
+	/* the first handle goes: still there */
+	assert_int_equal(avfs_fs_open_unref(fs, ino), 0);
+	assert_data(f, ino, 5, 7);
+	/* the last one frees inode and blocks */
+	assert_int_equal(avfs_fs_open_unref(fs, ino), 1);
+	assert_int_equal(avfs_fs_getattr(fs, ino, &st), -ENOENT);
+	assert_int_equal(bfree(fs), b0);
+	assert_int_equal(avfs_fs_open_unref(fs, ino), -EINVAL);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_orphans(fs, 0);
+	/* a file that is not open still goes at once; a directory cannot be held open */
+	ino = mk_data(f, "plain", 2, 9);
+	assert_int_equal(avfs_fs_unlink(fs, 1, "plain", 4), 0);
+	assert_int_equal(avfs_fs_getattr(fs, ino, &st), -ENOENT);
+	assert_int_equal(avfs_fs_open_ref(fs, ino), -ENOENT);
+	assert_int_equal(avfs_fs_open_ref(fs, 1), -EISDIR);
+	/* a referenced file that keeps its name is not freed at the last unref */
+	ino = mk_data(f, "named", 1, 3);
+	assert_int_equal(avfs_fs_open_ref(fs, ino), 0);
+	assert_int_equal(avfs_fs_open_unref(fs, ino), 0);
+	assert_data(f, ino, 1, 3);
+	fx_remount(f);
+	assert_int_equal(bfree(f->io->fs), b0 - 1);
+	assert_clean(f->io->fs);
+	fx_free(f);
+}
+
+/* The other ways the last name of an open file goes: rename over it (the new file takes the
+ * name, the old one lives on through its handle), and unlinking each of its hard links. */
+static void test_fs_rename_over_open_file(void **state)
+{
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 4, .seed = 1 };
+	struct fx *f = fx_new(64u << 20, &o);
+	struct avfs_fs *fs = f->io->fs;
+	uint64_t b0 = bfree(fs), a, b, h, got;
+	struct avfs_stat st;
+
+	(void)state;
+	a = mk_data(f, "a", 2, 1);
+	b = mk_data(f, "b", 3, 2);
+	assert_int_equal(avfs_fs_open_ref(fs, b), 0);
+	assert_int_equal(avfs_fs_rename(fs, 1, "a", 1, "b", 0, 2), 0);
+	assert_int_equal(avfs_fs_lookup(fs, 1, "b", &got), 0);
+	assert_int_equal(got, a);
+	assert_data(f, a, 2, 1);
+	assert_int_equal(avfs_fs_getattr(fs, b, &st), 0);
+	assert_int_equal(st.nlink, 0);
+	assert_data(f, b, 3, 2);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_orphans(fs, 1);
+	assert_int_equal(avfs_fs_open_unref(fs, b), 1);
+	assert_int_equal(bfree(fs), b0 - 2);
+	/* hard links: the inode outlives every name while open */
+	h = mk_data(f, "h1", 1, 4);
+	assert_int_equal(avfs_fs_link(fs, h, 1, "h2", 3), 0);
+	assert_int_equal(avfs_fs_open_ref(fs, h), 0);
+	assert_int_equal(avfs_fs_unlink(fs, 1, "h1", 4), 0);
+	assert_int_equal(avfs_fs_getattr(fs, h, &st), 0);
+	assert_int_equal(st.nlink, 1);
+	assert_int_equal(avfs_fs_rename(fs, 1, "b", 1, "h2", 0, 5), 0);	/* a over h2 */
+	assert_int_equal(avfs_fs_getattr(fs, h, &st), 0);
+	assert_int_equal(st.nlink, 0);
+	assert_data(f, h, 1, 4);
+	assert_int_equal(avfs_fs_open_unref(fs, h), 1);
+	assert_int_equal(avfs_fs_getattr(fs, h, &st), -ENOENT);
+	assert_int_equal(bfree(fs), b0 - 2);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_clean(fs);
+	fx_free(f);
+}
+
+/* Crash with a file unlinked while open (committed, never closed): a read-only mount and
+ * fsck -n see the orphan as an expected leftover, not an error; the next read-write mount
+ * frees it (journaled: a second crash right after changes nothing); fsck -y frees one too;
+ * a clean unmount frees those still open. */
+static void test_fs_orphan_after_crash(void **state)
+{
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 4, .seed = 1 };
+	struct fx *f = fx_new(64u << 20, &o);
+	uint64_t b0 = bfree(f->io->fs), ino, keep;
+	struct avfs_mount_report rep;
+	struct avfs_fsck_report fr;
+	struct avfs_stat st;
+	char why[256];
+
+	(void)state;
+	keep = mk_data(f, "keep", 1, 5);
+	ino = mk_data(f, "gone", 4, 6);
+	assert_int_equal(avfs_fs_open_ref(f->io->fs, ino), 0);
+	assert_int_equal(avfs_fs_unlink(f->io->fs, 1, "gone", 2), 0);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	avfs_fsio_abandon(f->io);	/* kill -9: the handle never comes back */
+	/* read-only: left alone */
+	assert_int_equal(avfs_fsio_mount(f->d, AVFS_MOUNT_RDONLY, &f->io, &rep, why, sizeof(why)), 0);
+	assert_int_equal(rep.orphans_freed, 0);
+	assert_int_equal(avfs_fs_getattr(f->io->fs, ino, &st), 0);
+	assert_int_equal(st.nlink, 0);
+	assert_int_equal(bfree(f->io->fs), b0 - 5);
+	assert_orphans(f->io->fs, 1);
+	avfs_fsio_abandon(f->io);
+	/* read-write: freed and committed by the mount */
+	assert_int_equal(avfs_fsio_mount(f->d, 0, &f->io, &rep, why, sizeof(why)), 0);
+	assert_int_equal(rep.orphans_freed, 1);
+	assert_int_equal(avfs_fs_getattr(f->io->fs, ino, &st), -ENOENT);
+	assert_int_equal(bfree(f->io->fs), b0 - 1);
+	assert_int_equal(avfs_fs_dirty_blocks(f->io->fs), 0);
+	avfs_fsio_abandon(f->io);
+	assert_int_equal(avfs_fsio_mount(f->d, AVFS_MOUNT_RDONLY, &f->io, &rep, why, sizeof(why)), 0);
+	assert_int_equal(avfs_fs_getattr(f->io->fs, ino, &st), -ENOENT);
+	assert_int_equal(bfree(f->io->fs), b0 - 1);
+	assert_orphans(f->io->fs, 0);
+	assert_data(f, keep, 1, 5);
+	avfs_fsio_abandon(f->io);
+	/* fsck -y (its mount keeps orphans for the check): freed, and not counted as a fix */
+	assert_int_equal(avfs_fsio_mount(f->d, 0, &f->io, NULL, why, sizeof(why)), 0);
+	ino = mk_data(f, "gone2", 2, 8);
+	assert_int_equal(avfs_fs_open_ref(f->io->fs, ino), 0);
+	assert_int_equal(avfs_fs_unlink(f->io->fs, 1, "gone2", 3), 0);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	avfs_fsio_abandon(f->io);
+	assert_int_equal(avfs_fsio_mount(f->d, AVFS_MOUNT_KEEP_ORPHANS, &f->io, &rep, why,
+					 sizeof(why)), 0);
+	assert_int_equal(rep.orphans_freed, 0);
+	assert_int_equal(avfs_fsck_check(f->io->fs, AVFS_FSCK_REPAIR, &fr), 0);
+	assert_int_equal(fr.errors, 0);
+	assert_int_equal(fr.fixed, 0);
+	assert_int_equal(fr.orphans, 1);
+	assert_int_equal(fr.files, 1);	/* "keep" */
+	avfs_fsck_report_free(&fr);
+	assert_int_equal(avfs_fs_getattr(f->io->fs, ino, &st), -ENOENT);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_orphans(f->io->fs, 0);
+	assert_int_equal(bfree(f->io->fs), b0 - 1);
+	/* a clean unmount frees what is still open: nothing is left for the next mount */
+	ino = mk_data(f, "gone3", 3, 9);
+	assert_int_equal(avfs_fs_open_ref(f->io->fs, ino), 0);
+	assert_int_equal(avfs_fs_unlink(f->io->fs, 1, "gone3", 4), 0);
+	assert_int_equal(avfs_fsio_unmount(f->io), 0);
+	assert_int_equal(avfs_fsio_mount(f->d, 0, &f->io, &rep, why, sizeof(why)), 0);
+	assert_int_equal(rep.orphans_freed, 0);
+	assert_int_equal(bfree(f->io->fs), b0 - 1);
+	assert_clean(f->io->fs);
+	fx_free(f);
+}
+
 /* statfs and bad arguments: renames of "." / "..", names with '/', operations on freed
  * inodes, a write of a directory: clear errors and no change. */
 static void test_fs_bad_arguments(void **state)
@@ -626,8 +855,11 @@ int main(void)
 		cmocka_unit_test(test_fs_data),
 		cmocka_unit_test(test_fs_dir_100k),
 		cmocka_unit_test(test_fs_namespace),
+		cmocka_unit_test(test_fs_orphan_after_crash),
 		cmocka_unit_test(test_fs_readdir_stable),
+		cmocka_unit_test(test_fs_rename_over_open_file),
 		cmocka_unit_test(test_fs_unlink_big_file_is_cheap),
+		cmocka_unit_test(test_fs_unlink_open_file),
 		cmocka_unit_test(test_fs_zrr_first_zone_seeded),
 		cmocka_unit_test(test_fs_zrr_interleaved),
 		cmocka_unit_test(test_fs_zrr_new_file_and_full_zone),

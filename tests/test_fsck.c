@@ -418,6 +418,62 @@ static void test_fsck_orphans(void **state)
 	env_free(&e);
 }
 
+/* Files unlinked while open and never closed (a crash) are expected leftovers: not errors
+ * and not findings, only counted; a repair frees them, block maps and all, without counting
+ * a fix. A named file whose nlink says 0 is still an error (its count is set, it is kept). */
+static void test_fsck_unlinked_open(void **state)
+{
+	struct avfs_fsck_report r;
+	struct env e;
+	uint64_t gone, big, named;
+
+	(void)state;
+	env_new(&e);
+	populate(e.io);
+	gone = mkfile(e.io, lookup(e.io, "/d1"), "gone", 10);
+	big = mkfile(e.io, AVFS_ROOT_INO, "big", 20 << 20);	/* 320 blocks: a map tree */
+	assert_int_equal(avfs_fs_open_ref(e.io->fs, gone), 0);
+	assert_int_equal(avfs_fs_open_ref(e.io->fs, big), 0);
+	assert_int_equal(avfs_fs_unlink(e.io->fs, lookup(e.io, "/d1"), "gone", NOW), 0);
+	assert_int_equal(avfs_fs_unlink(e.io->fs, AVFS_ROOT_INO, "big", NOW), 0);
+	assert_int_equal(avfs_fsio_sync(e.io), 0);
+	avfs_fsio_abandon(e.io);	/* a crash: the handles never close */
+	mount_ok(&e, AVFS_MOUNT_RDONLY, NULL);
+	assert_int_equal(check(e.io->fs, 0, &r), 0);
+	assert_int_equal(r.nfindings, 0);
+	assert_int_equal(r.orphans, 2);
+	assert_int_equal(r.files, 154 + 2);
+	avfs_fsck_report_free(&r);
+	avfs_fsio_abandon(e.io);
+	/* now also a real error beside them */
+	mount_ok(&e, AVFS_MOUNT_KEEP_ORPHANS, NULL);
+	named = lookup(e.io, "/d1/d2/f3");
+	raw_inode(e.io->fs, named)->nlink = 0;
+	inode_dirty(e.io->fs, named);
+	assert_int_equal(avfs_fsio_sync(e.io), 0);
+	assert_int_equal(check(e.io->fs, 0, &r), 1);
+	assert_true(has_finding(&r, "nlink 0 but 1 name"));
+	assert_int_equal(r.orphans, 2);
+	avfs_fsck_report_free(&r);
+	assert_int_equal(check(e.io->fs, AVFS_FSCK_REPAIR, &r), 1);
+	assert_int_equal(r.fixed, 1);
+	assert_int_equal(r.orphans, 2);
+	assert_int_equal(r.files, 154);
+	avfs_fsck_report_free(&r);
+	assert_int_equal(raw_inode(e.io->fs, gone)->mode, 0);
+	assert_int_equal(raw_inode(e.io->fs, big)->mode, 0);
+	assert_int_equal(raw_inode(e.io->fs, named)->nlink, 1);
+	assert_int_equal(check(e.io->fs, 0, &r), 0);
+	assert_int_equal(r.orphans, 0);
+	avfs_fsck_report_free(&r);
+	assert_int_equal(avfs_fsio_sync(e.io), 0);
+	remount(&e, AVFS_MOUNT_CHECK_BACKUP);
+	assert_int_equal(check(e.io->fs, 0, &r), 0);
+	assert_int_equal(r.orphans, 0);
+	avfs_fsck_report_free(&r);
+	env_free(&e);
+}
+
 /* Write a new entry into a directory's first block by hand. */
 static void add_entry(struct avfs_fs *fs, uint64_t dir, const char *name, uint64_t ino,
 		      uint8_t type)
@@ -789,6 +845,7 @@ int main(void)
 		cmocka_unit_test(test_fsck_bitmaps),
 		cmocka_unit_test(test_fsck_entry_free_inode),
 		cmocka_unit_test(test_fsck_orphans),
+		cmocka_unit_test(test_fsck_unlinked_open),
 		cmocka_unit_test(test_fsck_dir_loop),
 		cmocka_unit_test(test_fsck_dup_block),
 		cmocka_unit_test(test_fsck_commit_hook),

@@ -36,6 +36,9 @@ static void usage(FILE *f)
 		"              into /lost+found as #INODE\n"
 		"  --json      one JSON object on stdout (geometry, counts, findings, exit_code)\n"
 		"  -h, --help  this text\n"
+		"Files unlinked while still open when the file system stopped (nlink 0, no name)\n"
+		"are expected leftovers, not errors: reported, freed by -y or by the next\n"
+		"read-write mount.\n"
 		"Exit codes (fsck(8), summed): 0 no errors, 1 errors fixed, 4 errors left\n"
 		"uncorrected, 8 operational error (cannot open, not AVFS, cannot mount),\n"
 		"16 usage error.\n");
@@ -169,7 +172,8 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	/* -n writes nothing: replay and backup repairs stay in memory */
-	mflags = AVFS_MOUNT_FORCE | AVFS_MOUNT_CHECK_BACKUP | (repair ? 0 : AVFS_MOUNT_RDONLY);
+	mflags = AVFS_MOUNT_FORCE | AVFS_MOUNT_CHECK_BACKUP | AVFS_MOUNT_KEEP_ORPHANS |
+		 (repair ? 0 : AVFS_MOUNT_RDONLY);
 	progress("mounting");
 	err = avfs_fsio_mount(d, mflags, &io, &mrep, why, sizeof(why));
 	if (err) {
@@ -250,8 +254,8 @@ int main(int argc, char **argv)
 		       "\"dir_entries\": %llu, \"data_blocks_used\": %llu, "
 		       "\"meta_blocks_used\": %llu, \"journal_replayed\": %llu, "
 		       "\"journal_blocks_replayed\": %llu, \"repaired_primary\": %llu, "
-		       "\"repaired_backup\": %llu, \"lost_blocks\": %llu, \"errors\": %llu, "
-		       "\"fixed\": %llu, \"left\": %llu, \"findings\": [",
+		       "\"repaired_backup\": %llu, \"lost_blocks\": %llu, \"orphans\": %llu, "
+		       "\"errors\": %llu, \"fixed\": %llu, \"left\": %llu, \"findings\": [",
 		       repair ? "repair" : "check", (unsigned long long)bs, sb->nzones,
 		       (unsigned long long)sb->data_blocks, (unsigned long long)free_blocks,
 		       (unsigned long long)(free_blocks * bs), (unsigned long long)ninodes,
@@ -263,7 +267,8 @@ int main(int argc, char **argv)
 		       (unsigned long long)mrep.replayed_txn, (unsigned long long)mrep.replayed_blocks,
 		       (unsigned long long)mrep.repaired_primary,
 		       (unsigned long long)mrep.repaired_backup, (unsigned long long)mrep.lost_blocks,
-		       (unsigned long long)errors, (unsigned long long)fixed, (unsigned long long)left);
+		       (unsigned long long)rep.orphans, (unsigned long long)errors,
+		       (unsigned long long)fixed, (unsigned long long)left);
 		for (size_t i = 0; i < lines.n; i++) {
 			if (i)
 				printf(", ");
@@ -277,6 +282,10 @@ int main(int argc, char **argv)
 			       repair ? "and written home" : "in memory");
 		for (size_t i = 0; i < lines.n; i++)
 			printf("%s\n", lines.v[i]);
+		if (rep.orphans)
+			printf("%llu file%s unlinked while open (not an error): %s\n",
+			       (unsigned long long)rep.orphans, rep.orphans == 1 ? "" : "s",
+			       repair ? "freed" : "the next read-write mount frees them");
 		printf("%s: block size %s, %u zones, %llu data blocks, %llu free (%s)\n", path,
 		       human(bs, hb, sizeof(hb)), sb->nzones, (unsigned long long)sb->data_blocks,
 		       (unsigned long long)free_blocks, human(free_blocks * bs, hf, sizeof(hf)));
