@@ -31,6 +31,11 @@ struct req {
 	struct avfs_io io;
 	enum req_kind kind;
 	struct stream *s;
+	int64_t disk_ns;	/* service time of its commands on the disk so far */
+	int64_t issued;		/* when its stream asked for it (parked requests go later) */
+	struct req *park_next;
+	bool spare;		/* best effort in time nobody else asked for (work conservation) */
+	struct req *sp_prev, *sp_next;	/* its stream's spare requests in the scheduler */
 	int64_t submit;
 	struct req *next_free;
 	struct req *all_next;
@@ -44,6 +49,22 @@ struct stream {
 	int64_t t0;
 	uint64_t k;		/* next request index */
 	double period;		/* ns per request */
+	uint32_t io;		/* bytes per request */
+	/* heterogeneous streams (o->streams) */
+	const struct avfs_simrun_stream *spec;	/* NULL: an NrMw stream */
+	struct avfs_simrun_stream_res *res;
+	struct avfs_service_req svc;	/* what its deadlines follow: the reservation or its rate */
+	struct avfs_bucket bucket;	/* reserved streams */
+	unsigned depth;		/* greedy: requests kept outstanding */
+	bool raw;		/* raw sequential I/O over [raw_lo, raw_hi), outside the fs */
+	uint64_t raw_lo, raw_hi;
+	double rt_ns, be_ns;	/* disk time of its commands */
+	double lat_sum;
+	/* requests above the reservation, waiting for tokens or for an idle moment (FIFO) */
+	struct req *park_head, *park_tail;
+	struct req *spare_head, *spare_tail;	/* sent as spare, not complete, oldest first */
+	bool park_timer;	/* an event will look at the head when its tokens are due */
+	void *ev;		/* its struct stream_ev */
 };
 
 struct run {
@@ -84,6 +105,9 @@ struct run {
 	size_t nseeks, capseeks;
 	uint64_t prev_end;
 	uint64_t busy0;
+	size_t trace_i;		/* the simulated disk's record of the next completion reaped */
+	uint64_t be_pending;	/* best-effort requests in the scheduler, work conservation's aside */
+	unsigned nparked;	/* requests parked above their reservations, every stream */
 	double hp_sum, hp_max;
 	double dec_wall;
 	FILE *trace;
@@ -265,6 +289,26 @@ static void kick(struct run *r)
 	}
 }
 
+/* The service time of a command that completed. The simulated disk serves its commands one
+ * at a time in the order they came and records each as it completes, so the i-th completion
+ * reaped is its i-th record; should a record be missing (the trace is an observer and drops
+ * records when out of memory), only this figure is lost. */
+static int64_t cmd_ns(struct run *r, const struct avfs_sched_cmd *cmd)
+{
+	size_t n;
+	const struct avfs_simdisk_rec *t = avfs_simdisk_trace(r->d, &n);
+
+	for (size_t i = r->trace_i; i < n && i < r->trace_i + 8; i++) {
+		if (t[i].lba == cmd->off / 512 && t[i].len == cmd->len) {
+			r->trace_i = i + 1;
+			return (int64_t)(t[i].end - t[i].start);
+		}
+	}
+	return 0;
+}
+
+static void release_parked(struct run *r);
+
 static void drain(struct run *r)
 {
 	struct avfs_disk_cqe c[8];
@@ -275,9 +319,12 @@ static void drain(struct run *r)
 			struct avfs_sched_cmd cmd = r->inflight[c[i].cookie];
 
 			r->inflight[c[i].cookie].io = NULL;
+			((struct req *)cmd.io)->disk_ns += cmd_ns(r, &cmd);
 			if (avfs_sched_done(&r->sched, &cmd, now(r), (int)c[i].res))
 				complete(r, (struct req *)cmd.io, (int)(c[i].res < 0 ? c[i].res : 0));
 		}
+		if (r->nparked)
+			release_parked(r);
 		kick(r);
 	}
 }
@@ -287,6 +334,8 @@ static int submit(struct run *r, struct req *q)
 	int err;
 
 	q->submit = now(r);
+	if (!q->io.deadline && !q->spare)
+		r->be_pending++;
 	err = avfs_sched_submit(&r->sched, &q->io, now(r));
 	if (err) {
 		complete(r, q, err);
@@ -298,11 +347,11 @@ static int submit(struct run *r, struct req *q)
 
 /* ---- streams ---- */
 
-static uint64_t dev_of(struct run *r, uint64_t ino, uint64_t off, bool write)
+static uint64_t dev_of(struct run *r, uint64_t ino, uint64_t off, uint32_t len, bool write)
 {
 	struct avfs_bext e;
-	int n = write ? avfs_fs_map_write(r->fs, ino, off, r->o->io, now(r), &e, 1)
-		      : avfs_fs_map_read(r->fs, ino, off, r->o->io, &e, 1);
+	int n = write ? avfs_fs_map_write(r->fs, ino, off, len, now(r), &e, 1)
+		      : avfs_fs_map_read(r->fs, ino, off, len, &e, 1);
 
 	if (n != 1 || !e.dev_off)
 		return UINT64_MAX;
@@ -311,12 +360,152 @@ static uint64_t dev_of(struct run *r, uint64_t ino, uint64_t off, bool write)
 
 static void delete_one(struct run *r);
 
+/* ---- the bandwidth class (papers/004 §3.1-3.2, SPEC §7) ----
+ *
+ * A reserved stream's request is real-time while its token bucket (rate: the reservation,
+ * size: the buffer) covers it, due when the rest of the buffer drains at the reserved rate.
+ * Above the rate it is best effort; o->bw_policy says how:
+ *
+ * AVFS_BW_PARK (default): it waits in the stream's queue ("parked") until either its tokens
+ *   are due — then it goes real-time — or no other best-effort request is in the scheduler —
+ *   then it goes as best effort (work conservation, papers/004 §3.1.4: "we only enter
+ *   work-conservation in the BW class when there are no BE class readers with requests
+ *   pending"). What it gets so is time nobody else asked for, so it is not charged: the
+ *   bucket keeps paying the reservation in real time. When its tokens come while all its
+ *   requests wait in the scheduler as spare ones (a greedy stream has no more buffer to ask
+ *   with), one of them is withdrawn and sent again as real-time — papers/004 looks at the
+ *   tokens when it dispatches, not when a request arrives.
+ * AVFS_BW_AT_ONCE: it is charged (avfs_bucket_charge's debt, down to half a bucket) and sent
+ *   as best effort at once. A greedy stream then always has a request to charge, every
+ *   refill goes to the debt of its next best-effort request and the bucket sits at its
+ *   floor: the stream loses its real-time service and gets only its share of best effort
+ *   (kept for comparison; avfs-sim isolation --bw at-once). */
+
+/* ns until the bucket holds len bytes (0: it does now), without charging it */
+static int64_t bucket_wait(const struct avfs_bucket *b, uint64_t len, int64_t t)
+{
+	double tokens = b->tokens;
+
+	if (t > b->last)
+		tokens = fmin(b->size, tokens + b->rate * (double)(t - b->last) / NS);
+	if (tokens >= (double)len)
+		return 0;
+	return (int64_t)ceil(((double)len - tokens) / b->rate * NS) + 1;
+}
+
+static struct req *unpark(struct run *r, struct stream *s)
+{
+	struct req *q = s->park_head;
+
+	s->park_head = q->park_next;
+	if (!s->park_head)
+		s->park_tail = NULL;
+	q->park_next = NULL;
+	r->nparked--;
+	return q;
+}
+
+static void park_event(void *arg, uint64_t t);
+
+static void spare_unlink(struct stream *s, struct req *q)
+{
+	*(q->sp_prev ? &q->sp_prev->sp_next : &s->spare_head) = q->sp_next;
+	*(q->sp_next ? &q->sp_next->sp_prev : &s->spare_tail) = q->sp_prev;
+	q->sp_prev = q->sp_next = NULL;
+	q->spare = false;
+}
+
+/* Withdraw the oldest of the stream's spare requests that no command has touched yet. */
+static struct req *take_spare(struct run *r, struct stream *s)
+{
+	for (struct req *q = s->spare_head; q; q = q->sp_next) {
+		if (q->io.len == q->io.orig_len && !avfs_sched_cancel(&r->sched, &q->io)) {
+			spare_unlink(s, q);
+			return q;
+		}
+	}
+	return NULL;
+}
+
+/* Send what the stream's tokens cover as real-time: its parked requests in order, or, none
+ * parked, one of its spare requests withdrawn from the scheduler. */
+static void promote(struct run *r, struct stream *s)
+{
+	while ((s->park_head || s->spare_head) && !r->err) {
+		struct req *q;
+		int64_t wait = bucket_wait(&s->bucket, s->io, now(r));
+
+		if (wait) {
+			if (!s->park_timer && now(r) + wait < r->end) {
+				s->park_timer = true;
+				avfs_sim_at(r->eng, (uint64_t)(now(r) + wait), park_event, s->ev);
+			}
+			return;
+		}
+		q = s->park_head ? unpark(r, s) : take_spare(r, s);
+		if (!q)
+			return;	/* every spare one is on the disk already */
+		if (!avfs_bucket_charge(&s->bucket, q->io.len, now(r)))
+			abort();	/* bucket_wait said it holds the tokens */
+		q->io.deadline = avfs_service_deadline(&s->svc, q->io.len, now(r));
+		submit(r, q);
+	}
+}
+
+/* Work conservation: with no other best-effort request in the scheduler, every parked
+ * request goes as best effort, oldest first (all of them, so that the scheduler can order
+ * them; a best-effort request arriving later waits for them in C-SCAN order, no more). */
+static void release_parked(struct run *r)
+{
+	while (r->nparked && !r->be_pending && !r->err && now(r) < r->end) {
+		struct stream *s = NULL;
+		struct req *q;
+
+		for (unsigned i = 0; i < r->nstreams; i++)
+			if (r->streams[i].park_head &&
+			    (!s || r->streams[i].park_head->issued < s->park_head->issued))
+				s = &r->streams[i];
+		q = unpark(r, s);
+		q->spare = true;
+		q->sp_prev = s->spare_tail;
+		*(s->spare_tail ? &s->spare_tail->sp_next : &s->spare_head) = q;
+		s->spare_tail = q;
+		submit(r, q);
+		promote(r, s);	/* (arms the event for its next tokens) */
+	}
+}
+
+/* A reserved stream's new request. */
+static void reserved_issue(struct run *r, struct stream *s, struct req *q)
+{
+	if (r->o->bw_policy == AVFS_BW_AT_ONCE) {
+		if (avfs_bucket_charge(&s->bucket, q->io.len, now(r)))
+			q->io.deadline = avfs_service_deadline(&s->svc, q->io.len, now(r));
+		submit(r, q);
+		return;
+	}
+	if (s->park_tail)
+		s->park_tail->park_next = q;
+	else
+		s->park_head = q;
+	s->park_tail = q;
+	r->nparked++;
+	promote(r, s);
+	release_parked(r);
+}
+
 static void stream_issue(struct run *r, struct stream *s)
 {
 	struct req *q = req_new(r, RQ_STREAM);
 	uint64_t dev;
 
-	if (!s->write && s->pos + r->o->io > s->fsize)
+	if (s->raw) {
+		if (s->pos + s->io > s->raw_hi)
+			s->pos = s->raw_lo;
+		dev = s->pos;
+		goto mapped;
+	}
+	if (!s->write && s->pos + s->io > s->fsize)
 		s->pos = 0;	/* playback loops over its recording */
 	if (s->write) {
 		struct avfs_statfs st;
@@ -325,7 +514,7 @@ static void stream_issue(struct run *r, struct stream *s)
 		if (st.bfree < st.blocks / 50 + 4)
 			delete_one(r);	/* a DVR deletes its oldest recording to make room */
 	}
-	dev = dev_of(r, s->ino, s->pos, s->write);
+	dev = dev_of(r, s->ino, s->pos, s->io, s->write);
 	if (dev == UINT64_MAX) {
 		say(r, -ENOSPC, "a %s stream cannot map its next request at %.1f s: the file system "
 		    "is full", s->write ? "recording" : "playback", (double)(now(r) - r->start) / NS);
@@ -333,16 +522,26 @@ static void stream_issue(struct run *r, struct stream *s)
 		s->k++;	/* never reschedule at the same instant */
 		return;
 	}
+mapped:
 	q->s = s;
 	q->io.off = dev;
-	q->io.len = r->o->io;
+	q->io.len = s->io;
 	q->io.write = s->write;
-	/* SPEC §12: the deadline is when the stream's buffer would under-run (playback) or
-	 * overflow (recording): a buffer of `depth` requests (4 MiB, 1.73 s), the k-th request
-	 * issued when its slot starts draining (filling), due `depth` periods later */
-	q->io.deadline = s->t0 + (int64_t)((double)(r->o->depth + s->k) * s->period);
-	s->pos += r->o->io;
+	if (!s->spec) {
+		/* SPEC §12: the deadline is when the stream's buffer would under-run (playback)
+		 * or overflow (recording): a buffer of `depth` requests (4 MiB, 1.73 s), the k-th
+		 * request issued when its slot starts draining (filling), due `depth` periods
+		 * later */
+		q->io.deadline = s->t0 + (int64_t)((double)(r->o->depth + s->k) * s->period);
+	}
+	/* else best effort, unless reserved (reserved_issue() decides) */
+	s->pos += s->io;
 	s->k++;
+	q->issued = now(r);
+	if (s->spec && s->spec->reserved) {
+		reserved_issue(r, s, q);
+		return;
+	}
 	submit(r, q);
 }
 
@@ -350,6 +549,15 @@ struct stream_ev {
 	struct run *r;
 	struct stream *s;
 };
+
+static void park_event(void *arg, uint64_t t)
+{
+	struct stream_ev *e = arg;
+
+	(void)t;
+	e->s->park_timer = false;
+	promote(e->r, e->s);
+}
 
 static void stream_event(void *arg, uint64_t t)
 {
@@ -359,6 +567,13 @@ static void stream_event(void *arg, uint64_t t)
 	int64_t next;
 
 	(void)t;
+	if (s->spec && s->spec->greedy) {
+		/* as fast as its buffer allows: every slot asked for now, each completion asks
+		 * again (complete()) */
+		for (unsigned i = 0; i < s->depth && !r->err; i++)
+			stream_issue(r, s);
+		return;
+	}
 	stream_issue(r, s);
 	next = s->t0 + (int64_t)((double)s->k * s->period);
 	if (next < r->end)
@@ -454,7 +669,7 @@ static void be_next(struct run *r)
 				return;
 		}
 		len = 1u << 20;
-		dev = dev_of(r, r->be_ino, r->be_off, false);
+		dev = dev_of(r, r->be_ino, r->be_off, len, false);
 		{
 			struct avfs_bext e;
 
@@ -587,19 +802,78 @@ static void delete_event(void *arg, uint64_t t)
 
 /* ---- completion and metrics ---- */
 
+static void add_margin(struct run *r, double margin_ms)
+{
+	if (r->nmargins == r->capmargins) {
+		r->capmargins = r->capmargins ? 2 * r->capmargins : 4096;
+		r->margins = realloc(r->margins, r->capmargins * sizeof(double));
+		if (!r->margins)
+			abort();
+	}
+	r->margins[r->nmargins++] = margin_ms;
+}
+
+/* A request of a heterogeneous stream completed (or failed): its stream's figures, the run's
+ * (real-time requests as RT, the rest as best effort), and a greedy stream asks again. */
+static void stream_done(struct run *r, struct req *q, int res)
+{
+	struct stream *s = q->s;
+	int64_t t = now(r);
+
+	if (q->spare)
+		spare_unlink(s, q);
+	if (q->issued >= r->start) {
+		struct avfs_simrun_stream_res *sr = s->res;
+		double lat = (double)(t - q->issued) / 1e6;
+
+		avfs_qos_add(&sr->qos, q->io.deadline, t, q->io.orig_len, res);
+		s->lat_sum += lat;
+		if (lat > sr->lat_max_ms)
+			sr->lat_max_ms = lat;
+		if (q->io.deadline) {
+			s->rt_ns += (double)q->disk_ns;
+			if (!res)
+				sr->rt_bytes += q->io.orig_len;
+			r->r->rt_requests++;
+			if (res == -ETIME)
+				r->r->etime_failed++;
+			if (res || t > q->io.deadline)
+				r->r->deadline_misses++;
+			add_margin(r, res ? -INFINITY : (double)(q->io.deadline - t) / 1e6);
+		} else {
+			s->be_ns += (double)q->disk_ns;
+			if (!res) {
+				sr->be_bytes += q->io.orig_len;
+				r->r->be_bytes += q->io.orig_len;
+				r->r->be_requests++;
+			}
+		}
+	}
+	req_free(r, q);
+	/* not after a refusal at submission, which would come straight back */
+	if (s->spec->greedy && t < r->end && !r->err && (res >= 0 || res == -ETIME))
+		stream_issue(r, s);
+}
+
 static void complete(struct run *r, struct req *q, int res)
 {
 	int64_t t = now(r);
 
+	if (!q->io.deadline && !q->spare)
+		r->be_pending--;
 	if (r->trace)
 		fprintf(r->trace, "%lld,%lld,%d,%s,%s,%llu,%llu,%lld,%d\n", (long long)q->submit,
 			(long long)t, q->kind == RQ_STREAM && q->s ? (int)(q->s - r->streams) : -1,
-			q->kind == RQ_STREAM ? "rt" : q->kind == RQ_HP ? "hp" :
+			q->kind == RQ_STREAM ? (q->io.deadline ? "rt" : "be") : q->kind == RQ_HP ? "hp" :
 			q->kind == RQ_META ? "meta" : "be", q->io.write ? "w" : "r",
 			(unsigned long long)q->io.orig_off, (unsigned long long)q->io.orig_len,
 			(long long)q->io.deadline, res);
 	switch (q->kind) {
 	case RQ_STREAM:
+		if (q->s->spec) {
+			stream_done(r, q, res);
+			return;
+		}
 		if (q->submit >= r->start) {
 			double margin = (double)(q->io.deadline - t) / 1e6;
 
@@ -608,13 +882,7 @@ static void complete(struct run *r, struct req *q, int res)
 				r->r->etime_failed++;
 			if (res || t > q->io.deadline)
 				r->r->deadline_misses++;
-			if (r->nmargins == r->capmargins) {
-				r->capmargins = r->capmargins ? 2 * r->capmargins : 4096;
-				r->margins = realloc(r->margins, r->capmargins * sizeof(double));
-				if (!r->margins)
-					abort();
-			}
-			r->margins[r->nmargins++] = res ? -INFINITY : margin;
+			add_margin(r, res ? -INFINITY : margin);
 		}
 		break;
 	case RQ_BE:
@@ -717,6 +985,16 @@ static void finish_metrics(struct run *r)
 	res->hp_max_ms = r->hp_max;
 	res->decision_us = res->decisions ? r->dec_wall / (double)res->decisions * 1e6 : 0;
 	res->sim_s = dur / NS;
+	for (unsigned i = 0; i < res->nstreams; i++) {
+		const struct stream *s = &r->streams[i];
+		struct avfs_simrun_stream_res *sr = s->res;
+		uint64_t nreq = sr->qos.requests + sr->qos.be_requests;
+
+		sr->mbps = (double)(sr->rt_bytes + sr->be_bytes) / (dur / NS) / 1e6;
+		sr->rt_util = s->rt_ns / dur;
+		sr->be_util = s->be_ns / dur;
+		sr->lat_mean_ms = nreq ? s->lat_sum / (double)nreq : 0;
+	}
 }
 
 /* ---- setup ---- */
@@ -779,6 +1057,68 @@ static int fill(struct run *r)
 	return avfs_fsio_sync(r->io);
 }
 
+/* mkfs records a named model's parameters in the superblock; others are profiled later */
+static const char *named_model(const char *disk)
+{
+	return !strcmp(disk, "avfs-250g") || !strcmp(disk, "barracuda-500g") ||
+	       !strcmp(disk, "st318437") || !strcmp(disk, "travelstar-20g") ||
+	       !strcmp(disk, "ssd") ? disk : NULL;
+}
+
+/* The scheduler's and admission's model of the disk: the superblock's (SPEC §5.2). */
+static struct avfs_svc_model sb_model(const struct avfs_super *sb, const struct avfs_disk *d)
+{
+	return (struct avfs_svc_model){ .tr_ns = (double)sb->rotation_ns,
+					.tk_ns = (double)sb->seek_avg_ns,
+					.dmax = (double)sb->rate_max, .dmin = (double)sb->rate_min,
+					.lmax = d->info.size };
+}
+
+static int check_streams(const struct avfs_simrun_opts *o, char *why, size_t whylen)
+{
+	if (o->nstreams > 4096) {
+		snprintf(why, whylen, "at most 4096 streams");
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < o->nstreams; i++) {
+		const struct avfs_simrun_stream *sp = &o->streams[i];
+
+		if (!sp->io || sp->io % 4096 || sp->io > (16u << 20) ||
+		    (1ull << o->block_shift) % sp->io || sp->buffer <= sp->io ||
+		    sp->buffer / sp->io > 1024 || sp->rate < 0 || sp->reserve < 0 ||
+		    (!sp->greedy && sp->rate <= 0) || (sp->reserved && sp->rate + sp->reserve <= 0) ||
+		    !(sp->place < 1)) {
+			snprintf(why, whylen, "stream %u: io must be a multiple of 4 KiB up to 16 MiB "
+				 "dividing the data block, the buffer more than one request and at most "
+				 "1024 of them, a rate > 0 (unless greedy), place < 1", i);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Set up heterogeneous stream i (the caller places it). */
+static void spec_stream(struct run *r, struct stream *s, const struct avfs_simrun_stream *sp,
+			struct avfs_simrun_stream_res *sr)
+{
+	double reserve = sp->reserve > 0 ? sp->reserve : sp->rate;
+
+	s->spec = sp;
+	s->res = sr;
+	s->write = sp->write;
+	s->io = sp->io;
+	s->depth = (unsigned)(sp->buffer / sp->io);
+	s->svc = (struct avfs_service_req){
+		.rate = (uint64_t)llround(sp->reserved ? reserve : sp->rate),
+		.buffer = sp->buffer, .io = sp->io, .write = sp->write,
+	};
+	if (!s->svc.rate)
+		s->svc.rate = 1;	/* a greedy best-effort stream: no deadlines anyway */
+	s->period = sp->greedy ? 0 : (double)sp->io / sp->rate * NS;
+	s->t0 = r->start + (int64_t)rnd(r, sp->greedy ? 1000000 : (uint64_t)s->period);
+	avfs_bucket_init(&s->bucket, (double)s->svc.rate, (double)sp->buffer, s->t0);
+}
+
 int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res, char *why,
 		size_t whylen)
 {
@@ -808,6 +1148,11 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 		snprintf(why, whylen, "the request size must divide the data block size");
 		return -EINVAL;
 	}
+	if (o->streams) {
+		err = check_streams(o, why, whylen);
+		if (err)
+			return err;
+	}
 	err = avfs_sim_engine_new(&r.eng);
 	if (err)
 		return err;
@@ -816,9 +1161,7 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 		snprintf(why, whylen, "unknown disk model '%s'", o->disk);
 		goto out;
 	}
-	mo.disk_model = !strcmp(o->disk, "avfs-250g") || !strcmp(o->disk, "barracuda-500g") ||
-			!strcmp(o->disk, "st318437") || !strcmp(o->disk, "travelstar-20g") ||
-			!strcmp(o->disk, "ssd") ? o->disk : NULL;
+	mo.disk_model = named_model(o->disk);
 	err = avfs_fsio_mkfs(r.d, &mo, NULL, why, whylen);
 	if (err)
 		goto out;
@@ -840,10 +1183,7 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 	res->fill_wall_s = wf - w0;
 
 	/* the scheduler: service-time model from the superblock (SPEC §5.2) */
-	conf.model = (struct avfs_svc_model){ .tr_ns = (double)sb->rotation_ns,
-					      .tk_ns = (double)sb->seek_avg_ns,
-					      .dmax = (double)sb->rate_max, .dmin = (double)sb->rate_min,
-					      .lmax = r.d->info.size };
+	conf.model = sb_model(sb, r.d);
 	conf.rotational = r.d->info.rotational;
 	if (conf.jit || conf.split_bytes)
 		conf.pred = (struct avfs_sched_predictor){ .ctx = r.d, .predict = predict };
@@ -875,20 +1215,38 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 
 	/* streams: read streams play random recordings from random positions; write streams
 	 * record new files; phases staggered over one request period */
-	r.nstreams = o->nread + o->nwrite;
+	r.nstreams = o->streams ? o->nstreams : o->nread + o->nwrite;
 	r.streams = calloc(r.nstreams ? r.nstreams : 1, sizeof(*r.streams));
 	sev = calloc(r.nstreams ? r.nstreams : 1, sizeof(*sev));
-	if (!r.streams || !sev || !r.inflight) {
+	if (o->streams) {
+		res->streams = calloc(r.nstreams ? r.nstreams : 1, sizeof(*res->streams));
+		res->nstreams = r.nstreams;
+	}
+	if (!r.streams || !sev || !r.inflight || (o->streams && !res->streams)) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (unsigned i = 0; i < r.nstreams; i++) {
 		struct stream *s = &r.streams[i];
 
-		s->write = i >= o->nread;
-		s->period = (double)o->io / o->rate * NS;
-		s->t0 = r.start + (int64_t)rnd(&r, (uint64_t)s->period);
-		if (!s->write) {
+		if (o->streams) {
+			spec_stream(&r, s, &o->streams[i], &res->streams[i]);
+		} else {
+			s->write = i >= o->nread;
+			s->io = o->io;
+			s->period = (double)o->io / o->rate * NS;
+			s->t0 = r.start + (int64_t)rnd(&r, (uint64_t)s->period);
+		}
+		if (s->spec && s->spec->place >= 0) {
+			/* raw: a contiguous run of the data region from the place on */
+			uint64_t bs = 1ull << sb->block_shift;
+			uint64_t b = (uint64_t)(s->spec->place * (double)sb->data_blocks);
+
+			s->raw = true;
+			s->raw_lo = sb->data_off + (b < sb->data_blocks ? b : sb->data_blocks - 1) * bs;
+			s->raw_hi = sb->data_off + sb->data_blocks * bs;
+			s->pos = s->raw_lo;
+		} else if (!s->write) {
 			size_t k = rnd(&r, r.nrecs ? r.nrecs : 1);
 			struct avfs_stat st;
 
@@ -901,7 +1259,7 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 			r.rec_busy[k] = true;
 			avfs_fs_getattr(r.fs, s->ino, &st);
 			s->fsize = st.size;
-			s->pos = rnd(&r, st.size / o->io) * o->io;
+			s->pos = rnd(&r, st.size / s->io) * s->io;
 		} else {
 			char name[32];
 
@@ -914,6 +1272,7 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 			}
 		}
 		sev[i] = (struct stream_ev){ .r = &r, .s = s };
+		s->ev = &sev[i];
 		avfs_sim_at(r.eng, (uint64_t)s->t0, stream_event, &sev[i]);
 	}
 	if (o->be == AVFS_BE_DELETE)
@@ -936,6 +1295,11 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 		finish_metrics(&r);
 	res->wall_s = wall() - w0;
 out:
+	if (err) {
+		free(res->streams);
+		res->streams = NULL;
+		res->nstreams = 0;
+	}
 	if (r.trace)
 		fclose(r.trace);
 	if (r.sched.ops)
@@ -959,5 +1323,46 @@ out:
 	free(r.seeks);
 	free(r.recs);
 	free(r.rec_busy);
+	return err;
+}
+
+void avfs_simrun_result_free(struct avfs_simrun_result *r)
+{
+	free(r->streams);
+	r->streams = NULL;
+	r->nstreams = 0;
+}
+
+int avfs_simrun_model(const struct avfs_simrun_opts *o, struct avfs_svc_model *m,
+		      uint64_t *block_size, char *why, size_t whylen)
+{
+	struct avfs_mkfs_opts mo = { .block_shift = o->block_shift, .seed = o->seed,
+				     .alloc_policy = o->alloc, .now_ns = 1,
+				     .disk_model = named_model(o->disk) };
+	struct avfs_sim_engine *eng;
+	struct avfs_fsio *io = NULL;
+	struct avfs_disk *d = NULL;
+	int err = avfs_sim_engine_new(&eng);
+
+	if (err)
+		return err;
+	err = avfs_simdisk_open_model(eng, o->disk, o->seed, 0, &d);
+	if (err) {
+		snprintf(why, whylen, "unknown disk model '%s'", o->disk);
+		goto out;
+	}
+	err = avfs_fsio_mkfs(d, &mo, NULL, why, whylen);
+	if (!err)
+		err = avfs_fsio_mount(d, 0, &io, NULL, why, whylen);
+	if (!err) {
+		const struct avfs_super *sb = avfs_fs_super(io->fs);
+
+		*m = sb_model(sb, d);
+		*block_size = 1ull << sb->block_shift;
+		avfs_fsio_abandon(io);
+	}
+out:
+	avfs_disk_close(d);
+	avfs_sim_engine_free(eng);
 	return err;
 }

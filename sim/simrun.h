@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "iosched.h"
 
 enum avfs_be_load {
@@ -20,6 +21,41 @@ enum avfs_be_load {
 	AVFS_BE_GREEDY,		/* a sequential reader of a recording, 1 MiB requests */
 	AVFS_BE_DELETE,		/* one recording deleted half-way through */
 	AVFS_BE_PROBE,		/* preemption study: random BE reads of be_size, queue depth 1 */
+};
+
+/* One stream of a heterogeneous workload (issue 7): given as an array, the streams replace
+ * NrMw. A rate + buffer service (ABISS, SPEC §7) that keeps its buffer full: a request is
+ * issued each time a request's worth of buffer frees (every io / rate, or at once on each
+ * completion when greedy) and is due when the rest of the buffer drains
+ * (avfs_service_deadline()). */
+struct avfs_simrun_stream {
+	double rate;		/* bytes/s the client consumes (reads) or produces (writes) */
+	double reserve;		/* reserved: bytes/s reserved (0: rate); the deadlines follow it */
+	uint32_t io;		/* bytes per request: a multiple of 4 KiB dividing the data block */
+	uint64_t buffer;	/* bytes of client buffer, more than io */
+	bool write;
+	bool reserved;		/* through the bandwidth class's token bucket (avfs_bucket_charge:
+				 * rate reserve, size buffer): within it real-time, above it best
+				 * effort; not reserved: every request best effort */
+	bool greedy;		/* keeps buffer / io requests outstanding, ignoring rate */
+	double place;		/* < 0: a random recording (reads) or a new file (writes) through
+				 * the file system; 0..1: raw sequential I/O from this fraction of
+				 * the data region on (wrapping at its end), outside the fs */
+};
+
+/* What one stream got. */
+struct avfs_simrun_stream_res {
+	struct avfs_qos qos;	/* RT requests, misses, margins; be_requests; bytes (RT + BE) */
+	uint64_t rt_bytes, be_bytes;
+	double mbps;		/* MB/s (10^6 bytes) moved over the run, RT and BE */
+	double rt_util, be_util;	/* disk time of its RT / BE commands over the run */
+	double lat_mean_ms, lat_max_ms;	/* submit to completion, every request */
+};
+
+/* How a reserved stream's requests above its rate are served (sim/simrun.c explains). */
+enum avfs_bw_policy {
+	AVFS_BW_PARK,		/* held; best effort when no other is pending, uncharged */
+	AVFS_BW_AT_ONCE,	/* best effort at once, charged to the bucket's debt */
 };
 
 struct avfs_simrun_opts {
@@ -39,6 +75,9 @@ struct avfs_simrun_opts {
 	uint32_t be_size;	/* probe: BE read size */
 	double hp_rate;		/* probe: high-priority requests per second (0 = none) */
 	const char *trace_path;	/* CSV of every request, or NULL */
+	const struct avfs_simrun_stream *streams;	/* heterogeneous streams instead of NrMw */
+	unsigned nstreams;	/* (nread, nwrite, rate, io and depth then do not apply) */
+	enum avfs_bw_policy bw_policy;
 };
 
 void avfs_simrun_defaults(struct avfs_simrun_opts *o);
@@ -63,10 +102,21 @@ struct avfs_simrun_result {
 	uint32_t zones;
 	uint64_t block_size;
 	uint64_t deleted_files;
+	/* o->streams: one entry per stream (malloc'ed; avfs_simrun_result_free) */
+	struct avfs_simrun_stream_res *streams;
+	unsigned nstreams;
 };
 
 /* Run. 0, or -errno with why (bad options, the disk too small for the workload...). */
 int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *r, char *why,
 		size_t whylen);
+/* Free what a result holds (its per-stream results). */
+void avfs_simrun_result_free(struct avfs_simrun_result *r);
+
+/* The service-time model and data block size that the file system avfs_simrun formats for
+ * these options records in its superblock: what the scheduler and admission control see.
+ * 0, or -errno with why. */
+int avfs_simrun_model(const struct avfs_simrun_opts *o, struct avfs_svc_model *m,
+		      uint64_t *block_size, char *why, size_t whylen);
 
 #endif
