@@ -195,6 +195,8 @@ static void client_close(struct client *c)
 	c->fd = -1;
 }
 
+static bool cio_cancel(struct daemon *dm, struct cio *io);
+
 static void client_drop(struct daemon *dm, struct client *c, const char *why)
 {
 	if (c->dead)
@@ -205,7 +207,12 @@ static void client_drop(struct daemon *dm, struct client *c, const char *why)
 	c->dead = true;
 	avfsd_client_streams_end(dm, c);
 	client_close(c);
-	/* requests still queued stay until they complete; their replies go nowhere */
+	/* its queued requests leave the disk's queue; those on the device complete, their
+	 * replies going nowhere */
+	for (struct cio *io = c->ios, *next; io; io = next) {
+		next = io->next;
+		cio_cancel(dm, io);
+	}
 	client_unref(dm, c);
 }
 
@@ -471,6 +478,28 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 		cio_finish(dm, io);
 }
 
+/* Withdraw io if no part of it has reached the device: true when it is canceled (and
+ * completed with -ECANCELED if nothing else holds it). */
+static bool cio_cancel(struct daemon *dm, struct cio *io)
+{
+	if (io->issued || io->canceled)
+		return false;
+	for (struct dreq *q = io->parts; q; q = q->next)
+		if (avfs_sched_cancel(&dm->sched, &q->io))
+			return false;	/* only the first can fail: none is out while !issued */
+	io->canceled = true;
+	while (io->parts) {
+		struct dreq *q = io->parts;
+
+		io->parts = q->next;
+		avfsd_dreq_free(q);
+		io->pending--;
+	}
+	if (io->pending == 0)
+		cio_finish(dm, io);
+	return true;
+}
+
 static void handle_cancel(struct daemon *dm, struct client *c, uint64_t tag,
 			  const struct avfs_msg_cancel *m)
 {
@@ -480,29 +509,8 @@ static void handle_cancel(struct daemon *dm, struct client *c, uint64_t tag,
 		if (io->tag != m->target)
 			continue;
 		rep.res = AVFS_CANCEL_BUSY;
-		/* cancellable while no part of it has reached the device */
-		if (!io->issued && !io->canceled) {
-			bool all = true;
-
-			for (struct dreq *q = io->parts; q; q = q->next)
-				if (avfs_sched_cancel(&dm->sched, &q->io))
-					all = false;
-			if (all) {
-				io->canceled = true;
-				rep.res = AVFS_CANCEL_DONE;
-				avfsd_client_send(dm, c, AVFS_MSG_CANCEL, tag, &rep, sizeof(rep), NULL, 0);
-				while (io->parts) {
-					struct dreq *q = io->parts;
-
-					io->parts = q->next;
-					avfsd_dreq_free(q);
-					io->pending--;
-				}
-				if (io->pending == 0)
-					cio_finish(dm, io);
-				return;
-			}
-		}
+		if (io->parts && cio_cancel(dm, io))
+			rep.res = AVFS_CANCEL_DONE;	/* its -ECANCELED is on its way */
 		break;
 	}
 	avfsd_client_send(dm, c, AVFS_MSG_CANCEL, tag, &rep, sizeof(rep), NULL, 0);

@@ -229,15 +229,29 @@ static void test_avio_client_buf_alloc(void **state)
 		avfs_buf_free(big[i]);
 }
 
-static void test_avio_client_reserve_enosys(void **state)
+/* reservations refuse bad arguments before any connection: -EINVAL, -EBADF */
+static void test_avio_client_reserve_bad_args(void **state)
 {
 	struct avfs_service svc = { .rate = 1 << 20, .buffer = 4 << 20, .direction = AVFS_READ };
+	struct avfs_service bad = svc;
 	struct avfs_stream_stats st;
+	int p[2];
 
 	(void)state;
-	assert_int_equal(avfs_reserve(0, &svc), -ENOSYS);
-	assert_int_equal(avfs_release(0), -ENOSYS);
-	assert_int_equal(avfs_stream_stats(0, &st), -ENOSYS);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(avfs_reserve(0, NULL), -EINVAL);
+	bad.direction = 7;
+	assert_int_equal(avfs_reserve(0, &bad), -EINVAL);
+	bad = svc;
+	bad.rate = 0;
+	assert_int_equal(avfs_reserve(0, &bad), -EINVAL);
+	assert_int_equal(avfs_reserve(-1, &svc), -EBADF);
+	assert_int_equal(avfs_reserve(p[0], &svc), -EBADF);	/* not a regular file */
+	assert_int_equal(avfs_release(-1), -EBADF);
+	assert_int_equal(avfs_stream_stats(-1, &st), -EBADF);
+	assert_int_equal(avfs_stream_stats(0, NULL), -EINVAL);
+	close(p[0]);
+	close(p[1]);
 }
 
 /* ---- a fake daemon: answers proto.h from a thread of this process ---- */
@@ -639,7 +653,7 @@ int main(void)
 		cmocka_unit_test(test_avio_client_enotconn),
 		cmocka_unit_test(test_avio_client_not_started),
 		cmocka_unit_test(test_avio_client_buf_alloc),
-		cmocka_unit_test(test_avio_client_reserve_enosys),
+		cmocka_unit_test(test_avio_client_reserve_bad_args),
 		cmocka_unit_test(test_avio_client_fake_rw),
 		cmocka_unit_test(test_avio_client_fake_threads),
 		cmocka_unit_test(test_avio_client_fake_cancel_queue),

@@ -37,7 +37,7 @@
 static const char *avfsd_bin, *mkfs_bin, *fsck_bin;
 static char dir[64], img[96], mnt[96], sock[96], logf[96];
 static pid_t daemon_pid = -1;
-static struct { int passed, failed; int64_t kill_ns; } *shared;	/* counted across children */
+static struct { int passed, failed; int64_t kill_ns; int aux; } *shared;	/* counted across children */
 
 /* ---- results ---- */
 
@@ -792,11 +792,129 @@ static int normal_client(void *arg)
 	return 0;
 }
 
+/* a file of its own for reservation i (one reservation per file and process) */
+static int res_file(const char *who, int i)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "res-%s-%d", who, i);
+	return open_file(name, O_RDONLY | O_CREAT);
+}
+
+/* reservations through libavio: admit, use, statistics, release; refusals */
+static int reservations(void *arg)
+{
+	struct avfs_service hd = { .rate = 2423750, .buffer = 16 * MiB, .direction = AVFS_READ };
+	struct avfs_service bad = hd;
+	struct avfs_stream_stats st;
+	uint8_t *b = avfs_buf_alloc(MiB);
+	int fd = open_file("data", O_RDONLY), fds[64], n = 0, err, ret = 0;
+
+	(void)arg;
+	if (!b || fd < 0)
+		return 2;
+	if (avfs_stream_stats(fd, &st) != -ENOENT)
+		ret = ret ? ret : 3;	/* no service yet */
+	if (avfs_reserve(fd, &hd))
+		return 4;
+	if (avfs_reserve(fd, &hd) != -EEXIST)
+		ret = ret ? ret : 5;
+	hd.direction = AVFS_WRITE;
+	if (avfs_reserve(fd, &hd) != -EBADF)	/* read-only descriptor */
+		ret = ret ? ret : 6;
+	hd.direction = AVFS_READ;
+	bad.buffer = 4096;	/* not larger than one request */
+	bad.rate = 0;
+	if (avfs_reserve(fd, &bad) != -EINVAL || avfs_reserve(fd, NULL) != -EINVAL)
+		ret = ret ? ret : 7;
+	/* best-effort requests of a reserved file get the service's deadline */
+	for (int i = 0; i < 4; i++)
+		if (avio_sync(fd, AVFS_READ, b, (uint64_t)i * MiB, MiB, 0) != MiB ||
+		    bad_byte(b, (uint64_t)i * MiB, MiB, 0) >= 0)
+			ret = ret ? ret : 8;
+	if (avfs_stream_stats(fd, &st) || st.requests != 4 || st.deadline_misses ||
+	    st.bytes != 4 * MiB || st.margin_min_ns <= 0)
+		ret = ret ? ret : 9;
+	note("reservations: 4 reads with derived deadlines, %llu RT, %llu misses, margin min "
+	     "%.1f ms", (unsigned long long)st.requests, (unsigned long long)st.deadline_misses,
+	     (double)st.margin_min_ns / 1e6);
+	/* the disk fills up: -EBUSY, never an over-admission */
+	for (n = 0; n < 64; n++) {
+		fds[n] = res_file("a", n);
+		err = fds[n] < 0 ? -errno : avfs_reserve(fds[n], &hd);
+		if (err) {
+			if (err != -EBUSY)
+				ret = ret ? ret : 10;
+			break;
+		}
+	}
+	note("reservations: %d more HD streams (16 MiB buffers) admitted, then -EBUSY", n);
+	if (n == 64 || n < 3)
+		ret = ret ? ret : 11;
+	if (avfs_release(fd) || avfs_release(fd) != -ENOENT)
+		ret = ret ? ret : 12;
+	/* the freed time is admitted again: one more stream fits where the last was refused */
+	if (avfs_reserve(fds[n], &hd))
+		ret = ret ? ret : 13;
+	return ret;
+}
+
+/* a process holding reservations is killed: they are freed (its whole set fits again) */
+static int reserve_and_hang(void *arg)
+{
+	struct avfs_service hd = { .rate = 2423750, .buffer = 16 * MiB, .direction = AVFS_READ };
+	int n = 0;
+
+	(void)arg;
+	for (int fd; n < 64 && (fd = res_file("b", n)) >= 0 && !avfs_reserve(fd, &hd);)
+		n++;
+	shared->aux = n;
+	pause();
+	return 0;
+}
+
+static int reserve_count(void *arg)
+{
+	struct avfs_service hd = { .rate = 2423750, .buffer = 16 * MiB, .direction = AVFS_READ };
+	int n = 0;
+
+	(void)arg;
+	for (int fd; n < 64 && (fd = res_file("c", n)) >= 0 && !avfs_reserve(fd, &hd);)
+		n++;
+	shared->aux = n;
+	return 0;
+}
+
+static void test_reservations(void)
+{
+	pid_t pid;
+	int held, again;
+
+	check(in_child("reservations", 60, reservations, NULL),
+	      "reservations: reserve, EEXIST, EBADF, EINVAL, derived deadlines, stats, EBUSY, release");
+	usleep(200000);	/* the daemon frees the last child's reservations as it leaves */
+	shared->aux = 0;
+	pid = fork();
+	if (pid == 0)
+		_exit(reserve_and_hang(NULL));
+	for (int i = 0; i < 500 && !shared->aux; i++)
+		usleep(10000);
+	held = shared->aux;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	usleep(200000);
+	shared->aux = 0;
+	again = in_child("after the kill", 30, reserve_count, NULL) ? shared->aux : -1;
+	check(held > 0 && again == held,
+	      "a killed client's %d reservations are freed (%d admitted again)", held, again);
+}
+
 /* a libavio process forks: the child opens its own connection, both go on reading */
 static int fork_reader(void *arg)
 {
 	uint8_t *b = avfs_buf_alloc(MiB);
 	int fd = open_file("data", O_RDONLY), st;
+	ssize_t r;
 	pid_t pid;
 
 	(void)arg;
@@ -812,9 +930,13 @@ static int fork_reader(void *arg)
 			_exit(3);
 		_exit(bad_byte(b, 2 * MiB, MiB, 0) >= 0 || bad_byte(nb, 3 * MiB, MiB, 0) >= 0 ? 4 : 0);
 	}
-	if (pid < 0 || avio_sync(fd, AVFS_READ, b, MiB, MiB, 0) != MiB ||
-	    bad_byte(b, MiB, MiB, 0) >= 0)
+	if (pid < 0)
 		return 5;
+	r = avio_sync(fd, AVFS_READ, b, MiB, MiB, 0);
+	if (r != MiB || bad_byte(b, MiB, MiB, 0) >= 0) {
+		note("fork: the parent's read after the fork: %zd", r);
+		return 5;
+	}
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		return 6;
 	return avio_sync(fd, AVFS_READ, b, 4 * MiB, MiB, 0) == MiB &&
@@ -1229,6 +1351,7 @@ int main(void)
 
 	check(in_child("basics", 60, basics, NULL), "basics: the client process finished");
 	check(in_child("late reader", 15, late_reader, NULL), "late reader: the process finished");
+	test_reservations();
 	check(in_child("fork", 30, fork_reader, NULL),
 	      "fork: parent and child each read through their own connection");
 	test_many_clients();
