@@ -873,7 +873,8 @@ static void disk_completions(struct daemon *dm)
 				int res = c[i].res < 0 ? (int)c[i].res : 0;
 
 				dm->slots[c[i].cookie].io = NULL;
-				avfsd_cmd_end(dm, (unsigned)c[i].cookie, avfsd_now());
+				avfsd_cmd_end(dm, (unsigned)c[i].cookie, (struct dreq *)cmd.io,
+					      avfsd_now());
 				if (avfs_sched_done(&dm->sched, &cmd, avfsd_now(), (int)c[i].res))
 					finish_dreq(dm, (struct dreq *)cmd.io, res);
 			}

@@ -32,6 +32,7 @@ struct dreq {
 	unsigned gen;		/* commit generation it belongs to */
 	struct dreq *next;	/* on an op's list */
 	uint64_t stream;	/* the reservation of its libavio request, 0 none (traces) */
+	int64_t service_ns;	/* time its commands spent on the device (traces) */
 };
 
 /* ---- clients (libavio, avfs-admin) ---- */
@@ -194,7 +195,7 @@ void avfsd_stream_done(struct daemon *dm, const struct cio *io, int64_t now);
 /* Device commands: utilization and seek statistics. */
 void avfsd_cmd_start(struct daemon *dm, unsigned slot, const struct avfs_sched_cmd *cmd,
 		     int64_t now);
-void avfsd_cmd_end(struct daemon *dm, unsigned slot, int64_t now);
+void avfsd_cmd_end(struct daemon *dm, unsigned slot, struct dreq *q, int64_t now);
 /* A device request completed: BE statistics and the trace line. */
 void avfsd_dreq_done(struct daemon *dm, const struct dreq *q, int res, int64_t now);
 /* Send buffered trace lines; end traces whose time is up. Returns the next time it wants. */

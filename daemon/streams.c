@@ -390,9 +390,10 @@ void avfsd_cmd_start(struct daemon *dm, unsigned slot, const struct avfs_sched_c
 		dm->max_pending = pending;
 }
 
-void avfsd_cmd_end(struct daemon *dm, unsigned slot, int64_t now)
+void avfsd_cmd_end(struct daemon *dm, unsigned slot, struct dreq *q, int64_t now)
 {
-	(void)slot;
+	if (q && dm->slot_at && now > dm->slot_at[slot])
+		q->service_ns += now - dm->slot_at[slot];
 	/* busy time: the union of the intervals with a command on the device */
 	if (dm->busy_n && --dm->busy_n == 0 && now > dm->busy_from)
 		dm->busy_ns += now - dm->busy_from;
@@ -428,11 +429,12 @@ void avfsd_dreq_done(struct daemon *dm, const struct dreq *q, int res, int64_t n
 		dm->trace_cap = cap;
 	}
 	dm->trace_len += (size_t)snprintf(dm->trace_buf + dm->trace_len, 160,
-		"%lld,%lld,%lld,%s,%s,%llu,%llu,%lld,%d\n", (long long)q->io.arrival,
+		"%lld,%lld,%lld,%s,%s,%llu,%llu,%lld,%d,%lld\n", (long long)q->io.arrival,
 		(long long)now, q->stream ? (long long)q->stream : -1ll,
 		q->io.deadline ? "rt" : q->stream || q->data_write ? "be" : "meta",
 		q->io.write ? "w" : "r", (unsigned long long)q->io.orig_off,
-		(unsigned long long)q->io.orig_len, (long long)q->io.deadline, res < 0 ? res : 0);
+		(unsigned long long)q->io.orig_len, (long long)q->io.deadline, res < 0 ? res : 0,
+		(long long)q->service_ns);
 	if (dm->trace_len >= TRACE_FLUSH)
 		avfsd_trace_tick(dm, now);
 }
@@ -475,7 +477,7 @@ void avfsd_handle_trace(struct daemon *dm, struct client *c, uint64_t tag,
 			const struct avfs_msg_trace *m)
 {
 	static const char head[] =
-		"submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result\n";
+		"submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result,service_ns\n";
 	struct avfs_msg_trace_reply rep = { 0 };
 
 	if (c->uid)

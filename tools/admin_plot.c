@@ -25,7 +25,7 @@
 #include "admin.h"
 
 #define TRACE_HEADER "submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result"
-#define TRACE_FIELDS 9
+#define TRACE_FIELDS 10	/* the last, service_ns, is optional (older traces lack it) */
 
 /* Above these the utilization bin is widened (and the user told): a point or two per bin and
  * series would make the picture heavier than it can show. */
@@ -62,6 +62,7 @@ static const char *const palette[] = {
 
 struct rec {
 	int64_t submit, complete, stream, offset, length, deadline;
+	int64_t service;	/* ns its commands were on the device; -1: not in the trace */
 	int result;
 	enum rq_class cls;
 };
@@ -202,11 +203,11 @@ static void say(char *why, size_t len, const char *fmt, ...)
 }
 
 /* One data line (its newline removed) into r; 0, or -EINVAL with the reason in why. */
-static int parse_line(char *line, struct rec *r, char *why, size_t len)
+static int parse_line(char *line, int nf, struct rec *r, char *why, size_t len)
 {
 	static const char *const name[TRACE_FIELDS] = {
 		"submit_ns", "complete_ns", "stream", "class", "dir", "offset", "length",
-		"deadline_ns", "result",
+		"deadline_ns", "result", "service_ns",
 	};
 	char *f[TRACE_FIELDS];
 	int64_t v[TRACE_FIELDS];
@@ -222,11 +223,11 @@ static int parse_line(char *line, struct rec *r, char *why, size_t len)
 		n++;
 		*p = '\0';
 	}
-	if (n != TRACE_FIELDS) {
-		say(why, len, "expected %d comma-separated fields, found %zu", TRACE_FIELDS, n);
+	if (n != (size_t)nf) {
+		say(why, len, "expected %d comma-separated fields, found %zu", nf, n);
 		return -EINVAL;
 	}
-	for (i = 0; i < TRACE_FIELDS; i++) {
+	for (i = 0; i < nf; i++) {
 		if (i == 3 || i == 4)
 			continue;
 		err = parse_i64(f[i], &v[i]);
@@ -253,6 +254,12 @@ static int parse_line(char *line, struct rec *r, char *why, size_t len)
 	r->offset = v[5];
 	r->length = v[6];
 	r->deadline = v[7];
+	r->service = nf == TRACE_FIELDS ? v[9] : -1;
+	if (nf == TRACE_FIELDS && (r->service < 0 || r->service > r->complete)) {
+		say(why, len, "service_ns %" PRId64 " is negative or before the clock's start",
+		    r->service);
+		return -EINVAL;
+	}
 	if (r->submit < 0) {
 		say(why, len, "submit_ns %" PRId64 " is negative", r->submit);
 		return -EINVAL;
@@ -463,14 +470,16 @@ static int draw_rec(struct plot *p, const struct rec *r)
 	}
 	p->col[c].last = (float)gb;
 
-	/* panel 3: one request at a time, so it was served from when the disk became free (or it
-	 * arrived, if later) until it completed */
+	/* panel 3: one request at a time. With service_ns it was on the device for that long
+	 * before it completed; without, from when the disk became free (or it arrived, if later)
+	 * until it completed — which counts a held request's wait as busy */
 	if (!s->busy) {
 		s->busy = calloc(p->nbins, sizeof(*s->busy));
 		if (!s->busy)
 			return -ENOMEM;
 	}
-	start = r->submit > p->busy_end ? r->submit : p->busy_end;
+	start = r->service >= 0 ? r->complete - r->service : r->submit;
+	start = start > p->busy_end ? start : p->busy_end;
 	if (r->complete > start)
 		add_busy(p, s, start, r->complete);
 	if (r->complete > p->busy_end)
@@ -487,7 +496,7 @@ static int read_trace(struct plot *p, int (*fn)(struct plot *, const struct rec 
 	uint64_t no = 0;
 	ssize_t len;
 	struct rec r;
-	int err = 0;
+	int err = 0, nf = TRACE_FIELDS;
 
 	if (!f) {
 		err = -errno;
@@ -508,15 +517,19 @@ static int read_trace(struct plot *p, int (*fn)(struct plot *, const struct rec 
 			goto out;
 		}
 		if (no == 1) {
-			if (strcmp(line, TRACE_HEADER)) {
+			if (!strcmp(line, TRACE_HEADER ",service_ns")) {
+				nf = TRACE_FIELDS;
+			} else if (!strcmp(line, TRACE_HEADER)) {
+				nf = TRACE_FIELDS - 1;
+			} else {
 				fprintf(stderr, "avfs-admin plot: %s:1: not a request trace: the header "
-					"must be\n  %s\n", p->trace, TRACE_HEADER);
+					"must be\n  %s[,service_ns]\n", p->trace, TRACE_HEADER);
 				err = -EINVAL;
 				goto out;
 			}
 			continue;
 		}
-		if (parse_line(line, &r, why, sizeof(why))) {
+		if (parse_line(line, nf, &r, why, sizeof(why))) {
 			fprintf(stderr, "avfs-admin plot: %s:%" PRIu64 ": malformed line: %s\n",
 				p->trace, no, why);
 			err = -EINVAL;
