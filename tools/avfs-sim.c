@@ -13,6 +13,7 @@
 #include "simdisk.h"
 #include "simengine.h"
 #include "simrun.h"
+#include "sim_reserve.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -672,6 +673,10 @@ int main(int argc, char **argv)
 		return cmd_search(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "preempt"))
 		return cmd_preempt(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "reserve"))
+		return avfs_sim_cmd_reserve(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "isolation"))
+		return avfs_sim_cmd_isolation(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "--version")) {
 		printf("avfs-sim %s\n", AVFS_VERSION);
 		return 0;

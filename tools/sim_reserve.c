@@ -1,0 +1,1019 @@
+/*
+ * sim_reserve.c — avfs-sim's admission and isolation studies (SPEC §7, measured in virtual
+ * time). `reserve` admits random sequences of reservations through daemon/admit.c as the
+ * daemon would, runs the admitted set and checks it meets every deadline, then searches the
+ * largest prefix of the same sequence that does, to say how conservative admission is.
+ * `isolation` replays the bandwidth-class experiments of papers/004 ch. 3 and the period
+ * experiment of papers/002 §9.1. The tool parses, runs (sim/simrun.c) and prints; the
+ * admission and the bucket are the daemon's own code.
+ */
+#include "config.h"
+#include "sim_reserve.h"
+
+#include "admit.h"
+#include "simrun.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MIB 1048576.0
+#define MBIT 1e6
+
+struct cli {
+	struct avfs_simrun_opts o;	/* disk, fill, duration, seed, scheduler */
+	unsigned seeds, requests;
+	uint64_t first_seed;
+	double search_s;
+	bool json, isolation;
+	uint64_t quota_rate;	/* bytes/s, any uid; 0: none */
+	uint32_t quota_streams;
+	const char *scenario;
+	const char *trace;	/* prefix of the runs' request traces (docs/TRACE.md), or NULL */
+};
+
+static uint64_t rnd(uint64_t *x)	/* splitmix64 */
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *x)
+{
+	return (double)(rnd(x) >> 11) / 9007199254740992.0;
+}
+
+static const char *errname(int err)
+{
+	switch (err) {
+	case -EBUSY: return "-EBUSY";
+	case -EDQUOT: return "-EDQUOT";
+	case -EINVAL: return "-EINVAL";
+	case -ENOMEM: return "-ENOMEM";
+	default: return "-E?";
+	}
+}
+
+static int parse_scaled(const char *s, double *out, double k)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		v *= k, end++;
+	else if (*end == 'M' || *end == 'm')
+		v *= k * k, end++;
+	else if (*end == 'G' || *end == 'g')
+		v *= k * k * k, end++;
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void usage_reserve(FILE *f)
+{
+	fprintf(f,
+		"usage: avfs-sim reserve [--seeds 20] [--first-seed 1] [--requests 40] [--duration 3600]\n"
+		"                        [--search-duration 600] [--disk avfs-250g] [--isolation on|off]\n"
+		"                        [--quota-rate R --quota-streams N] [--fill 0.8] [--trace PREFIX]\n"
+		"                        [--json]\n"
+		"\n"
+		"For each seed: a random sequence of reservation requests (2-40 Mbit/s, buffers 2-32 MiB,\n"
+		"requests of 256 KiB, 512 KiB or 1 MiB, 70 %% playback / 30 %% recording, files placed by\n"
+		"the fill and ZRR) goes through daemon/admit.c in order (refusals are skipped, as a daemon\n"
+		"would); the admitted set runs for --duration simulated seconds at full rate and its misses\n"
+		"are counted (they must be 0). Then a binary search over k finds the largest k such that\n"
+		"the first k requests of the sequence, admission ignored, run --search-duration seconds\n"
+		"without a miss; admitted / k is how much of what the disk can carry admission gives away.\n"
+		"\n"
+		"  --isolation on|off   pad for Theorem 3 of papers/002 (isolation, default) or only for\n"
+		"                       Theorem 2 (admit.h has the formulas)\n"
+		"  --quota-rate R       a quota for every uid (bits/s, K/M/G); requests come from 4 uids\n"
+		"  --quota-streams N    at most N streams per uid\n"
+		"  --trace PREFIX       each seed's admitted run traced to PREFIX.seedN.csv (docs/TRACE.md;\n"
+		"                       the stream column is the admitted stream's index)\n");
+}
+
+static void usage_isolation(FILE *f)
+{
+	fprintf(f,
+		"usage: avfs-sim isolation --scenario NAME [--duration 600] [--seed 1] [--disk avfs-250g]\n"
+		"                          [--bw park|at-once] [--trace PREFIX] [--json]\n"
+		"\n"
+		"The bandwidth class (token bucket, SPEC §7) in virtual time:\n"
+		"  be-greedy        reserved 3 MiB/s readers (as many as admission takes) with 0..8 greedy\n"
+		"                   best-effort readers: the reserved misses and P0 must not rise\n"
+		"                   (papers/004 Table 3.2, Fig. 3.5)\n"
+		"  greedy-reserved  a greedy reader reserving 3 MiB/s with busy best-effort readers, with\n"
+		"                   rate-limited ones and alone: about its rate when best effort is busy,\n"
+		"                   the rest of the disk otherwise (papers/004 Tables 3.6, 3.7)\n"
+		"  overprovision    a 4 MiB/s video reserving 16 MiB/s beside greedy readers: the\n"
+		"                   aggregate throughput must not drop (papers/004 Tables 3.4-3.6)\n"
+		"  fahrrad4         four greedy sequential readers at four places on the disk, each\n"
+		"                   reserving 20 %% of disk time (turned into a rate with the model), stream\n"
+		"                   4's period 125 ms..2 s: each should get its 20 %% (papers/002 §9.1, Fig. 3)\n"
+		"  all              every scenario\n"
+		"\n"
+		"  --bw park     above its rate a reserved stream's request waits until its tokens are\n"
+		"                due (then real-time) or no other best-effort request is pending (then\n"
+		"                best effort, uncharged: work conservation); the default\n"
+		"  --bw at-once  above its rate the request is charged to the bucket's debt (floor: half\n"
+		"                a bucket) and sent as best effort at once\n"
+		"  --trace PREFIX  every run traced to PREFIX.SCENARIO.CASE.csv (docs/TRACE.md; the\n"
+		"                stream column is the stream's index in the case's table)\n");
+}
+
+/* Options of both subcommands. 0, 1 (printed help) or 2 (bad input). */
+static int parse(int argc, char **argv, struct cli *c, bool reserve)
+{
+	static const struct option opts[] = {
+		{ "seeds", required_argument, NULL, 'n' },
+		{ "first-seed", required_argument, NULL, 'F' },
+		{ "requests", required_argument, NULL, 'q' },
+		{ "duration", required_argument, NULL, 't' },
+		{ "search-duration", required_argument, NULL, 'S' },
+		{ "disk", required_argument, NULL, 'd' },
+		{ "isolation", required_argument, NULL, 'I' },
+		{ "quota-rate", required_argument, NULL, 'Q' },
+		{ "quota-streams", required_argument, NULL, 'N' },
+		{ "fill", required_argument, NULL, 'f' },
+		{ "scenario", required_argument, NULL, 'c' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "bw", required_argument, NULL, 'B' },
+		{ "trace", required_argument, NULL, 'T' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int ch, li = -1;
+	double v;
+	char *end;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
+		switch (ch) {
+		case 'n':
+		case 'q':
+			if (!reserve || parse_scaled(optarg, &v, 1000) || v < 1 || v > 1000 ||
+			    v != floor(v))
+				goto bad;
+			*(ch == 'n' ? &c->seeds : &c->requests) = (unsigned)v;
+			break;
+		case 'F':
+		case 's':
+			if (reserve != (ch == 'F'))
+				goto bad;
+			errno = 0;
+			c->first_seed = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg)
+				goto bad;
+			c->o.seed = c->first_seed;
+			break;
+		case 't':
+		case 'S':
+			if ((ch == 'S' && !reserve) || parse_scaled(optarg, &v, 1000) || v <= 0 ||
+			    v > 1e6)
+				goto bad;
+			*(ch == 't' ? &c->o.duration_s : &c->search_s) = v;
+			break;
+		case 'd': c->o.disk = optarg; break;
+		case 'I':
+			if (!reserve || (strcmp(optarg, "on") && strcmp(optarg, "off")))
+				goto bad;
+			c->isolation = !strcmp(optarg, "on");
+			break;
+		case 'Q':
+			if (!reserve || parse_scaled(optarg, &v, 1000) || v < 8)
+				goto bad;
+			c->quota_rate = (uint64_t)(v / 8);
+			break;
+		case 'N':
+			if (!reserve || parse_scaled(optarg, &v, 1000) || v < 1 || v > 1e6)
+				goto bad;
+			c->quota_streams = (uint32_t)v;
+			break;
+		case 'f':
+			c->o.fill = strtod(optarg, &end);
+			if (*end || c->o.fill < 0 || c->o.fill > 0.95)
+				goto bad;
+			break;
+		case 'c':
+			if (reserve)
+				goto bad;
+			c->scenario = optarg;
+			break;
+		case 'B':
+			if (reserve)
+				goto bad;
+			if (!strcmp(optarg, "park"))
+				c->o.bw_policy = AVFS_BW_PARK;
+			else if (!strcmp(optarg, "at-once"))
+				c->o.bw_policy = AVFS_BW_AT_ONCE;
+			else
+				goto bad;
+			break;
+		case 'T': c->trace = optarg; break;
+		case 'j': c->json = true; break;
+		case 'h':
+			(reserve ? usage_reserve : usage_isolation)(stdout);
+			return 1;
+		default:
+			(reserve ? usage_reserve : usage_isolation)(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "avfs-sim: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "avfs-sim %s: --%s%s%s: not valid here (see --help)\n", argv[0],
+		li >= 0 ? opts[li].name : "?", optarg ? " " : "", optarg ? optarg : "");
+	return 2;
+}
+
+/* A reserved stream at the rate of a service, through the file system. */
+static struct avfs_simrun_stream spec_of(const struct avfs_service_req *r)
+{
+	return (struct avfs_simrun_stream){ .rate = (double)r->rate, .io = r->io,
+					    .buffer = r->buffer, .write = r->write,
+					    .reserved = true, .place = -1 };
+}
+
+/* ---- reserve ---- */
+
+/* The random reservation requests of one seed. */
+static void sequence(uint64_t seed, unsigned n, struct avfs_service_req *out)
+{
+	static const uint32_t ios[] = { 256u << 10, 512u << 10, 1u << 20 };
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull ^ 0x5eed;
+
+	for (unsigned i = 0; i < n; i++) {
+		out[i] = (struct avfs_service_req){
+			.rate = (uint64_t)((2 + 38 * unit(&x)) * MBIT / 8),
+			.buffer = (2 + rnd(&x) % 31) << 20,
+			.io = ios[rnd(&x) % 3],
+			.write = rnd(&x) % 10 < 3,
+			.uid = 1000 + (uint32_t)(rnd(&x) % 4),
+		};
+	}
+}
+
+struct seed_res {
+	uint64_t seed;
+	unsigned asked, admitted, kmax, search_runs;
+	double admitted_rate, kmax_rate;	/* bytes/s */
+	double load, util, margin_min_ms;
+	uint64_t rt_requests, misses;
+	unsigned refused[3];	/* -EBUSY, -EDQUOT, other */
+	int first_err;		/* 0: nothing refused */
+	unsigned first_idx;
+	uint64_t first_left_rate;
+	char first_why[200];
+};
+
+/* Run streams[0..n) for duration s, traced to PREFIX.tag.csv with --trace and a tag: 0 or
+ * the exit code. */
+static int run_set(const struct cli *c, const struct avfs_simrun_stream *st, unsigned n,
+		   double duration, struct avfs_simrun_result *res, const char *tag)
+{
+	struct avfs_simrun_opts o = c->o;
+	char why[256] = "", path[4096];
+	int err;
+
+	o.streams = st;
+	o.nstreams = n;
+	o.duration_s = duration;
+	if (c->trace && tag) {
+		snprintf(path, sizeof(path), "%s.%s.csv", c->trace, tag);
+		o.trace_path = path;
+	}
+	err = avfs_simrun(&o, res, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "avfs-sim: seed %" PRIu64 ", %u streams: %s\n", o.seed, n,
+			why[0] ? why : strerror(-err));
+		return err == -EINVAL ? 2 : 1;
+	}
+	return 0;
+}
+
+static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
+{
+	struct cli cs = *c;
+	unsigned n = c->requests;
+	struct avfs_service_req *req = calloc(n, sizeof(*req));
+	struct avfs_simrun_stream *all = calloc(n, sizeof(*all)), *adm = calloc(n, sizeof(*adm));
+	struct avfs_admit_conf conf;
+	struct avfs_admit *a = NULL;
+	struct avfs_svc_model model;
+	struct avfs_simrun_result res;
+	uint64_t block;
+	char why[256] = "";
+	unsigned lo, hi;
+	int err;
+
+	memset(sr, 0, sizeof(*sr));
+	sr->seed = seed;
+	sr->asked = n;
+	cs.o.seed = seed;
+	if (!req || !all || !adm) {
+		err = 1;
+		goto out;
+	}
+	sequence(seed, n, req);
+	err = avfs_simrun_model(&cs.o, &model, &block, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "avfs-sim: %s\n", why);
+		err = err == -EINVAL ? 2 : 1;
+		goto out;
+	}
+	/* admission, in order, as the daemon meets the requests */
+	avfs_admit_conf_default(&conf, &model, block);
+	conf.isolation = c->isolation;
+	if (avfs_admit_create(&a, &conf) ||
+	    ((c->quota_rate || c->quota_streams) &&
+	     avfs_admit_set_quota(a, AVFS_ADMIT_ANY_UID, c->quota_rate, c->quota_streams))) {
+		err = 1;
+		goto out;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct avfs_admit_left left = { 0 };
+		int64_t id = avfs_admit_add(a, &req[i], &left, why, sizeof(why));
+
+		all[i] = spec_of(&req[i]);
+		if (id > 0) {
+			adm[sr->admitted++] = all[i];
+			sr->admitted_rate += (double)req[i].rate;
+			continue;
+		}
+		sr->refused[id == -EBUSY ? 0 : id == -EDQUOT ? 1 : 2]++;
+		if (!sr->first_err) {
+			sr->first_err = (int)id;
+			sr->first_idx = i;
+			sr->first_left_rate = left.rate;
+			snprintf(sr->first_why, sizeof(sr->first_why), "%s", why);
+		}
+	}
+	sr->load = avfs_admit_load(a);
+	snprintf(why, sizeof(why), "seed%" PRIu64, seed);
+	err = run_set(&cs, adm, sr->admitted, c->o.duration_s, &res, why);
+	if (err)
+		goto out;
+	sr->util = res.disk_utilization;
+	sr->rt_requests = res.rt_requests;
+	sr->misses = res.deadline_misses;
+	sr->margin_min_ms = res.margin_min_ms;
+	avfs_simrun_result_free(&res);
+	/* the largest zero-miss prefix: lo runs clean, hi does not (n + 1: not tried) */
+	lo = 0;
+	hi = n + 1;
+	while (hi - lo > 1) {
+		unsigned k = lo + (hi - lo) / 2;
+
+		err = run_set(&cs, all, k, c->search_s, &res, NULL);
+		if (err)
+			goto out;
+		sr->search_runs++;
+		if (res.deadline_misses == 0)
+			lo = k;
+		else
+			hi = k;
+		avfs_simrun_result_free(&res);
+	}
+	sr->kmax = lo;
+	for (unsigned i = 0; i < lo; i++)
+		sr->kmax_rate += (double)req[i].rate;
+out:
+	avfs_admit_destroy(a);
+	free(req);
+	free(all);
+	free(adm);
+	return err;
+}
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+int avfs_sim_cmd_reserve(int argc, char **argv)
+{
+	struct cli c = { .seeds = 20, .first_seed = 1, .requests = 40, .search_s = 600,
+			 .isolation = true };
+	struct seed_res *sr;
+	double sum_rs = 0, sum_rr = 0, min_rs = INFINITY, min_rr = INFINITY, sum_util = 0;
+	double sum_adm = 0, sum_k = 0, sum_load = 0;
+	uint64_t misses = 0;
+	unsigned refused[3] = { 0, 0, 0 }, nratio = 0;
+	int err;
+
+	avfs_simrun_defaults(&c.o);
+	err = parse(argc, argv, &c, true);
+	if (err)
+		return err == 1 ? 0 : 2;
+	sr = calloc(c.seeds, sizeof(*sr));
+	if (!sr)
+		return 1;
+	for (unsigned i = 0; i < c.seeds; i++) {
+		err = reserve_seed(&c, c.first_seed + i, &sr[i]);
+		if (err) {
+			free(sr);
+			return err;
+		}
+		if (isatty(2) && !c.json)
+			fprintf(stderr, "  seed %" PRIu64 ": %u admitted, %" PRIu64 " misses, max %u\n",
+				sr[i].seed, sr[i].admitted, sr[i].misses, sr[i].kmax);
+		misses += sr[i].misses;
+		sum_adm += sr[i].admitted;
+		sum_k += sr[i].kmax;
+		sum_util += sr[i].util;
+		sum_load += sr[i].load;
+		for (int k = 0; k < 3; k++)
+			refused[k] += sr[i].refused[k];
+		if (sr[i].kmax) {
+			double rs = ratio(sr[i].admitted, sr[i].kmax);
+			double rr = ratio(sr[i].admitted_rate, sr[i].kmax_rate);
+
+			sum_rs += rs;
+			sum_rr += rr;
+			min_rs = fmin(min_rs, rs);
+			min_rr = fmin(min_rr, rr);
+			nratio++;
+		}
+	}
+	if (!nratio)
+		min_rs = min_rr = 0;
+	if (c.json) {
+		printf("{\"disk\": \"%s\", \"duration_s\": %.0f, \"search_duration_s\": %.0f, "
+		       "\"requests\": %u, \"isolation\": %s, \"quota_rate_bps\": %" PRIu64
+		       ", \"quota_streams\": %u, \"search\": \"binary over k\",\n \"seeds\": [\n",
+		       c.o.disk, c.o.duration_s, c.search_s, c.requests, c.isolation ? "true" : "false",
+		       c.quota_rate * 8, c.quota_streams);
+		for (unsigned i = 0; i < c.seeds; i++) {
+			const struct seed_res *s = &sr[i];
+
+			printf("  {\"seed\": %" PRIu64 ", \"requested\": %u, \"admitted\": %u, "
+			       "\"admitted_rate_bps\": %.0f, \"admission_load\": %.4f, "
+			       "\"disk_utilization\": %.4f, \"rt_requests\": %" PRIu64 ", \"misses\": %"
+			       PRIu64 ", \"margin_min_ms\": %.1f, \"max_streams\": %u, \"max_rate_bps\": "
+			       "%.0f, \"ratio_streams\": %.4f, \"ratio_rate\": %.4f, \"search_runs\": %u, "
+			       "\"refused\": {\"ebusy\": %u, \"edquot\": %u, \"other\": %u}, "
+			       "\"first_refusal\": ", s->seed, s->asked, s->admitted,
+			       s->admitted_rate * 8, s->load, s->util, s->rt_requests, s->misses,
+			       s->margin_min_ms, s->kmax, s->kmax_rate * 8,
+			       ratio(s->admitted, s->kmax), ratio(s->admitted_rate, s->kmax_rate),
+			       s->search_runs, s->refused[0], s->refused[1], s->refused[2]);
+			if (s->first_err) {
+				printf("{\"index\": %u, \"error\": \"%s\", \"why\": \"", s->first_idx,
+				       errname(s->first_err));
+				for (const char *p = s->first_why; *p; p++)
+					printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+				printf("\", \"left_rate_bps\": %" PRIu64 "}", s->first_left_rate * 8);
+			} else {
+				printf("null");
+			}
+			printf("}%s\n", i + 1 < c.seeds ? "," : "");
+		}
+		printf(" ],\n \"summary\": {\"seeds\": %u, \"misses\": %" PRIu64 ", "
+		       "\"admitted_mean\": %.2f, \"max_streams_mean\": %.2f, \"ratio_streams_mean\": "
+		       "%.4f, \"ratio_streams_min\": %.4f, \"ratio_rate_mean\": %.4f, "
+		       "\"ratio_rate_min\": %.4f, \"disk_utilization_mean\": %.4f, "
+		       "\"admission_load_mean\": %.4f, \"refused\": {\"ebusy\": %u, \"edquot\": %u, "
+		       "\"other\": %u}}}\n", c.seeds, misses, sum_adm / c.seeds, sum_k / c.seeds,
+		       ratio(sum_rs, nratio), min_rs, ratio(sum_rr, nratio), min_rr,
+		       sum_util / c.seeds, sum_load / c.seeds, refused[0], refused[1], refused[2]);
+		free(sr);
+		return 0;
+	}
+	printf("admission on %s: %u seeds x %u random reservation requests (2-40 Mbit/s, buffers "
+	       "2-32 MiB,\nrequests 256 KiB-1 MiB, 70 %% playback), padded for %s, u_BE 2 %%. The "
+	       "admitted set runs %.0f s;\nthe largest zero-miss prefix k is found by a binary "
+	       "search over k with %.0f s runs.\n\n", c.o.disk, c.seeds, c.requests,
+	       c.isolation ? "isolation (Theorem 3)" : "Theorem 2 only", c.o.duration_s,
+	       c.search_s);
+	printf(" seed  asked  adm  adm Mbit/s   load    util  RT requests  misses |  max k  "
+	       "k Mbit/s | adm/max: streams   rate\n");
+	for (unsigned i = 0; i < c.seeds; i++) {
+		const struct seed_res *s = &sr[i];
+
+		printf("%5" PRIu64 "  %5u  %3u  %10.1f  %5.3f  %5.1f %%  %11" PRIu64 "  %6" PRIu64
+		       " |  %5u  %8.1f |          %6.2f  %5.2f\n", s->seed, s->asked, s->admitted,
+		       s->admitted_rate * 8 / MBIT, s->load, s->util * 100, s->rt_requests, s->misses,
+		       s->kmax, s->kmax_rate * 8 / MBIT, ratio(s->admitted, s->kmax),
+		       ratio(s->admitted_rate, s->kmax_rate));
+	}
+	printf("\nsummary over %u seeds: admitted-set misses %" PRIu64 "; admitted %.1f streams on "
+	       "average, zero-miss maximum %.1f;\nadmitted/max %.2f in streams (min %.2f), %.2f in "
+	       "reserved rate (min %.2f); admission load %.3f, disk utilization %.1f %%;\n"
+	       "refused: %u -EBUSY, %u -EDQUOT, %u other\n", c.seeds, misses, sum_adm / c.seeds,
+	       sum_k / c.seeds, ratio(sum_rs, nratio), min_rs, ratio(sum_rr, nratio), min_rr,
+	       sum_load / c.seeds, sum_util / c.seeds * 100, refused[0], refused[1], refused[2]);
+	printf("\nfirst refusal per seed (request #, error, admission's reason; the largest rate "
+	       "left for a request like it):\n");
+	for (unsigned i = 0; i < c.seeds; i++) {
+		const struct seed_res *s = &sr[i];
+
+		if (!s->first_err) {
+			printf("%5" PRIu64 "  none\n", s->seed);
+			continue;
+		}
+		printf("%5" PRIu64 "  #%-3u %-7s %s; left %.1f Mbit/s\n", s->seed, s->first_idx,
+		       errname(s->first_err), s->first_why, (double)s->first_left_rate * 8 / MBIT);
+	}
+	free(sr);
+	return 0;
+}
+
+/* ---- isolation ---- */
+
+struct iso_stream {
+	const char *name;
+	struct avfs_simrun_stream spec;
+};
+
+#define ISO_MAX 16
+
+struct iso_case {
+	const char *name;
+	unsigned n;
+	struct iso_stream s[ISO_MAX];
+	struct avfs_simrun_result res;
+};
+
+static struct avfs_simrun_stream reader(double rate, uint32_t io, uint64_t buffer, bool reserved,
+					bool greedy, double reserve)
+{
+	return (struct avfs_simrun_stream){ .rate = rate, .reserve = reserve, .io = io,
+					    .buffer = buffer, .reserved = reserved,
+					    .greedy = greedy, .place = -1 };
+}
+
+/* Run case j of a scenario (traced as PREFIX.scenario.j.csv). */
+static int run_case(const struct cli *c, struct iso_case *k, const char *scenario, unsigned j)
+{
+	struct avfs_simrun_stream st[ISO_MAX];
+	char tag[64];
+
+	for (unsigned i = 0; i < k->n; i++)
+		st[i] = k->s[i].spec;
+	snprintf(tag, sizeof(tag), "%s.%u", scenario, j);
+	return run_set(c, st, k->n, c->o.duration_s, &k->res, tag);
+}
+
+static double mibps(const struct avfs_simrun_stream_res *r, double dur)
+{
+	return (double)(r->rt_bytes + r->be_bytes) / dur / MIB;
+}
+
+static void json_stream(const struct iso_stream *s, const struct avfs_simrun_stream_res *r,
+			double dur)
+{
+	const struct avfs_simrun_stream *sp = &s->spec;
+
+	printf("{\"name\": \"%s\", \"reserved\": %s, \"greedy\": %s, \"rate_bps\": %.0f, "
+	       "\"reserve_bps\": %.0f, \"io\": %u, \"buffer\": %" PRIu64 ", \"mib_s\": %.3f, "
+	       "\"rt_mib_s\": %.3f, \"rt_requests\": %" PRIu64 ", \"be_requests\": %" PRIu64
+	       ", \"misses\": %" PRIu64 ", \"rt_util\": %.4f, \"be_util\": %.4f, \"lat_mean_ms\": "
+	       "%.1f, \"lat_max_ms\": %.1f, \"margin_p01_ms\": %.1f}", s->name,
+	       sp->reserved ? "true" : "false", sp->greedy ? "true" : "false", sp->rate * 8,
+	       (sp->reserve > 0 ? sp->reserve : sp->rate) * 8 * sp->reserved, sp->io, sp->buffer,
+	       mibps(r, dur), (double)r->rt_bytes / dur / MIB, r->qos.requests, r->qos.be_requests,
+	       r->qos.misses, r->rt_util, r->be_util, r->lat_mean_ms, r->lat_max_ms,
+	       avfs_qos_margin_quantile(&r->qos, 0.01) / 1e6);
+}
+
+static void json_case(const struct iso_case *k, double dur, bool last)
+{
+	double total = 0;
+
+	for (unsigned i = 0; i < k->n; i++)
+		total += mibps(&k->res.streams[i], dur);
+	printf("    {\"case\": \"%s\", \"rt_requests\": %" PRIu64 ", \"misses\": %" PRIu64
+	       ", \"p0\": %.6g, \"disk_utilization\": %.4f, \"total_mib_s\": %.3f, \"streams\": [",
+	       k->name, k->res.rt_requests, k->res.deadline_misses, k->res.p0,
+	       k->res.disk_utilization, total);
+	for (unsigned i = 0; i < k->n; i++) {
+		printf(i ? ", " : "");
+		json_stream(&k->s[i], &k->res.streams[i], dur);
+	}
+	printf("]}%s\n", last ? "" : ",");
+}
+
+/* papers/004's table layout: per stream, what it reserved and asked for and what it got. */
+static void text_case(const struct iso_case *k, double dur)
+{
+	double total = 0;
+
+	printf("  %s\n", k->name);
+	printf("    %-12s %-10s %-9s %9s %8s %7s %7s %7s %8s %9s\n", "stream", "reserved",
+	       "requested", "got MiB/s", "RT MiB/s", "RT util", "BE util", "misses", "lat avg",
+	       "lat max");
+	for (unsigned i = 0; i < k->n; i++) {
+		const struct avfs_simrun_stream *sp = &k->s[i].spec;
+		const struct avfs_simrun_stream_res *r = &k->res.streams[i];
+		char resv[16], reqd[16];
+
+		if (sp->reserved)
+			snprintf(resv, sizeof(resv), "%.0f MiB/s",
+				 (sp->reserve > 0 ? sp->reserve : sp->rate) / MIB);
+		else
+			snprintf(resv, sizeof(resv), "BE");
+		if (sp->greedy)
+			snprintf(reqd, sizeof(reqd), "inf");
+		else
+			snprintf(reqd, sizeof(reqd), "%.0f MiB/s", sp->rate / MIB);
+		total += mibps(r, dur);
+		printf("    %-12s %-10s %-9s %9.2f %8.2f %6.1f%% %6.1f%% %7" PRIu64 " %5.0f ms "
+		       "%6.0f ms\n", k->s[i].name, resv, reqd, mibps(r, dur),
+		       (double)r->rt_bytes / dur / MIB, r->rt_util * 100, r->be_util * 100,
+		       r->qos.misses, r->lat_mean_ms, r->lat_max_ms);
+	}
+	printf("    %-12s %-10s %-9s %9.2f   (disk utilization %.1f %%)\n", "aggregate", "", "",
+	       total, k->res.disk_utilization * 100);
+}
+
+static void free_cases(struct iso_case *k, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		avfs_simrun_result_free(&k[i].res);
+}
+
+/* The reserved 1080p readers of papers/004 §3.3 (3 MiB/s), as many as admission takes, with
+ * 0..8 greedy best-effort readers. */
+static int iso_be_greedy(const struct cli *c, bool last)
+{
+	static const unsigned nbe[] = { 0, 1, 2, 4, 8 };
+	enum { NCASE = sizeof(nbe) / sizeof(nbe[0]) };
+	struct avfs_service_req v = { .rate = 3 << 20, .buffer = 8 << 20, .io = 512 << 10 };
+	struct iso_case k[NCASE];
+	struct avfs_admit_conf conf;
+	struct avfs_admit *a;
+	struct avfs_svc_model model;
+	struct avfs_admit_left left;
+	uint64_t block;
+	unsigned nres = 0;
+	char why[256];
+	int err;
+
+	memset(k, 0, sizeof(k));
+	err = avfs_simrun_model(&c->o, &model, &block, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "avfs-sim: %s\n", why);
+		return 1;
+	}
+	avfs_admit_conf_default(&conf, &model, block);
+	if (avfs_admit_create(&a, &conf))
+		return 1;
+	while (nres < 8 && avfs_admit_add(a, &v, &left, why, sizeof(why)) > 0)
+		nres++;
+	for (unsigned j = 0; j < NCASE; j++) {
+		static char names[NCASE][32];
+
+		snprintf(names[j], sizeof(names[j]), "%u greedy BE readers", nbe[j]);
+		k[j].name = names[j];
+		for (unsigned i = 0; i < nres; i++)
+			k[j].s[k[j].n++] = (struct iso_stream){ "video BW3",
+				reader((double)v.rate, v.io, v.buffer, true, false, 0) };
+		for (unsigned i = 0; i < nbe[j]; i++)
+			k[j].s[k[j].n++] = (struct iso_stream){ "greedy BE",
+				reader(0, 1 << 20, 4 << 20, false, true, 0) };
+		err = run_case(c, &k[j], "be-greedy", j);
+		if (err)
+			goto out;
+	}
+	if (c->json) {
+		printf("  \"be-greedy\": {\"reserved_readers\": %u, \"admission_load\": %.4f, "
+		       "\"cases\": [\n", nres, avfs_admit_load(a));
+		for (unsigned j = 0; j < NCASE; j++)
+			json_case(&k[j], c->o.duration_s, j + 1 == NCASE);
+		printf("  ]}%s\n", last ? "" : ",");
+		goto out;
+	}
+	printf("be-greedy: %u reserved readers at 3 MiB/s (buffer 8 MiB, 512 KiB requests; all "
+	       "admission takes, load %.3f)\nwith greedy best-effort readers (1 MiB requests, 4 "
+	       "outstanding), %.0f s each (papers/004 Table 3.2, Fig. 3.5)\n", nres,
+	       avfs_admit_load(a), c->o.duration_s);
+	printf("  %-9s %11s %7s %9s %12s %12s %14s %10s %7s\n", "BE readers", "RT requests",
+	       "misses", "P0", "margin min", "margin p1%", "reserved MiB/s", "BE MiB/s", "util");
+	for (unsigned j = 0; j < NCASE; j++) {
+		double rsv = 0, be = 0;
+
+		for (unsigned i = 0; i < k[j].n; i++)
+			*(i < nres ? &rsv : &be) += mibps(&k[j].res.streams[i], c->o.duration_s);
+		printf("  %9u %11" PRIu64 " %7" PRIu64 " %9.3g %9.0f ms %9.0f ms %14.2f %10.2f "
+		       "%5.1f %%\n", nbe[j], k[j].res.rt_requests, k[j].res.deadline_misses,
+		       k[j].res.p0, k[j].res.margin_min_ms, k[j].res.margin_p01_ms, rsv, be,
+		       k[j].res.disk_utilization * 100);
+	}
+	printf("\n");
+out:
+	free_cases(k, NCASE);
+	avfs_admit_destroy(a);
+	return err;
+}
+
+/* papers/004 "Greedy Reserved Readers" and Table 3.7: a reader reserving 3 MiB/s that reads
+ * as fast as it can, beside busy best effort, beside rate-limited best effort, alone. */
+static int iso_greedy_reserved(const struct cli *c, bool last)
+{
+	enum { NCASE = 3 };
+	struct iso_case k[NCASE];
+	struct avfs_simrun_stream g = reader(3 * MIB, 512 << 10, 3 << 20, true, true, 0);
+	int err = 0;
+
+	memset(k, 0, sizeof(k));
+	k[0].name = "busy best effort: two greedy BE readers";
+	k[0].n = 3;
+	k[0].s[0] = (struct iso_stream){ "greedy BW3", g };
+	k[0].s[1] = (struct iso_stream){ "greedy BE A", reader(0, 1 << 20, 4 << 20, false, true, 0) };
+	k[0].s[2] = (struct iso_stream){ "greedy BE B", reader(0, 1 << 20, 4 << 20, false, true, 0) };
+	k[1].name = "rate-limited best effort: two 4 MiB/s BE readers";
+	k[1].n = 3;
+	k[1].s[0] = k[0].s[0];
+	k[1].s[1] = (struct iso_stream){ "video BE A", reader(4 * MIB, 1 << 20, 4 << 20, false, false, 0) };
+	k[1].s[2] = (struct iso_stream){ "video BE B", reader(4 * MIB, 1 << 20, 4 << 20, false, false, 0) };
+	k[2].name = "idle best effort: alone";
+	k[2].n = 1;
+	k[2].s[0] = k[0].s[0];
+	for (unsigned j = 0; j < NCASE && !err; j++)
+		err = run_case(c, &k[j], "greedy-reserved", j);
+	if (err)
+		goto out;
+	if (c->json) {
+		printf("  \"greedy-reserved\": {\"reserve_bps\": %.0f, \"cases\": [\n", g.rate * 8);
+		for (unsigned j = 0; j < NCASE; j++)
+			json_case(&k[j], c->o.duration_s, j + 1 == NCASE);
+		printf("  ]}%s\n", last ? "" : ",");
+		goto out;
+	}
+	printf("greedy-reserved: a greedy reader reserving 3 MiB/s (bucket = buffer = 3 MiB, 512 KiB "
+	       "requests),\n%.0f s per case (papers/004 \"Greedy Reserved Readers\", Tables 3.6, 3.7)\n",
+	       c->o.duration_s);
+	for (unsigned j = 0; j < NCASE; j++)
+		text_case(&k[j], c->o.duration_s);
+	printf("\n");
+out:
+	free_cases(k, NCASE);
+	return err;
+}
+
+/* papers/004 Tables 3.4-3.6, scaled to this disk (about half the paper's rate): a video that
+ * consumes 4 MiB/s in 1 MiB reads (four a second) reserving 16 MiB/s, beside two greedy
+ * readers; the aggregate must stay where it is without the reservation. */
+static int iso_overprovision(const struct cli *c, bool last)
+{
+	enum { NCASE = 4 };
+	struct iso_case k[NCASE];
+	/* buffer 4 MiB: at 16 MiB/s a request is due 3/16 s = 188 ms after it is issued, about
+	 * the paper's 200 ms scheduling deadline */
+	struct avfs_simrun_stream video_be = reader(4 * MIB, 1 << 20, 4 << 20, false, false, 0);
+	struct avfs_simrun_stream video_bw = reader(4 * MIB, 1 << 20, 4 << 20, true, false, 16 * MIB);
+	/* the control: reserving what it uses, due 750 ms after each request */
+	struct avfs_simrun_stream video_fit = reader(4 * MIB, 1 << 20, 4 << 20, true, false, 0);
+	struct avfs_simrun_stream gbe = reader(0, 1 << 20, 4 << 20, false, true, 0);
+	/* the paper's greedy BW readers: 4 MiB/s and a 500 ms deadline; here 2 MiB/s, 2 MiB */
+	struct avfs_simrun_stream gbw = reader(2 * MIB, 1 << 20, 2 << 20, true, true, 0);
+	int err = 0;
+
+	memset(k, 0, sizeof(k));
+	k[0].name = "baseline: all best effort (Table 3.4)";
+	k[1].name = "video reserves 16 MiB/s, greedy readers BE (Table 3.5)";
+	k[2].name = "video reserves 16 MiB/s, greedy readers reserve 2 MiB/s (Table 3.6)";
+	k[3].name = "control: video reserves its 4 MiB/s, greedy readers BE";
+	for (unsigned j = 0; j < NCASE; j++) {
+		k[j].n = 3;
+		k[j].s[0] = (struct iso_stream){ "video", j == 0 ? video_be : j == 3 ? video_fit :
+						 video_bw };
+		k[j].s[1] = (struct iso_stream){ "greedy A", j == 2 ? gbw : gbe };
+		k[j].s[2] = (struct iso_stream){ "greedy B", j == 2 ? gbw : gbe };
+	}
+	for (unsigned j = 0; j < NCASE && !err; j++)
+		err = run_case(c, &k[j], "overprovision", j);
+	if (err)
+		goto out;
+	if (c->json) {
+		printf("  \"overprovision\": {\"cases\": [\n");
+		for (unsigned j = 0; j < NCASE; j++)
+			json_case(&k[j], c->o.duration_s, j + 1 == NCASE);
+		printf("  ]}%s\n", last ? "" : ",");
+		goto out;
+	}
+	printf("overprovision: a 4 MiB/s video (1 MiB reads, 4 MiB buffer) reserving 16 MiB/s beside "
+	       "two greedy readers,\n%.0f s per case (papers/004 Tables 3.4-3.6, rates halved for "
+	       "this disk)\n", c->o.duration_s);
+	for (unsigned j = 0; j < NCASE; j++)
+		text_case(&k[j], c->o.duration_s);
+	printf("\n");
+out:
+	free_cases(k, NCASE);
+	return err;
+}
+
+/* The rate whose translation costs utilization u (unpadded) for a stream with period p_s,
+ * request size io and transfer rate d_slow: admit.h's formulas inverted by bisection (the
+ * cost grows with the rate). 0 when even the seeks of a period cost more than u. */
+static uint64_t rate_for_util(const struct avfs_admit_conf *conf, double u, double p_s,
+			      uint32_t io, double d_slow, uint64_t *buffer)
+{
+	uint64_t lo = 0, hi = (uint64_t)conf->model.dmax;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		struct avfs_service_req r = { .rate = mid, .io = io, .d_slow = d_slow,
+					      .buffer = io + (uint64_t)ceil((double)mid * p_s) };
+		struct avfs_service_cost cost;
+		char why[160];
+
+		/* (a tiny rate rounds its buffer up to a longer period: not the one asked for) */
+		if (!avfs_service_cost(conf, &r, &cost, why, sizeof(why)) && cost.u <= u &&
+		    cost.period_ns < p_s * 1.001e9)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	*buffer = io + (uint64_t)ceil((double)lo * p_s);
+	return lo;
+}
+
+/* papers/002 §9.1, Fig. 3: four sequential streams, each at its own place on the disk with
+ * many requests outstanding, each reserving 20 % of disk time; streams 1-3 have 2 s periods,
+ * stream 4's goes from 125 ms to 2 s. The bandwidth class reserves bytes/s, so 20 % becomes
+ * the rate whose cost (admit.h) is 20 % at the stream's place. Run twice: with the mixer's
+ * default margin m = 500 ms, longer than the short periods (a request due sooner than m is
+ * sent at once, so the streams' requests interleave one by one), and with m = 100 ms. */
+static int iso_fahrrad4(const struct cli *c, bool last)
+{
+	static const double p4[] = { 0.125, 0.25, 0.5, 1, 2 };
+	static const double place[4] = { 0.05, 0.30, 0.55, 0.80 };
+	static const int64_t margin_ms[2][2] = { { 500, 100 }, { 100, 20 } };	/* m, e */
+	enum { NCASE = sizeof(p4) / sizeof(p4[0]) };
+	const uint32_t io = 256 << 10;
+	struct iso_case k[2][NCASE];
+	uint64_t rate[NCASE][4], buf[NCASE][4];
+	struct avfs_admit_conf conf;
+	struct avfs_svc_model model;
+	uint64_t block;
+	char why[256];
+	int err;
+
+	memset(k, 0, sizeof(k));
+	err = avfs_simrun_model(&c->o, &model, &block, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "avfs-sim: %s\n", why);
+		return 1;
+	}
+	/* a raw sequential stream is one contiguous run: one seek to reach it a period (and the
+	 * "+1" of the translation), not one a data block */
+	avfs_admit_conf_default(&conf, &model, model.lmax);
+	for (unsigned j = 0; j < NCASE; j++) {
+		for (unsigned i = 0; i < 4; i++) {
+			/* the model's rate at the place (papers/001 eq. (1)) */
+			double d = model.dmax - (model.dmax - model.dmin) * place[i];
+
+			rate[j][i] = rate_for_util(&conf, 0.20, i == 3 ? p4[j] : 2, io, d, &buf[j][i]);
+		}
+	}
+	for (unsigned m = 0; m < 2; m++) {
+		struct cli cm = *c;
+
+		cm.o.conf.margin_ns = margin_ms[m][0] * 1000000;
+		cm.o.conf.urgent_ns = margin_ms[m][1] * 1000000;
+		for (unsigned j = 0; j < NCASE; j++) {
+			static char names[2][NCASE][64];
+
+			snprintf(names[m][j], sizeof(names[m][j]), "m %" PRId64 " ms, stream 4 period "
+				 "%.0f ms", margin_ms[m][0], p4[j] * 1000);
+			k[m][j].name = names[m][j];
+			if (!rate[j][3])
+				continue;	/* 20 % cannot pay for the seeks of such a period */
+			k[m][j].n = 4;
+			for (unsigned i = 0; i < 4; i++) {
+				static const char *const nm[4] = { "stream 1", "stream 2", "stream 3",
+								    "stream 4" };
+
+				k[m][j].s[i] = (struct iso_stream){ nm[i], {
+					.rate = (double)rate[j][i], .io = io, .buffer = buf[j][i],
+					.reserved = true, .greedy = true, .place = place[i] } };
+			}
+			err = run_case(&cm, &k[m][j], m ? "fahrrad4.m100" : "fahrrad4.m500", j);
+			if (err)
+				goto out;
+		}
+	}
+	if (c->json) {
+		printf("  \"fahrrad4\": {\"reserved_util\": 0.20, \"cases\": [\n");
+		for (unsigned m = 0; m < 2; m++) {
+			for (unsigned j = 0; j < NCASE; j++) {
+				bool end = m == 1 && j + 1 == NCASE;
+
+				if (!k[m][j].n) {
+					printf("    {\"case\": \"%s\", \"feasible\": false}%s\n",
+					       k[m][j].name, end ? "" : ",");
+					continue;
+				}
+				json_case(&k[m][j], c->o.duration_s, end);
+			}
+		}
+		printf("  ]}%s\n", last ? "" : ",");
+		goto out;
+	}
+	printf("fahrrad4: four greedy sequential readers at 5, 30, 55, 80 %% of the disk (raw, 256 KiB "
+	       "requests), each reserving\n20 %% of disk time: the rate whose modelled cost at its "
+	       "place is 20 %% (admit.h inverted; one contiguous\nrun, so two seeks a period); "
+	       "streams 1-3 with 2 s periods, stream 4's varied; %.0f s per case\n"
+	       "(papers/002 §9.1, Fig. 3). RT util: disk time of its real-time commands; total: "
+	       "with its spare (work-conserving) ones.\n", c->o.duration_s);
+	for (unsigned m = 0; m < 2; m++) {
+		printf("  mixer margin m = %" PRId64 " ms, urgent window e = %" PRId64 " ms%s\n",
+		       margin_ms[m][0], margin_ms[m][1], m ? "" : " (the defaults)");
+		printf("  %-9s %-26s %-30s %-30s %6s\n", "period 4", "rate MB/s  s1   s2   s3   s4",
+		       "RT util  s1    s2    s3    s4", "total    s1    s2    s3    s4", "misses");
+		for (unsigned j = 0; j < NCASE; j++) {
+			const struct iso_case *kk = &k[m][j];
+
+			printf("  %6.0f ms ", p4[j] * 1000);
+			for (unsigned i = 0; i < 4; i++)
+				printf(" %5.2f", (double)rate[j][i] / 1e6);
+			if (!kk->n) {
+				printf("   stream 4: two modelled seeks (25.3 ms) exceed 20 %% of its "
+				       "period\n");
+				continue;
+			}
+			printf("     ");
+			for (unsigned i = 0; i < 4; i++)
+				printf(" %5.1f", kk->res.streams[i].rt_util * 100);
+			printf("     ");
+			for (unsigned i = 0; i < 4; i++)
+				printf(" %5.1f", (kk->res.streams[i].rt_util + kk->res.streams[i].be_util)
+				       * 100);
+			printf(" %6" PRIu64 "\n", kk->res.deadline_misses);
+		}
+	}
+	printf("\n");
+out:
+	free_cases(k[0], NCASE);
+	free_cases(k[1], NCASE);
+	return err;
+}
+
+int avfs_sim_cmd_isolation(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*run)(const struct cli *c, bool last);
+	} sc[] = {
+		{ "be-greedy", iso_be_greedy },
+		{ "greedy-reserved", iso_greedy_reserved },
+		{ "overprovision", iso_overprovision },
+		{ "fahrrad4", iso_fahrrad4 },
+	};
+	enum { NSC = sizeof(sc) / sizeof(sc[0]) };
+	struct cli c = { 0 };
+	int err, first = -1, lastsc = -1;
+
+	avfs_simrun_defaults(&c.o);
+	c.o.duration_s = 600;
+	err = parse(argc, argv, &c, false);
+	if (err)
+		return err == 1 ? 0 : 2;
+	if (!c.scenario) {
+		fprintf(stderr, "avfs-sim isolation: say --scenario NAME (see --help)\n");
+		return 2;
+	}
+	for (int i = 0; i < NSC; i++) {
+		if (!strcmp(c.scenario, "all") || !strcmp(c.scenario, sc[i].name)) {
+			if (first < 0)
+				first = i;
+			lastsc = i;
+		}
+	}
+	if (first < 0) {
+		fprintf(stderr, "avfs-sim isolation: unknown scenario '%s': be-greedy, "
+			"greedy-reserved, overprovision, fahrrad4, all\n", c.scenario);
+		return 2;
+	}
+	if (c.json)
+		printf("{\"disk\": \"%s\", \"seed\": %" PRIu64 ", \"duration_s\": %.0f, "
+		       "\"bw_policy\": \"%s\", \"scenarios\": {\n", c.o.disk, c.o.seed,
+		       c.o.duration_s, c.o.bw_policy == AVFS_BW_PARK ? "park" : "at-once");
+	for (int i = first; i <= lastsc && !err; i++)
+		if (!strcmp(c.scenario, "all") || !strcmp(c.scenario, sc[i].name))
+			err = sc[i].run(&c, i == lastsc);
+	if (c.json && !err)
+		printf("}}\n");
+	return err;
+}
