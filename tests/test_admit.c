@@ -1,0 +1,317 @@
+/*
+ * test_admit.c — services and admission control (daemon/admit.c) against hand-computed
+ * numbers: the translation of a service into disk-time utilization, the admission test and
+ * the rate it says is left, quotas, removal, the bandwidth class's token bucket, ABISS
+ * deadlines and the completion-margin statistics.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "admit.h"
+
+#define MS 1e6
+#define MIB (1u << 20)
+
+static void assert_near(double got, double want, double eps)
+{
+	if (fabs(got - want) > eps)
+		fail_msg("got %.9g, want %.9g", got, want);
+}
+
+/* avfs-250g as SPEC §11 pins it: T_r 8.333 ms, T_k 8.5 ms, 70..38 MB/s; 4 MiB blocks */
+static struct avfs_admit_conf conf_250g(void)
+{
+	struct avfs_svc_model m = { .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6, .dmax = 70e6,
+				    .dmin = 38e6, .lmax = 250000000000ull };
+	struct avfs_admit_conf c;
+
+	avfs_admit_conf_default(&c, &m, 4 * MIB);
+	return c;
+}
+
+/* An ATSC HD stream (19.39 Mbit/s = 2,423,750 B/s) with a 4 MiB buffer and 512 KiB reads:
+ *   p = (4 MiB - 512 KiB) / r = 3,670,016 / 2,423,750 = 1.514189 s
+ *   one block boundary at most in 3.5 MiB, plus one: 2 seeks of 8.5 + 4.1667 ms
+ *   e = 25.3333 ms + 3,670,016 B / 38 MB/s (96.5794 ms) = 121.9127 ms,  u = 0.0805135
+ *   WCRT = 17 + 8.3333 + 524,288 / 38e6 (13.7971) = 39.1304 ms, S = 17 + 8.3333 = 25.3333 ms
+ *   u' = u + WCRT / p + 2 S / p = 0.0805135 + 0.0258424 + 0.0334612 = 0.1398172 (isolation),
+ *   u + WCRT / p = 0.1063560 (without) */
+static void test_admit_cost_by_hand(void **state)
+{
+	struct avfs_admit_conf c = conf_250g();
+	struct avfs_service_req r = { .rate = 2423750, .buffer = 4 * MIB, .io = 512 << 10 };
+	struct avfs_service_cost k;
+	char why[160];
+
+	(void)state;
+	assert_int_equal(avfs_service_cost(&c, &r, &k, why, sizeof(why)), 0);
+	assert_near(k.period_ns / 1e9, 1.5141892, 1e-6);
+	assert_near(k.budget_ns / MS, 121.912702, 1e-5);
+	assert_near(k.u, 0.08051352, 1e-7);
+	assert_near(k.wcrt_ns / MS, 39.130386, 1e-5);
+	assert_near(k.u_padded, 0.13981724, 1e-7);
+	c.isolation = false;
+	assert_int_equal(avfs_service_cost(&c, &r, &k, why, sizeof(why)), 0);
+	assert_near(k.u_padded, 0.10635599, 1e-7);
+
+	/* a file whose blocks are no slower than 54 MB/s: transfer 67.9633 ms, u = 0.0616129 */
+	r.d_slow = 54e6;
+	assert_int_equal(avfs_service_cost(&c, &r, &k, why, sizeof(why)), 0);
+	assert_near(k.budget_ns / MS, 25.333333 + 3670016 / 54e3, 1e-5);
+	assert_near(k.u, (25.333333e-3 + 3670016 / 54e6) / 1.5141892, 1e-6);
+
+	/* 31 MiB a period crosses 8 block boundaries: 9 seeks (114 ms) + 855.4 ms transfer */
+	r = (struct avfs_service_req){ .rate = 4 * MIB, .buffer = 32 * MIB, .io = MIB };
+	assert_int_equal(avfs_service_cost(&c, &r, &k, why, sizeof(why)), 0);
+	assert_near(k.period_ns / 1e9, 7.75, 1e-9);
+	assert_near(k.budget_ns / MS, 9 * 12.6666667 + 31 * 1048576 / 38e3, 1e-4);
+
+	/* requests the translation refuses, each with a reason */
+	r = (struct avfs_service_req){ .rate = 0, .buffer = 4 * MIB, .io = 512 << 10 };
+	why[0] = 0;
+	assert_int_equal(avfs_service_cost(&c, &r, &k, why, sizeof(why)), -EINVAL);
+	assert_true(why[0]);
+	r.rate = 1000000;
+	r.io = 1000;
+	assert_int_equal(avfs_service_cost(&c, &r, &k, why, sizeof(why)), -EINVAL);
+	r.io = 4 * MIB;
+	assert_int_equal(avfs_service_cost(&c, &r, &k, why, sizeof(why)), -EINVAL);
+	r.io = 0;	/* the configuration's default, 512 KiB */
+	assert_int_equal(avfs_service_cost(&c, &r, &k, why, sizeof(why)), 0);
+	assert_near(k.period_ns / 1e9, (4.0 * MIB - 524288) / 1e6, 1e-9);
+}
+
+/* One stream alone: load = u' + blocking / p, the blocking a 1 MiB best-effort command
+ * (17 + 8.3333 + 27.5941 = 52.9274 ms): 0.1398172 + 0.0349543 = 0.1747716. Then fill the disk
+ * with such streams until -EBUSY: what it says is left is a rate that is admitted, one more
+ * byte/s is not. */
+static void test_admit_busy_and_left(void **state)
+{
+	struct avfs_admit_conf c = conf_250g();
+	struct avfs_service_req r = { .rate = 2423750, .buffer = 4 * MIB, .io = 512 << 10,
+				      .uid = 1000 };
+	struct avfs_admit_left left;
+	struct avfs_admit *a;
+	char why[200];
+	int64_t id, last = 0;
+	unsigned n = 0;
+
+	(void)state;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_near(avfs_admit_load(a), 0, 0);
+	id = avfs_admit_add(a, &r, &left, why, sizeof(why));
+	assert_true(id > 0);
+	assert_near(avfs_admit_load(a), 0.17477155, 1e-7);
+	avfs_admit_left(a, NULL, &left);
+	assert_near(left.util, 1 - 0.02 - 0.17477155, 1e-7);
+	for (;;) {
+		id = avfs_admit_add(a, &r, &left, why, sizeof(why));
+		if (id < 0)
+			break;
+		assert_true(id > last);
+		last = id;
+		n++;
+	}
+	/* u' 0.1398 each plus 0.0350 once: six fit in 0.98 (0.8738), a seventh makes 1.0136 */
+	assert_int_equal(id, -EBUSY);
+	assert_int_equal(n + 1, 6);
+	assert_int_equal(avfs_admit_count(a), 6);
+	assert_true(strstr(why, "disk") != NULL);
+	assert_true(avfs_admit_load(a) <= 0.98);
+	assert_near(left.util, 0.98 - avfs_admit_load(a), 1e-9);
+	assert_true(left.rate > 0 && left.rate < r.rate);
+	assert_int_equal(left.quota_rate, UINT64_MAX);
+	assert_int_equal(left.quota_streams, UINT32_MAX);
+
+	r.rate = left.rate + 1;
+	assert_int_equal(avfs_admit_add(a, &r, &left, why, sizeof(why)), -EBUSY);
+	r.rate = left.rate;
+	id = avfs_admit_add(a, &r, &left, why, sizeof(why));
+	assert_true(id > 0);
+	assert_true(avfs_admit_load(a) <= 0.98);
+	assert_int_equal(avfs_admit_remove(a, (uint64_t)id), 0);
+	avfs_admit_destroy(a);
+}
+
+/* Per-user quotas: streams and rate, the any-uid default, a user's own quota beside it. */
+static void test_admit_quota(void **state)
+{
+	struct avfs_admit_conf c = conf_250g();
+	struct avfs_service_req r = { .rate = 250000, .buffer = 16 * MIB, .io = 512 << 10,
+				      .uid = 1000 };
+	struct avfs_admit_left left;
+	struct avfs_admit *a;
+	char why[200];
+
+	(void)state;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_int_equal(avfs_admit_set_quota(a, 1000, 0, 2), 0);
+	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
+	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
+	assert_int_equal(avfs_admit_add(a, &r, &left, why, sizeof(why)), -EDQUOT);
+	assert_int_equal(left.quota_streams, 0);
+	assert_true(strstr(why, "1000") != NULL);
+	assert_int_equal(avfs_admit_count(a), 2);
+
+	/* every other user: 600,000 B/s and unlimited streams */
+	assert_int_equal(avfs_admit_set_quota(a, AVFS_ADMIT_ANY_UID, 600000, 0), 0);
+	r.uid = 2000;
+	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
+	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
+	assert_int_equal(avfs_admit_add(a, &r, &left, why, sizeof(why)), -EDQUOT);
+	assert_int_equal(left.quota_rate, 100000);
+	assert_int_equal(left.quota_streams, UINT32_MAX);
+	assert_int_equal(left.rate, 100000);	/* the disk has more; the quota says 100,000 */
+	r.rate = 100000;
+	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
+	/* each user is counted apart, and uid 1000 keeps its own quota (no rate limit) */
+	r = (struct avfs_service_req){ .rate = 250000, .buffer = 16 * MIB, .io = 512 << 10,
+				       .uid = 3000 };
+	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
+	r.uid = 1000;
+	assert_int_equal(avfs_admit_add(a, &r, &left, why, sizeof(why)), -EDQUOT);
+	/* raising a quota takes effect at once */
+	assert_int_equal(avfs_admit_set_quota(a, 1000, 0, 3), 0);
+	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
+	assert_int_equal(avfs_admit_count(a), 7);
+	avfs_admit_destroy(a);
+}
+
+/* Removing a stream gives its share back; ids are not reused; the list keeps its order. */
+static void test_admit_remove(void **state)
+{
+	struct avfs_admit_conf c = conf_250g();
+	struct avfs_service_req r1 = { .rate = 2423750, .buffer = 4 * MIB, .io = 512 << 10 };
+	struct avfs_service_req r2 = { .rate = 1000000, .buffer = 8 * MIB, .io = MIB,
+				       .write = true };
+	struct avfs_admit_left left;
+	struct avfs_admit *a;
+	char why[200];
+	int64_t id1, id2, id3;
+	double load1;
+
+	(void)state;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	id1 = avfs_admit_add(a, &r1, &left, why, sizeof(why));
+	load1 = avfs_admit_load(a);
+	id2 = avfs_admit_add(a, &r2, &left, why, sizeof(why));
+	assert_true(id1 > 0 && id2 > id1);
+	assert_true(avfs_admit_load(a) > load1);
+	assert_ptr_equal(avfs_admit_at(a, 0), avfs_admit_find(a, (uint64_t)id1));
+	assert_true(avfs_admit_at(a, 1)->req.write);
+	assert_null(avfs_admit_at(a, 2));
+
+	assert_int_equal(avfs_admit_remove(a, (uint64_t)id1), 0);
+	assert_int_equal(avfs_admit_remove(a, (uint64_t)id1), -ENOENT);
+	assert_null(avfs_admit_find(a, (uint64_t)id1));
+	assert_int_equal(avfs_admit_count(a), 1);
+	assert_int_equal(avfs_admit_at(a, 0)->id, (uint64_t)id2);
+	id3 = avfs_admit_add(a, &r1, &left, why, sizeof(why));
+	assert_true(id3 > id2);
+	assert_int_equal(avfs_admit_remove(a, (uint64_t)id2), 0);
+	assert_near(avfs_admit_load(a), load1, 1e-12);
+	assert_int_equal(avfs_admit_remove(a, (uint64_t)id3), 0);
+	assert_near(avfs_admit_load(a), 0, 0);
+	avfs_admit_destroy(a);
+}
+
+/* The token bucket: full at the start, real-time within it, best effort above it with the
+ * debt bounded at half a bucket, refilled at the rate up to its size. */
+static void test_admit_bucket(void **state)
+{
+	struct avfs_bucket b;
+	const int64_t s = 1000000000;
+
+	(void)state;
+	avfs_bucket_init(&b, 1e6, 4e6, 0);
+	assert_true(avfs_bucket_charge(&b, 1000000, 0));
+	assert_true(avfs_bucket_charge(&b, 3000000, 0));
+	assert_near(b.tokens, 0, 0);
+	assert_false(avfs_bucket_charge(&b, 1, 0));
+	assert_near(b.tokens, -1, 0);
+	/* a greedy stream: the debt stops at -size / 2 */
+	assert_false(avfs_bucket_charge(&b, 10000000, 0));
+	assert_near(b.tokens, -2e6, 0);
+	assert_false(avfs_bucket_charge(&b, 1000000, 0));
+	assert_near(b.tokens, -2e6, 0);
+	/* 2.5 s of refill: +2.5 MB, so 0.5 MB are there */
+	assert_true(avfs_bucket_charge(&b, 500000, 5 * s / 2));
+	assert_near(b.tokens, 0, 1e-6);
+	assert_false(avfs_bucket_charge(&b, 1, 5 * s / 2));
+	assert_near(b.tokens, -1, 1e-6);
+	/* time does not run backwards */
+	assert_false(avfs_bucket_charge(&b, 1, 2 * s));
+	assert_near(b.tokens, -2, 1e-6);
+	/* a long pause fills it to its size, no more */
+	assert_true(avfs_bucket_charge(&b, 4000000, 100 * s));
+	assert_false(avfs_bucket_charge(&b, 1, 100 * s));
+}
+
+/* ABISS: a request issued at now for len bytes is due when the rest of the buffer drains. */
+static void test_admit_deadline(void **state)
+{
+	struct avfs_service_req r = { .rate = 1000000, .buffer = 4000000 };
+	const int64_t now = 5000000000;
+
+	(void)state;
+	assert_int_equal(avfs_service_deadline(&r, 1000000, now), now + 3000000000);
+	assert_int_equal(avfs_service_deadline(&r, 4000000, now), now);
+	assert_int_equal(avfs_service_deadline(&r, 8000000, now), now);
+	r.rate = 2423750;
+	r.buffer = 4 * MIB;
+	assert_int_equal(avfs_service_deadline(&r, 512 << 10, 0), 1514189169);
+}
+
+/* Margins: bins of 2^(1/8) from 1 µs, bin 0 for misses; best effort apart; quantiles. */
+static void test_admit_qos_quantiles(void **state)
+{
+	struct avfs_qos q;
+	const int64_t d = 10000000000;
+
+	(void)state;
+	memset(&q, 0, sizeof(q));
+	assert_near(avfs_qos_margin_quantile(&q, 0.5), 0, 0);
+	for (int i = 0; i < 89; i++)	/* 1.024 ms: 2^10 µs, a bin's lower edge */
+		avfs_qos_add(&q, d, d - 1024000, 4096, 0);
+	for (int i = 0; i < 10; i++)	/* 1 s: bin 1 + floor(8 log2 1e6) = 160 */
+		avfs_qos_add(&q, d, d - 1000000000, 4096, 0);
+	avfs_qos_add(&q, d, d + 5, 4096, 0);	/* late by 5 ns: a miss */
+	avfs_qos_add(&q, 0, d, 8192, 0);	/* best effort: no margin */
+	avfs_qos_add(&q, 0, d, 8192, -EIO);	/* failed: no bytes */
+	assert_int_equal(q.requests, 100);
+	assert_int_equal(q.misses, 1);
+	assert_int_equal(q.be_requests, 2);
+	assert_int_equal(q.bytes, 100 * 4096 + 8192);
+	assert_int_equal(q.margin_min_ns, -5);
+	assert_near(avfs_qos_margin_quantile(&q, 0.01), -1, 0);	/* the 1st of 100: the miss */
+	assert_near(avfs_qos_margin_quantile(&q, 0.02), 1024000, 1e-3);
+	assert_near(avfs_qos_margin_quantile(&q, 0.89), 1024000, 1e-3);
+	assert_near(avfs_qos_margin_quantile(&q, 0.91), exp2(159.0 / 8) * 1e3, 1e-3);
+	assert_true(avfs_qos_margin_quantile(&q, 1) <= 1e9);
+	/* a request that failed with time to spare is a miss all the same */
+	avfs_qos_add(&q, d, d - 1000000, 4096, -ETIME);
+	assert_int_equal(q.misses, 2);
+	assert_int_equal(q.bins[0], 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_admit_bucket),
+		cmocka_unit_test(test_admit_busy_and_left),
+		cmocka_unit_test(test_admit_cost_by_hand),
+		cmocka_unit_test(test_admit_deadline),
+		cmocka_unit_test(test_admit_qos_quantiles),
+		cmocka_unit_test(test_admit_quota),
+		cmocka_unit_test(test_admit_remove),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
