@@ -94,6 +94,7 @@ struct run {
 	/* metadata commit through the scheduler */
 	struct avfs_plan *plan;
 	size_t plan_i;
+	int64_t plan_t0;	/* when the plan in flight began */
 	/* BE generators */
 	uint64_t be_ino, be_off, be_size;
 	int be_files;
@@ -726,6 +727,7 @@ static void commit_now(struct run *r)
 			return;
 		}
 		r->plan_i = 0;
+		r->plan_t0 = now(r);
 		plan_step(r);
 	}
 }
@@ -749,6 +751,11 @@ static void plan_step(struct run *r)
 	if (!r->plan)
 		return;
 	if (r->plan_i == r->plan->n) {
+		double s = (double)(now(r) - r->plan_t0) / NS;
+
+		r->r->commits++;
+		if (s > r->r->commit_max_s)
+			r->r->commit_max_s = s;
 		avfs_fs_plan_done(r->fs, r->plan, 0);
 		avfs_plan_free(r->plan);
 		r->plan = NULL;
@@ -985,6 +992,8 @@ static void finish_metrics(struct run *r)
 	res->hp_max_ms = r->hp_max;
 	res->decision_us = res->decisions ? r->dec_wall / (double)res->decisions * 1e6 : 0;
 	res->sim_s = dur / NS;
+	if (r->plan && (double)(r->end - r->plan_t0) / NS > res->commit_max_s)
+		res->commit_max_s = (double)(r->end - r->plan_t0) / NS;	/* still not done */
 	for (unsigned i = 0; i < res->nstreams; i++) {
 		const struct stream *s = &r->streams[i];
 		struct avfs_simrun_stream_res *sr = s->res;

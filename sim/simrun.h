@@ -102,6 +102,8 @@ struct avfs_simrun_result {
 	uint32_t zones;
 	uint64_t block_size;
 	uint64_t deleted_files;
+	uint64_t commits;	/* metadata commits done (best-effort writes through the scheduler) */
+	double commit_max_s;	/* the longest one, or the age of one still in flight at the end */
 	/* o->streams: one entry per stream (malloc'ed; avfs_simrun_result_free) */
 	struct avfs_simrun_stream_res *streams;
 	unsigned nstreams;
