@@ -34,22 +34,27 @@ def need(cond, what):
 
 
 # ---- reserve ----
-r = run("reserve", "--seeds", "2", "--duration", "120", "--search-duration", "60", "--json")
+r = run("reserve", "--seeds", "2", "--duration", "120", "--json")
 if r:
     for key in ("disk", "duration_s", "search_duration_s", "requests", "isolation", "seeds",
                 "summary"):
         need(key in r, f"reserve json has {key}")
     for s in r["seeds"]:
         for key in ("seed", "requested", "admitted", "admitted_rate_bps", "admission_load",
-                    "disk_utilization", "rt_requests", "misses", "max_streams", "max_rate_bps",
+                    "disk_utilization", "rt_requests", "misses", "commit_max_s", "admitted_failed",
+                    "max_streams", "max_rate_bps", "max_misses_full_duration",
                     "ratio_streams", "ratio_rate", "refused", "first_refusal"):
             need(key in s, f"seed {s.get('seed')} has {key}")
         print(f"seed {s['seed']}: admitted {s['admitted']} of {s['requested']} "
               f"(load {s['admission_load']:.3f}), {s['rt_requests']} RT requests, "
               f"{s['misses']} misses; zero-miss maximum {s['max_streams']}")
         need(s["admitted"] > 0 and s["rt_requests"] > 0, f"seed {s['seed']}: a set was admitted and ran")
-        need(s["misses"] == 0, f"seed {s['seed']}: the admitted set misses no deadline")
+        need(s["misses"] == 0 and s["admitted_failed"] is None,
+             f"seed {s['seed']}: the admitted set misses no deadline")
+        need(s["commit_max_s"] < 30, f"seed {s['seed']}: metadata commits go on beside the admitted set")
         need(s["admission_load"] <= 0.98, f"seed {s['seed']}: load within 1 - u_BE")
+        # (not an invariant: the search tries prefixes, admission may skip a heavy request and
+        # take lighter ones after it; it holds for these seeds and flags a generous admission)
         need(s["admitted"] <= s["max_streams"], f"seed {s['seed']}: admitted <= zero-miss maximum")
         need(0 < s["ratio_streams"] <= 1, f"seed {s['seed']}: 0 < admitted/max <= 1")
         ref = s["refused"]
@@ -60,8 +65,7 @@ if r:
              f"seed {s['seed']}: the first refusal is -EBUSY with a reason")
     need(r["summary"]["misses"] == 0, "reserve summary: no miss")
 
-again = run("reserve", "--seeds", "1", "--first-seed", "2", "--duration", "120",
-            "--search-duration", "60", "--json")
+again = run("reserve", "--seeds", "1", "--first-seed", "2", "--duration", "120", "--json")
 if r and again:
     need(again["seeds"][0] == r["seeds"][1], "reserve: the same seed gives the same figures")
 

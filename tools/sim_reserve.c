@@ -87,7 +87,7 @@ static void usage_reserve(FILE *f)
 {
 	fprintf(f,
 		"usage: avfs-sim reserve [--seeds 20] [--first-seed 1] [--requests 40] [--duration 3600]\n"
-		"                        [--search-duration 600] [--disk avfs-250g] [--isolation on|off]\n"
+		"                        [--search-duration S] [--disk avfs-250g] [--isolation on|off]\n"
 		"                        [--quota-rate R --quota-streams N] [--fill 0.8] [--trace PREFIX]\n"
 		"                        [--json]\n"
 		"\n"
@@ -97,7 +97,10 @@ static void usage_reserve(FILE *f)
 		"would); the admitted set runs for --duration simulated seconds at full rate and its misses\n"
 		"are counted (they must be 0). Then a binary search over k finds the largest k such that\n"
 		"the first k requests of the sequence, admission ignored, run --search-duration seconds\n"
-		"without a miss; admitted / k is how much of what the disk can carry admission gives away.\n"
+		"(default: --duration) without a miss; admitted / k is how much of what the disk can carry\n"
+		"admission keeps back. A shorter search is checked by running its k for --duration: sets\n"
+		"that hold for 600 s can collapse later, once the recordings fill the disk and deletions\n"
+		"and their metadata commits begin.\n"
 		"\n"
 		"  --isolation on|off   pad for Theorem 3 of papers/002 (isolation, default) or only for\n"
 		"                       Theorem 2 (admit.h has the formulas)\n"
@@ -279,6 +282,11 @@ struct seed_res {
 	double admitted_rate, kmax_rate;	/* bytes/s */
 	double load, util, margin_min_ms;
 	uint64_t rt_requests, misses;
+	uint64_t kmax_misses;	/* the largest zero-miss prefix run for the full duration */
+	double commit_max_s;	/* the admitted run's longest metadata commit */
+	unsigned search_full;	/* search runs that ended on a full file system */
+	char adm_fail[160];	/* why the admitted run ended early ("" if it did not) */
+	char kmax_fail[160];	/* why the full-duration run of the maximum ended early */
 	unsigned refused[3];	/* -EBUSY, -EDQUOT, other */
 	int first_err;		/* 0: nothing refused */
 	unsigned first_idx;
@@ -286,10 +294,12 @@ struct seed_res {
 	char first_why[200];
 };
 
-/* Run streams[0..n) for duration s, traced to PREFIX.tag.csv with --trace and a tag: 0 or
- * the exit code. */
+/* Run streams[0..n) for duration s, traced to PREFIX.tag.csv with --trace and a tag: 0, the
+ * exit code after a message, or with fail given -ENOSPC and the reason in fail: a recording
+ * that finds no room is an outcome of the workload, not an error of the tool. */
 static int run_set(const struct cli *c, const struct avfs_simrun_stream *st, unsigned n,
-		   double duration, struct avfs_simrun_result *res, const char *tag)
+		   double duration, struct avfs_simrun_result *res, const char *tag, char *fail,
+		   size_t faillen)
 {
 	struct avfs_simrun_opts o = c->o;
 	char why[256] = "", path[4096];
@@ -303,6 +313,10 @@ static int run_set(const struct cli *c, const struct avfs_simrun_stream *st, uns
 		o.trace_path = path;
 	}
 	err = avfs_simrun(&o, res, why, sizeof(why));
+	if (err == -ENOSPC && fail) {
+		snprintf(fail, faillen, "%s", why);
+		return err;
+	}
 	if (err) {
 		fprintf(stderr, "avfs-sim: seed %" PRIu64 ", %u streams: %s\n", o.seed, n,
 			why[0] ? why : strerror(-err));
@@ -370,33 +384,51 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	}
 	sr->load = avfs_admit_load(a);
 	snprintf(why, sizeof(why), "seed%" PRIu64, seed);
-	err = run_set(&cs, adm, sr->admitted, c->o.duration_s, &res, why);
-	if (err)
+	err = run_set(&cs, adm, sr->admitted, c->o.duration_s, &res, why, sr->adm_fail,
+		      sizeof(sr->adm_fail));
+	if (err && err != -ENOSPC)
 		goto out;
-	sr->util = res.disk_utilization;
-	sr->rt_requests = res.rt_requests;
-	sr->misses = res.deadline_misses;
-	sr->margin_min_ms = res.margin_min_ms;
-	avfs_simrun_result_free(&res);
+	if (!err) {
+		sr->util = res.disk_utilization;
+		sr->rt_requests = res.rt_requests;
+		sr->misses = res.deadline_misses;
+		sr->margin_min_ms = res.margin_min_ms;
+		sr->commit_max_s = res.commit_max_s;
+		avfs_simrun_result_free(&res);
+	}
 	/* the largest zero-miss prefix: lo runs clean, hi does not (n + 1: not tried) */
 	lo = 0;
 	hi = n + 1;
 	while (hi - lo > 1) {
 		unsigned k = lo + (hi - lo) / 2;
 
-		err = run_set(&cs, all, k, c->search_s, &res, NULL);
-		if (err)
+		err = run_set(&cs, all, k, c->search_s, &res, NULL, why, sizeof(why));
+		if (err && err != -ENOSPC)
 			goto out;
 		sr->search_runs++;
-		if (res.deadline_misses == 0)
+		sr->search_full += err == -ENOSPC;
+		if (!err && res.deadline_misses == 0)
 			lo = k;
 		else
 			hi = k;
-		avfs_simrun_result_free(&res);
+		if (!err)
+			avfs_simrun_result_free(&res);
 	}
 	sr->kmax = lo;
 	for (unsigned i = 0; i < lo; i++)
 		sr->kmax_rate += (double)req[i].rate;
+	/* does what the shorter search found hold for the whole duration? */
+	if (lo && c->search_s != c->o.duration_s) {
+		err = run_set(&cs, all, lo, c->o.duration_s, &res, NULL, sr->kmax_fail,
+			      sizeof(sr->kmax_fail));
+		if (err && err != -ENOSPC)
+			goto out;
+		if (!err) {
+			sr->kmax_misses = res.deadline_misses;
+			avfs_simrun_result_free(&res);
+		}
+	}
+	err = 0;
 out:
 	avfs_admit_destroy(a);
 	free(req);
@@ -410,21 +442,74 @@ static double ratio(double a, double b)
 	return b > 0 ? a / b : 0;
 }
 
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+		printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+	putchar('"');
+}
+
+static void print_reserve_json(const struct cli *c, const struct seed_res *sr)
+{
+	printf("{\"disk\": \"%s\", \"duration_s\": %.0f, \"search_duration_s\": %.0f, "
+	       "\"requests\": %u, \"isolation\": %s, \"quota_rate_bps\": %" PRIu64
+	       ", \"quota_streams\": %u, \"search\": \"binary over k\",\n \"seeds\": [\n",
+	       c->o.disk, c->o.duration_s, c->search_s, c->requests,
+	       c->isolation ? "true" : "false", c->quota_rate * 8, c->quota_streams);
+	for (unsigned i = 0; i < c->seeds; i++) {
+		const struct seed_res *s = &sr[i];
+
+		printf("  {\"seed\": %" PRIu64 ", \"requested\": %u, \"admitted\": %u, "
+		       "\"admitted_rate_bps\": %.0f, \"admission_load\": %.4f, "
+		       "\"disk_utilization\": %.4f, \"rt_requests\": %" PRIu64 ", \"misses\": %"
+		       PRIu64 ", \"margin_min_ms\": %.1f, \"commit_max_s\": %.2f, \"admitted_failed\": ",
+		       s->seed, s->asked, s->admitted, s->admitted_rate * 8, s->load, s->util,
+		       s->rt_requests, s->misses, s->margin_min_ms, s->commit_max_s);
+		if (s->adm_fail[0])
+			json_str(s->adm_fail);
+		else
+			printf("null");
+		printf(", \"max_streams\": %u, \"max_rate_bps\": %.0f, \"max_misses_full_duration\": %"
+		       PRIu64 ", \"max_failed_full_duration\": ", s->kmax, s->kmax_rate * 8,
+		       s->kmax_misses);
+		if (s->kmax_fail[0])
+			json_str(s->kmax_fail);
+		else
+			printf("null");
+		printf(", \"ratio_streams\": %.4f, \"ratio_rate\": %.4f, \"search_runs\": %u, "
+		       "\"search_runs_full\": %u, \"refused\": {\"ebusy\": %u, \"edquot\": %u, "
+		       "\"other\": %u}, \"first_refusal\": ", ratio(s->admitted, s->kmax),
+		       ratio(s->admitted_rate, s->kmax_rate), s->search_runs, s->search_full,
+		       s->refused[0], s->refused[1], s->refused[2]);
+		if (s->first_err) {
+			printf("{\"index\": %u, \"error\": \"%s\", \"why\": ", s->first_idx,
+			       errname(s->first_err));
+			json_str(s->first_why);
+			printf(", \"left_rate_bps\": %" PRIu64 "}", s->first_left_rate * 8);
+		} else {
+			printf("null");
+		}
+		printf("}%s\n", i + 1 < c->seeds ? "," : "");
+	}
+}
+
 int avfs_sim_cmd_reserve(int argc, char **argv)
 {
-	struct cli c = { .seeds = 20, .first_seed = 1, .requests = 40, .search_s = 600,
-			 .isolation = true };
+	struct cli c = { .seeds = 20, .first_seed = 1, .requests = 40, .isolation = true };
 	struct seed_res *sr;
 	double sum_rs = 0, sum_rr = 0, min_rs = INFINITY, min_rr = INFINITY, sum_util = 0;
-	double sum_adm = 0, sum_k = 0, sum_load = 0;
+	double sum_adm = 0, sum_k = 0, sum_load = 0, commit_max = 0;
 	uint64_t misses = 0;
-	unsigned refused[3] = { 0, 0, 0 }, nratio = 0;
+	unsigned refused[3] = { 0, 0, 0 }, nratio = 0, adm_failed = 0, kmax_failed = 0;
 	int err;
 
 	avfs_simrun_defaults(&c.o);
 	err = parse(argc, argv, &c, true);
 	if (err)
 		return err == 1 ? 0 : 2;
+	if (!c.search_s)
+		c.search_s = c.o.duration_s;
 	sr = calloc(c.seeds, sizeof(*sr));
 	if (!sr)
 		return 1;
@@ -438,6 +523,9 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 			fprintf(stderr, "  seed %" PRIu64 ": %u admitted, %" PRIu64 " misses, max %u\n",
 				sr[i].seed, sr[i].admitted, sr[i].misses, sr[i].kmax);
 		misses += sr[i].misses;
+		adm_failed += !!sr[i].adm_fail[0];
+		kmax_failed += !!sr[i].kmax_fail[0];
+		commit_max = fmax(commit_max, sr[i].commit_max_s);
 		sum_adm += sr[i].admitted;
 		sum_k += sr[i].kmax;
 		sum_util += sr[i].util;
@@ -458,43 +546,16 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 	if (!nratio)
 		min_rs = min_rr = 0;
 	if (c.json) {
-		printf("{\"disk\": \"%s\", \"duration_s\": %.0f, \"search_duration_s\": %.0f, "
-		       "\"requests\": %u, \"isolation\": %s, \"quota_rate_bps\": %" PRIu64
-		       ", \"quota_streams\": %u, \"search\": \"binary over k\",\n \"seeds\": [\n",
-		       c.o.disk, c.o.duration_s, c.search_s, c.requests, c.isolation ? "true" : "false",
-		       c.quota_rate * 8, c.quota_streams);
-		for (unsigned i = 0; i < c.seeds; i++) {
-			const struct seed_res *s = &sr[i];
-
-			printf("  {\"seed\": %" PRIu64 ", \"requested\": %u, \"admitted\": %u, "
-			       "\"admitted_rate_bps\": %.0f, \"admission_load\": %.4f, "
-			       "\"disk_utilization\": %.4f, \"rt_requests\": %" PRIu64 ", \"misses\": %"
-			       PRIu64 ", \"margin_min_ms\": %.1f, \"max_streams\": %u, \"max_rate_bps\": "
-			       "%.0f, \"ratio_streams\": %.4f, \"ratio_rate\": %.4f, \"search_runs\": %u, "
-			       "\"refused\": {\"ebusy\": %u, \"edquot\": %u, \"other\": %u}, "
-			       "\"first_refusal\": ", s->seed, s->asked, s->admitted,
-			       s->admitted_rate * 8, s->load, s->util, s->rt_requests, s->misses,
-			       s->margin_min_ms, s->kmax, s->kmax_rate * 8,
-			       ratio(s->admitted, s->kmax), ratio(s->admitted_rate, s->kmax_rate),
-			       s->search_runs, s->refused[0], s->refused[1], s->refused[2]);
-			if (s->first_err) {
-				printf("{\"index\": %u, \"error\": \"%s\", \"why\": \"", s->first_idx,
-				       errname(s->first_err));
-				for (const char *p = s->first_why; *p; p++)
-					printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-				printf("\", \"left_rate_bps\": %" PRIu64 "}", s->first_left_rate * 8);
-			} else {
-				printf("null");
-			}
-			printf("}%s\n", i + 1 < c.seeds ? "," : "");
-		}
+		print_reserve_json(&c, sr);
 		printf(" ],\n \"summary\": {\"seeds\": %u, \"misses\": %" PRIu64 ", "
-		       "\"admitted_mean\": %.2f, \"max_streams_mean\": %.2f, \"ratio_streams_mean\": "
-		       "%.4f, \"ratio_streams_min\": %.4f, \"ratio_rate_mean\": %.4f, "
-		       "\"ratio_rate_min\": %.4f, \"disk_utilization_mean\": %.4f, "
-		       "\"admission_load_mean\": %.4f, \"refused\": {\"ebusy\": %u, \"edquot\": %u, "
-		       "\"other\": %u}}}\n", c.seeds, misses, sum_adm / c.seeds, sum_k / c.seeds,
-		       ratio(sum_rs, nratio), min_rs, ratio(sum_rr, nratio), min_rr,
+		       "\"admitted_failed\": %u, \"max_failed_full_duration\": %u, "
+		       "\"commit_max_s\": %.2f, \"admitted_mean\": %.2f, \"max_streams_mean\": %.2f, "
+		       "\"ratio_streams_mean\": %.4f, \"ratio_streams_min\": %.4f, "
+		       "\"ratio_rate_mean\": %.4f, \"ratio_rate_min\": %.4f, "
+		       "\"disk_utilization_mean\": %.4f, \"admission_load_mean\": %.4f, "
+		       "\"refused\": {\"ebusy\": %u, \"edquot\": %u, \"other\": %u}}}\n", c.seeds,
+		       misses, adm_failed, kmax_failed, commit_max, sum_adm / c.seeds,
+		       sum_k / c.seeds, ratio(sum_rs, nratio), min_rs, ratio(sum_rr, nratio), min_rr,
 		       sum_util / c.seeds, sum_load / c.seeds, refused[0], refused[1], refused[2]);
 		free(sr);
 		return 0;
@@ -502,26 +563,47 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 	printf("admission on %s: %u seeds x %u random reservation requests (2-40 Mbit/s, buffers "
 	       "2-32 MiB,\nrequests 256 KiB-1 MiB, 70 %% playback), padded for %s, u_BE 2 %%. The "
 	       "admitted set runs %.0f s;\nthe largest zero-miss prefix k is found by a binary "
-	       "search over k with %.0f s runs.\n\n", c.o.disk, c.seeds, c.requests,
+	       "search over k with %.0f s runs, then run %.0f s (its misses: \"k miss\").\n\n",
+	       c.o.disk, c.seeds, c.requests,
 	       c.isolation ? "isolation (Theorem 3)" : "Theorem 2 only", c.o.duration_s,
-	       c.search_s);
+	       c.search_s, c.o.duration_s);
 	printf(" seed  asked  adm  adm Mbit/s   load    util  RT requests  misses |  max k  "
-	       "k Mbit/s | adm/max: streams   rate\n");
+	       "k Mbit/s  k miss | adm/max: streams   rate\n");
+	for (unsigned i = 0; i < c.seeds; i++) {
+		const struct seed_res *s = &sr[i];
+		char m[24], km[24];
+
+		snprintf(m, sizeof(m), "%" PRIu64, s->misses);
+		snprintf(km, sizeof(km), "%" PRIu64, s->kmax_misses);
+		printf("%5" PRIu64 "  %5u  %3u  %10.1f  %5.3f  %5.1f %%  %11" PRIu64 "  %6s"
+		       " |  %5u  %8.1f  %6s |          %6.2f  %5.2f\n", s->seed, s->asked,
+		       s->admitted, s->admitted_rate * 8 / MBIT, s->load, s->util * 100,
+		       s->rt_requests, s->adm_fail[0] ? "full" : m, s->kmax,
+		       s->kmax_rate * 8 / MBIT, s->kmax_fail[0] ? "full" : km,
+		       ratio(s->admitted, s->kmax), ratio(s->admitted_rate, s->kmax_rate));
+	}
+	printf("\nsummary over %u seeds: admitted-set misses %" PRIu64 " (%u admitted runs ended "
+	       "early), longest metadata commit %.1f s;\nadmitted %.1f streams on average, "
+	       "zero-miss maximum %.1f; admitted/max %.2f in streams (min %.2f),\n%.2f in "
+	       "reserved rate (min %.2f); admission load %.3f, disk utilization %.1f %%;\n"
+	       "refused: %u -EBUSY, %u -EDQUOT, %u other\n", c.seeds, misses, adm_failed,
+	       commit_max, sum_adm / c.seeds, sum_k / c.seeds, ratio(sum_rs, nratio), min_rs,
+	       ratio(sum_rr, nratio), min_rr, sum_load / c.seeds, sum_util / c.seeds * 100,
+	       refused[0], refused[1], refused[2]);
 	for (unsigned i = 0; i < c.seeds; i++) {
 		const struct seed_res *s = &sr[i];
 
-		printf("%5" PRIu64 "  %5u  %3u  %10.1f  %5.3f  %5.1f %%  %11" PRIu64 "  %6" PRIu64
-		       " |  %5u  %8.1f |          %6.2f  %5.2f\n", s->seed, s->asked, s->admitted,
-		       s->admitted_rate * 8 / MBIT, s->load, s->util * 100, s->rt_requests, s->misses,
-		       s->kmax, s->kmax_rate * 8 / MBIT, ratio(s->admitted, s->kmax),
-		       ratio(s->admitted_rate, s->kmax_rate));
+		if (s->adm_fail[0])
+			printf("  seed %" PRIu64 ": the admitted set ended early: %s\n", s->seed,
+			       s->adm_fail);
+		if (s->kmax_fail[0])
+			printf("  seed %" PRIu64 ": the first %u requests, zero-miss for %.0f s, ended "
+			       "early in the %.0f s run: %s\n", s->seed, s->kmax, c.search_s,
+			       c.o.duration_s, s->kmax_fail);
+		if (s->search_full)
+			printf("  seed %" PRIu64 ": %u search runs ended on a full file system (taken "
+			       "as failing)\n", s->seed, s->search_full);
 	}
-	printf("\nsummary over %u seeds: admitted-set misses %" PRIu64 "; admitted %.1f streams on "
-	       "average, zero-miss maximum %.1f;\nadmitted/max %.2f in streams (min %.2f), %.2f in "
-	       "reserved rate (min %.2f); admission load %.3f, disk utilization %.1f %%;\n"
-	       "refused: %u -EBUSY, %u -EDQUOT, %u other\n", c.seeds, misses, sum_adm / c.seeds,
-	       sum_k / c.seeds, ratio(sum_rs, nratio), min_rs, ratio(sum_rr, nratio), min_rr,
-	       sum_load / c.seeds, sum_util / c.seeds * 100, refused[0], refused[1], refused[2]);
 	printf("\nfirst refusal per seed (request #, error, admission's reason; the largest rate "
 	       "left for a request like it):\n");
 	for (unsigned i = 0; i < c.seeds; i++) {
@@ -571,7 +653,7 @@ static int run_case(const struct cli *c, struct iso_case *k, const char *scenari
 	for (unsigned i = 0; i < k->n; i++)
 		st[i] = k->s[i].spec;
 	snprintf(tag, sizeof(tag), "%s.%u", scenario, j);
-	return run_set(c, st, k->n, c->o.duration_s, &k->res, tag);
+	return run_set(c, st, k->n, c->o.duration_s, &k->res, tag, NULL, 0);
 }
 
 static double mibps(const struct avfs_simrun_stream_res *r, double dur)
