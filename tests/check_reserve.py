@@ -171,7 +171,9 @@ with tempfile.TemporaryDirectory() as tmp:
 for bad in (["reserve", "--isolation", "maybe"], ["reserve", "--scenario", "all"],
             ["reserve", "--seeds", "0"], ["isolation"], ["isolation", "--scenario", "nope"],
             ["isolation", "--scenario", "all", "--seeds", "3"],
-            ["isolation", "--scenario", "all", "--bw", "sometimes"]):
+            ["isolation", "--scenario", "all", "--bw", "sometimes"],
+            ["isolation", "--scenario", "be-greedy", "--disk", "nope"],
+            ["reserve", "--seeds", "1", "--disk", "nope"]):
     p = subprocess.run([sim, *bad], capture_output=True, text=True)
     need(p.returncode == 2 and p.stderr.strip() != "", f"bad input {bad}: exit 2 with a message")
 
