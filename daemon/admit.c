@@ -359,6 +359,20 @@ bool avfs_bucket_charge(struct avfs_bucket *b, uint64_t len, int64_t now)
 	return false;
 }
 
+bool avfs_bucket_take(struct avfs_bucket *b, uint64_t len, int64_t now)
+{
+	if (now > b->last) {
+		b->tokens += b->rate * (double)(now - b->last) / NS;
+		if (b->tokens > b->size)
+			b->tokens = b->size;
+		b->last = now;
+	}
+	if (b->tokens < (double)len)
+		return false;
+	b->tokens -= (double)len;
+	return true;
+}
+
 int64_t avfs_service_deadline(const struct avfs_service_req *r, uint64_t len, int64_t now)
 {
 	uint64_t rest = r->buffer > len ? r->buffer - len : 0;

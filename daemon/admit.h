@@ -135,6 +135,10 @@ void avfs_bucket_init(struct avfs_bucket *b, double rate, double size, int64_t n
  * above its rate is bounded at half a bucket. */
 bool avfs_bucket_charge(struct avfs_bucket *b, uint64_t len, int64_t now);
 
+/* Take len bytes if the bucket holds them (true: real-time); else leave it as it is (false:
+ * best effort, uncharged — time nobody reserved, so it costs the stream nothing). */
+bool avfs_bucket_take(struct avfs_bucket *b, uint64_t len, int64_t now);
+
 /* The deadline of a request of a rate + buffer stream that keeps its buffer full (ABISS):
  * issued at now for len bytes, it must be done before the rest of the buffer drains. */
 int64_t avfs_service_deadline(const struct avfs_service_req *r, uint64_t len, int64_t now);

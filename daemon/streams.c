@@ -350,8 +350,11 @@ int64_t avfsd_stream_charge(struct daemon *dm, struct client *c, uint32_t h, uin
 		return deadline;
 	if (!deadline)
 		deadline = avfs_service_deadline(&s->req, nbytes, now);
-	/* the bandwidth class: above its rate, the stream is best effort */
-	return avfs_bucket_charge(&s->bucket, nbytes, now) ? deadline : 0;
+	/* the bandwidth class: above its rate, the stream is best effort, uncharged — a
+	 * charged debt would pin a greedy stream's bucket at its floor and take away its
+	 * real-time service (avfs-sim isolation --bw at-once shows it); avfs-sim's default
+	 * parks such requests instead (--bw park), which avfsd does not do yet */
+	return avfs_bucket_take(&s->bucket, nbytes, now) ? deadline : 0;
 }
 
 void avfsd_stream_done(struct daemon *dm, const struct cio *io, int64_t now)

@@ -380,7 +380,10 @@ static void delete_one(struct run *r);
  *   as best effort at once. A greedy stream then always has a request to charge, every
  *   refill goes to the debt of its next best-effort request and the bucket sits at its
  *   floor: the stream loses its real-time service and gets only its share of best effort
- *   (kept for comparison; avfs-sim isolation --bw at-once). */
+ *   (kept for comparison; avfs-sim isolation --bw at-once).
+ * AVFS_BW_UNCHARGED: best effort at once but uncharged (avfs_bucket_take): the bucket keeps
+ *   refilling, so every time it covers a request the stream's next one is real-time. What
+ *   avfsd does (daemon/streams.c); avfs-sim isolation --bw uncharged. */
 
 /* ns until the bucket holds len bytes (0: it does now), without charging it */
 static int64_t bucket_wait(const struct avfs_bucket *b, uint64_t len, int64_t t)
@@ -479,6 +482,12 @@ static void release_parked(struct run *r)
 /* A reserved stream's new request. */
 static void reserved_issue(struct run *r, struct stream *s, struct req *q)
 {
+	if (r->o->bw_policy == AVFS_BW_UNCHARGED) {
+		if (avfs_bucket_take(&s->bucket, q->io.len, now(r)))
+			q->io.deadline = avfs_service_deadline(&s->svc, q->io.len, now(r));
+		submit(r, q);
+		return;
+	}
 	if (r->o->bw_policy == AVFS_BW_AT_ONCE) {
 		if (avfs_bucket_charge(&s->bucket, q->io.len, now(r)))
 			q->io.deadline = avfs_service_deadline(&s->svc, q->io.len, now(r));
@@ -869,12 +878,12 @@ static void complete(struct run *r, struct req *q, int res)
 	if (!q->io.deadline && !q->spare)
 		r->be_pending--;
 	if (r->trace)
-		fprintf(r->trace, "%lld,%lld,%d,%s,%s,%llu,%llu,%lld,%d\n", (long long)q->submit,
+		fprintf(r->trace, "%lld,%lld,%d,%s,%s,%llu,%llu,%lld,%d,%lld\n", (long long)q->submit,
 			(long long)t, q->kind == RQ_STREAM && q->s ? (int)(q->s - r->streams) : -1,
 			q->kind == RQ_STREAM ? (q->io.deadline ? "rt" : "be") : q->kind == RQ_HP ? "hp" :
 			q->kind == RQ_META ? "meta" : "be", q->io.write ? "w" : "r",
 			(unsigned long long)q->io.orig_off, (unsigned long long)q->io.orig_len,
-			(long long)q->io.deadline, res);
+			(long long)q->io.deadline, res, (long long)q->disk_ns);
 	switch (q->kind) {
 	case RQ_STREAM:
 		if (q->s->spec) {
@@ -1213,7 +1222,7 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 			err = -errno;
 			goto out;
 		}
-		fprintf(r.trace, "submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result\n");
+		fprintf(r.trace, "submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result,service_ns\n");
 	}
 	/* settle: let the fill's last metadata reach the disk, then start measuring */
 	avfs_sim_run_until(r.eng, avfs_sim_now(r.eng) + 1000000);

@@ -56,6 +56,7 @@ struct avfs_simrun_stream_res {
 enum avfs_bw_policy {
 	AVFS_BW_PARK,		/* held; best effort when no other is pending, uncharged */
 	AVFS_BW_AT_ONCE,	/* best effort at once, charged to the bucket's debt */
+	AVFS_BW_UNCHARGED,	/* best effort at once, uncharged (avfsd's way: avfs_bucket_take) */
 };
 
 struct avfs_simrun_opts {

@@ -159,7 +159,7 @@ with tempfile.TemporaryDirectory() as tmp:
             fails.append(f"trace of case {case}: {e}")
             rows[case] = []
             head = ""
-        need(head == "submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result",
+        need(head == "submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result,service_ns",
              f"trace of case {case}: the docs/TRACE.md header")
     kinds = {(x["stream"], x["class"], x["deadline_ns"] != "0") for x in rows[0]}
     need(kinds == {("0", "rt", True), ("1", "be", False), ("2", "be", False)},

@@ -224,6 +224,25 @@ static void test_admit_remove(void **state)
 
 /* The token bucket: full at the start, real-time within it, best effort above it with the
  * debt bounded at half a bucket, refilled at the rate up to its size. */
+/* avfsd's way above the rate: best effort uncharged, so the bucket keeps refilling and a
+ * greedy stream's next request within the rate is real-time again */
+static void test_admit_bucket_take(void **state)
+{
+	struct avfs_bucket b;
+	int rt = 0;
+
+	(void)state;
+	avfs_bucket_init(&b, 1e6, 2e6, 0);	/* 1 MB/s, 2 MB bucket, full */
+	assert_true(avfs_bucket_take(&b, 1000000, 0));
+	assert_true(avfs_bucket_take(&b, 1000000, 0));
+	assert_false(avfs_bucket_take(&b, 1000000, 0));	/* empty: best effort */
+	assert_true(b.tokens >= 0);			/* and no debt */
+	/* greedy: a 100 KB request every 10 ms (10 MB/s) for 10 s: 1 MB/s of it is real-time */
+	for (int64_t t = 10000000; t <= 10000000000ll; t += 10000000)
+		rt += avfs_bucket_take(&b, 100000, t);
+	assert_in_range(rt, 99, 101);	/* 10 s x 1 MB/s / 100 KB */
+}
+
 static void test_admit_bucket(void **state)
 {
 	struct avfs_bucket b;
@@ -305,6 +324,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_admit_bucket),
+		cmocka_unit_test(test_admit_bucket_take),
 		cmocka_unit_test(test_admit_busy_and_left),
 		cmocka_unit_test(test_admit_cost_by_hand),
 		cmocka_unit_test(test_admit_deadline),

@@ -114,7 +114,7 @@ static void usage_isolation(FILE *f)
 {
 	fprintf(f,
 		"usage: avfs-sim isolation --scenario NAME [--duration 600] [--seed 1] [--disk avfs-250g]\n"
-		"                          [--bw park|at-once] [--trace PREFIX] [--json]\n"
+		"                          [--bw park|at-once|uncharged] [--trace PREFIX] [--json]\n"
 		"\n"
 		"The bandwidth class (token bucket, SPEC §7) in virtual time:\n"
 		"  be-greedy        reserved 3 MiB/s readers (as many as admission takes) with 0..8 greedy\n"
@@ -225,6 +225,8 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 				c->o.bw_policy = AVFS_BW_PARK;
 			else if (!strcmp(optarg, "at-once"))
 				c->o.bw_policy = AVFS_BW_AT_ONCE;
+			else if (!strcmp(optarg, "uncharged"))
+				c->o.bw_policy = AVFS_BW_UNCHARGED;
 			else
 				goto bad;
 			break;
@@ -1110,7 +1112,8 @@ int avfs_sim_cmd_isolation(int argc, char **argv)
 	if (c.json)
 		printf("{\"disk\": \"%s\", \"seed\": %" PRIu64 ", \"duration_s\": %.0f, "
 		       "\"bw_policy\": \"%s\", \"scenarios\": {\n", c.o.disk, c.o.seed,
-		       c.o.duration_s, c.o.bw_policy == AVFS_BW_PARK ? "park" : "at-once");
+		       c.o.duration_s, c.o.bw_policy == AVFS_BW_PARK ? "park" :
+		       c.o.bw_policy == AVFS_BW_AT_ONCE ? "at-once" : "uncharged");
 	for (int i = first; i <= lastsc && !err; i++)
 		if (!strcmp(c.scenario, "all") || !strcmp(c.scenario, sc[i].name))
 			err = sc[i].run(&c, i == lastsc);
