@@ -55,8 +55,17 @@ run)
 	pid=$!
 	trap 'fusermount3 -u "$mnt" 2>/dev/null; wait $pid 2>/dev/null' EXIT
 	for i in $(seq 50); do grep -q " $mnt " /proc/mounts && break; sleep 0.1; done
-	echo "quickstart: DVR workload 4r2w (4 playbacks, 2 recordings of 19.39 Mbps HD) for 30 s through libavio"
-	./build/examples/dvr --mode avio --workload 4r2w --dir "$mnt" --duration 30 --file-size 512M
+	sock=/var/tmp/avfs-demo.sock
+	echo "quickstart: DVR workload 4r2w (4 playbacks, 2 recordings of 19.39 Mbps HD) for 30 s through libavio,"
+	echo "            each stream with a reservation; the requests traced to /var/tmp/avfs-demo.trace.csv"
+	./build/tools/avfs-admin --socket $sock trace --duration 40 --out /var/tmp/avfs-demo.trace.csv &
+	tpid=$!
+	./build/examples/dvr --mode avio --workload 4r2w --dir "$mnt" --duration 30 --file-size 512M --reserve
+	echo "quickstart: the daemon's QoS statistics (avfs-admin stats)"
+	./build/tools/avfs-admin --socket $sock stats
+	wait $tpid
+	./build/tools/avfs-admin plot /var/tmp/avfs-demo.trace.csv --out /var/tmp/avfs-demo.svg
+	echo "quickstart: the head position, margins and utilization drawn in /var/tmp/avfs-demo.svg"
 	echo "quickstart: unmounting"
 	fusermount3 -u "$mnt"
 	wait $pid

@@ -426,8 +426,12 @@ double avfs_qos_margin_quantile(const struct avfs_qos *q, double quantile)
 		want = 1;
 	for (unsigned k = 0; k < AVFS_MARGIN_BINS; k++) {
 		seen += q->bins[k];
-		if (seen >= want)
-			return k ? exp2((double)(k - 1) / 8) * 1e3 : (q->misses ? -1 : 0);
+		if (seen >= want) {
+			double lo = k ? exp2((double)(k - 1) / 8) * 1e3 : (q->misses ? -1 : 0);
+
+			/* a bin's lower edge, but never below the smallest margin seen */
+			return k && lo < (double)q->margin_min_ns ? (double)q->margin_min_ns : lo;
+		}
 	}
 	return exp2((double)(AVFS_MARGIN_BINS - 2) / 8) * 1e3;
 }
