@@ -55,6 +55,7 @@ struct tm {
 	int64_t jit_until;	/* JIT slack of jit_node ends then */
 	struct node *jit_node;
 	size_t npending;
+	int64_t be_forced;	/* when a starving BE request was last put before RT */
 };
 
 /* ---- treap ---- */
@@ -551,6 +552,16 @@ static void tm_next(void *ctx, int64_t now, struct avfs_sched_cmd *cmd)
 
 	if (!t->c.rotational) {
 		next_nonrot(t, now, cmd);
+		return;
+	}
+	/* the best-effort floor: under an RT load that never leaves the hold time any room, a
+	 * BE request older than the age bound still goes first, one every age bound — at most
+	 * one worst-case command per be_age (2 % of the disk at the defaults: admission's u_BE),
+	 * so metadata commits and ordinary files always make progress */
+	if (t->be_old && now - t->be_old->io->arrival > t->c.be_age_ns &&
+	    now - t->be_forced >= t->c.be_age_ns && (t->batch.root || t->rt.root)) {
+		t->be_forced = now;
+		issue(t, t->be_old, &t->be, now, cmd);
 		return;
 	}
 	if (t->batch.root) {

@@ -279,6 +279,55 @@ static void test_mixer_be_cscan_and_ageing(void **state)
 	avfs_sched_destroy(&s);
 }
 
+/* The best-effort floor: RT requests whose hold time is always due (an overload) would keep
+ * a BE request out for ever; past the age bound it goes first, one every age bound. */
+static void test_mixer_be_floor_under_overload(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	struct avfs_io be = { .off = 100 * GB, .len = 4096 }, be2 = { .off = 101 * GB, .len = 4096 };
+	struct avfs_io r[800];
+	int64_t now = 0, be_at = -1, be2_at = -1;
+	int k = 0;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	s = mk(&c);
+	/* every 10 ms a 512 KiB RT request due 20 ms later: always urgent, never idle; the two
+	 * BE requests come once the overload is on */
+	for (int i = 0; i < 800 && (be_at < 0 || be2_at < 0); i++) {
+		if (i == 10) {
+			assert_int_equal(avfs_sched_submit(&s, &be, now), 0);
+			assert_int_equal(avfs_sched_submit(&s, &be2, now), 0);
+		}
+		r[k] = rt((uint64_t)(k % 50) * 4 * GB, 524288, now + 20 * MS);
+		if (avfs_sched_submit(&s, &r[k], now) == 0)
+			k++;
+		avfs_sched_next(&s, now, &cmd);
+		if (cmd.kind == AVFS_SCHED_DISPATCH) {
+			if (cmd.io == &be)
+				be_at = now;
+			if (cmd.io == &be2)
+				be2_at = now;
+			avfs_sched_done(&s, &cmd, now + 10 * MS, (int)cmd.len);
+		}
+		now += 10 * MS;
+	}
+	print_message("BE arrived at 100 ms, issued at %lld ms and %lld ms\n",
+		      (long long)(be_at / MS), (long long)(be2_at / MS));
+	/* the first waits out its age bound (2 s), the next one a second bound after it */
+	assert_true(be_at > 2100 * MS && be_at <= 2200 * MS);
+	assert_true(be2_at >= be_at + 2000 * MS && be2_at <= be_at + 2100 * MS);
+	while (avfs_sched_next(&s, now, &cmd), cmd.kind == AVFS_SCHED_DISPATCH ||
+	       cmd.kind == AVFS_SCHED_FAIL) {
+		if (cmd.kind == AVFS_SCHED_DISPATCH)
+			avfs_sched_done(&s, &cmd, now, (int)cmd.len);
+		now += MS;
+	}
+	avfs_sched_destroy(&s);
+}
+
 /* Chunking (papers/003 §3.1): a 1 MiB write goes out in 256 KiB commands, FUA only on the
  * last; between two chunks an urgent RT request runs, then the rest resumes. */
 static void test_mixer_chunking(void **state)
@@ -569,6 +618,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mixer_be_cscan_and_ageing),
+		cmocka_unit_test(test_mixer_be_floor_under_overload),
 		cmocka_unit_test(test_mixer_be_under_hold),
 		cmocka_unit_test(test_mixer_beats_cscan),
 		cmocka_unit_test(test_mixer_chunking),
