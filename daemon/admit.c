@@ -341,7 +341,7 @@ void avfs_bucket_init(struct avfs_bucket *b, double rate, double size, int64_t n
 	b->last = now;
 }
 
-bool avfs_bucket_charge(struct avfs_bucket *b, uint64_t len, int64_t now)
+static void bucket_refill(struct avfs_bucket *b, int64_t now)
 {
 	if (now > b->last) {
 		b->tokens += b->rate * (double)(now - b->last) / NS;
@@ -349,6 +349,11 @@ bool avfs_bucket_charge(struct avfs_bucket *b, uint64_t len, int64_t now)
 			b->tokens = b->size;
 		b->last = now;
 	}
+}
+
+bool avfs_bucket_charge(struct avfs_bucket *b, uint64_t len, int64_t now)
+{
+	bucket_refill(b, now);
 	if (b->tokens >= (double)len) {
 		b->tokens -= (double)len;
 		return true;
@@ -361,12 +366,7 @@ bool avfs_bucket_charge(struct avfs_bucket *b, uint64_t len, int64_t now)
 
 bool avfs_bucket_take(struct avfs_bucket *b, uint64_t len, int64_t now)
 {
-	if (now > b->last) {
-		b->tokens += b->rate * (double)(now - b->last) / NS;
-		if (b->tokens > b->size)
-			b->tokens = b->size;
-		b->last = now;
-	}
+	bucket_refill(b, now);
 	if (b->tokens < (double)len)
 		return false;
 	b->tokens -= (double)len;

@@ -226,7 +226,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %-17s %-7s %-14s %s\n", set[i].name, set[i].unit, set[i].range, set[i].help);
 }
 
-static int parse_scaled(const char *s, double *out, double k)
+int avfs_sim_parse_scaled(const char *s, double *out, double k)
 {
 	char *end;
 	double v;
@@ -316,14 +316,14 @@ static int parse(int argc, char **argv, struct cli *c)
 			break;
 		}
 		case 'r':
-			if (parse_scaled(optarg, &v, 1000) || v <= 0) {
+			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0) {
 				fprintf(stderr, "avfs-sim: --rate '%s': bits/s, e.g. 19.39M\n", optarg);
 				return 2;
 			}
 			c->o.rate = v / 8;
 			break;
 		case 'i':
-			if (parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20) ||
+			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20) ||
 			    fmod(v, 4096) != 0) {
 				fprintf(stderr, "avfs-sim: --io '%s': a multiple of 4K up to 16M\n", optarg);
 				return 2;
@@ -331,7 +331,7 @@ static int parse(int argc, char **argv, struct cli *c)
 			c->o.io = (uint32_t)v;
 			break;
 		case 'D':
-			if (parse_scaled(optarg, &v, 1000) || v < 1 || v > 1024) {
+			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1024) {
 				fprintf(stderr, "avfs-sim: --depth '%s': 1 to 1024\n", optarg);
 				return 2;
 			}
@@ -340,7 +340,7 @@ static int parse(int argc, char **argv, struct cli *c)
 		case 'm': if (set_conf(c, "margin", optarg)) return 2; break;
 		case 'e': if (set_conf(c, "urgent", optarg)) return 2; break;
 		case 't':
-			if (parse_scaled(optarg, &v, 1000) || v <= 0 || v > 1e6) {
+			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0 || v > 1e6) {
 				fprintf(stderr, "avfs-sim: --duration '%s': seconds, up to 1e6\n", optarg);
 				return 2;
 			}
@@ -428,14 +428,14 @@ static int parse(int argc, char **argv, struct cli *c)
 			}
 			break;
 		case 'M':
-			if (parse_scaled(optarg, &v, 1000) || v < 1 || v > 4096) {
+			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 4096) {
 				fprintf(stderr, "avfs-sim: --max '%s': 1 to 4096\n", optarg);
 				return 2;
 			}
 			c->max_streams = (unsigned)v;
 			break;
 		case 'B':
-			if (parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20)) {
+			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20)) {
 				fprintf(stderr, "avfs-sim: --be-size '%s': 4K to 16M\n", optarg);
 				return 2;
 			}
@@ -452,7 +452,7 @@ static int parse(int argc, char **argv, struct cli *c)
 			break;
 		}
 		case 'K':
-			if (parse_scaled(optarg, &v, 1024) || v < 65536 || v > (1ull << 32) ||
+			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 65536 || v > (1ull << 32) ||
 			    ((uint64_t)v & ((uint64_t)v - 1))) {
 				fprintf(stderr, "avfs-sim: --block-size '%s': a power of two, 64K..4G\n",
 					optarg);

@@ -62,27 +62,6 @@ static const char *errname(int err)
 	}
 }
 
-static int parse_scaled(const char *s, double *out, double k)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		v *= k, end++;
-	else if (*end == 'M' || *end == 'm')
-		v *= k * k, end++;
-	else if (*end == 'G' || *end == 'g')
-		v *= k * k * k, end++;
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static void usage_reserve(FILE *f)
 {
 	fprintf(f,
@@ -170,7 +149,7 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 		switch (ch) {
 		case 'n':
 		case 'q':
-			if (!reserve || parse_scaled(optarg, &v, 1000) || v < 1 || v > 1000 ||
+			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1000 ||
 			    v != floor(v))
 				goto bad;
 			*(ch == 'n' ? &c->seeds : &c->requests) = (unsigned)v;
@@ -187,7 +166,7 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 			break;
 		case 't':
 		case 'S':
-			if ((ch == 'S' && !reserve) || parse_scaled(optarg, &v, 1000) || v <= 0 ||
+			if ((ch == 'S' && !reserve) || avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0 ||
 			    v > 1e6)
 				goto bad;
 			*(ch == 't' ? &c->o.duration_s : &c->search_s) = v;
@@ -199,12 +178,12 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 			c->isolation = !strcmp(optarg, "on");
 			break;
 		case 'Q':
-			if (!reserve || parse_scaled(optarg, &v, 1000) || v < 8)
+			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 8)
 				goto bad;
 			c->quota_rate = (uint64_t)(v / 8);
 			break;
 		case 'N':
-			if (!reserve || parse_scaled(optarg, &v, 1000) || v < 1 || v > 1e6)
+			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1e6)
 				goto bad;
 			c->quota_streams = (uint32_t)v;
 			break;
