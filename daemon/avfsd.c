@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "avfsd_i.h"
+#include "hddmodel.h"
 #include "proto.h"
 
 #include <errno.h>
@@ -1191,14 +1192,19 @@ int main(int argc, char **argv)
 						      .dmax = (double)sb->rate_max,
 						      .dmin = (double)sb->rate_min,
 						      .lmax = dm->d->info.size };
-		if (model) {
-			if (strcmp(model, "avfs-250g")) {
-				avfsd_log(dm, 1, "--disk-model %s: using the superblock's parameters "
-					  "(only avfs-250g is built in here)", model);
-			} else {
-				conf.model = mc.model;
-				conf.model.lmax = dm->d->info.size;
+		if (model) {	/* a named model's service-time parameters (SPEC §5.2) */
+			struct avfs_hdd_params hp;
+
+			if (avfs_hdd_params_lookup(model, &hp) || hp.ssd) {
+				avfsd_log(dm, 0, "--disk-model %s: not a rotating disk model (%s)",
+					  model, "see avfs-sim --help for the names");
+				goto out;
 			}
+			conf.model = (struct avfs_svc_model){ .tr_ns = 60e9 / hp.rpm,
+							      .tk_ns = hp.seek_mean_ms * 1e6,
+							      .dmax = hp.rate_outer,
+							      .dmin = hp.rate_inner,
+							      .lmax = dm->d->info.size };
 		}
 		if (conf.model.dmax <= 0 || conf.model.dmin <= 0)
 			conf.model = mc.model, conf.model.lmax = dm->d->info.size;
