@@ -311,6 +311,7 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 	struct cio *io;
 	uint64_t ino, end;
 	struct avfs_stat a;
+	bool park = false;
 	int n;
 
 	if (m->handle >= c->nhandles || m->op > AVFS_IO_WRITE || m->where > AVFS_IO_SHM)
@@ -356,7 +357,9 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 	io->write = m->op == AVFS_IO_WRITE;
 	/* its reservation, if any: the service's deadline and the bandwidth class */
 	io->deadline = avfsd_stream_charge(dm, c, m->handle, m->nbytes, m->deadline, now,
-					   &io->stream);
+					   &io->stream, &park);
+	io->client_deadline = m->deadline;
+	io->want = m->nbytes;
 	if (io->write)
 		avfsd_ra_invalidate(dm, ino);	/* FUSE readers must not see old data */
 	if (m->where == AVFS_IO_SHM) {
@@ -463,7 +466,7 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 			io->pending++;
 			q->next = io->parts;
 			io->parts = q;
-			if (avfsd_submit(dm, q))
+			if (!park && avfsd_submit(dm, q))
 				cio_part_done(dm, q, q->io.deadline && q->io.deadline <= avfsd_now() ?
 						      -ETIME : -EIO);
 			if (io->deadline)
@@ -475,6 +478,27 @@ static void handle_io(struct daemon *dm, struct client *c, uint64_t tag, const s
 			pos = hi;
 		}
 	}
+	if (park) {
+		if (io->res < 0 || !io->parts) {
+			avfsd_cio_submit(dm, io);	/* nothing to hold, or an error to report */
+		} else {
+			avfsd_stream_park(dm, io);
+			avfsd_streams_tick(dm, now);
+		}
+	}
+	if (--io->pending == 0)
+		cio_finish(dm, io);
+}
+
+void avfsd_cio_submit(struct daemon *dm, struct cio *io)
+{
+	io->pending++;	/* a guard: the last failing part must not free io under us */
+	for (struct dreq *q = io->parts, *next; q; q = next) {
+		next = q->next;
+		if (avfsd_submit(dm, q))
+			cio_part_done(dm, q, q->io.deadline && q->io.deadline <= avfsd_now() ?
+					      -ETIME : -EIO);
+	}
 	if (--io->pending == 0)
 		cio_finish(dm, io);
 }
@@ -485,9 +509,14 @@ static bool cio_cancel(struct daemon *dm, struct cio *io)
 {
 	if (io->issued || io->canceled)
 		return false;
-	for (struct dreq *q = io->parts; q; q = q->next)
-		if (avfs_sched_cancel(&dm->sched, &q->io))
-			return false;	/* only the first can fail: none is out while !issued */
+	if (!avfsd_stream_unpark(dm, io)) {	/* a parked read is in no queue yet */
+		for (struct dreq *q = io->parts; q; q = q->next) {
+			if (avfs_sched_cancel(&dm->sched, &q->io))
+				return false;	/* only the first can fail: none is out */
+			if (!q->io.deadline && !q->spare)
+				dm->be_pending--;
+		}
+	}
 	io->canceled = true;
 	while (io->parts) {
 		struct dreq *q = io->parts;
@@ -790,6 +819,8 @@ int avfsd_submit(struct daemon *dm, struct dreq *q)
 			dm->writes[q->gen & 1]--;
 		return err;
 	}
+	if (!q->io.deadline && !q->spare)
+		dm->be_pending++;
 	kick(dm);
 	return 0;
 }
@@ -797,6 +828,8 @@ int avfsd_submit(struct daemon *dm, struct dreq *q)
 static void finish_dreq(struct daemon *dm, struct dreq *q, int res)
 {
 	avfsd_dreq_done(dm, q, res, avfsd_now());
+	if (!q->io.deadline && !q->spare)
+		dm->be_pending--;
 	if (q->data_write) {
 		dm->writes[q->gen & 1]--;
 		if (dm->plan)
@@ -1276,6 +1309,12 @@ int main(int argc, char **argv)
 
 		if (dm->hold_at && dm->hold_at < until)
 			until = dm->hold_at;
+		if (dm->nparked) {	/* parked reads whose tokens come due */
+			int64_t due = avfsd_streams_tick(dm, now);
+
+			if (due && due < until)
+				until = due;
+		}
 		if (now + NS / 2 < until)
 			until = now + NS / 2;	/* look at throttled clients twice a second */
 		if (until < now)

@@ -33,6 +33,7 @@ struct dreq {
 	struct dreq *next;	/* on an op's list */
 	uint64_t stream;	/* the reservation of its libavio request, 0 none (traces) */
 	int64_t service_ns;	/* time its commands spent on the device (traces) */
+	bool spare;		/* a parked stream request sent as best effort in idle time */
 };
 
 /* ---- clients (libavio, avfs-admin) ---- */
@@ -74,6 +75,10 @@ struct cio {			/* one libavio request */
 	struct cio *next;
 	uint64_t stream;	/* the reservation it was charged to, 0 none */
 	int64_t deadline;	/* as scheduled: 0 best effort */
+	bool parked;		/* above its stream's rate: held until its tokens or idle time */
+	uint64_t want;		/* bytes asked for */
+	int64_t client_deadline;	/* the client's own (0: none) */
+	struct cio *park_next;
 };
 
 /* A reservation (SPEC §7): an admitted service, its bandwidth bucket and its QoS. */
@@ -86,6 +91,7 @@ struct dstream {
 	struct avfs_bucket bucket;
 	struct avfs_qos qos;
 	int64_t since;
+	struct cio *park_head, *park_tail;	/* reads above its rate, in order */
 };
 
 struct daemon {
@@ -134,6 +140,8 @@ struct daemon {
 	uint64_t seek_bins[8];		/* seek distances: 0, <1, <5, <20, <50, <100, <200, ≥200 GB */
 	uint64_t be_bytes, be_done, rt_bytes;
 	size_t max_pending;
+	uint64_t be_pending;		/* BE requests in the scheduler, spare ones not counted */
+	size_t nparked;			/* parked libavio reads of all streams */
 	char *trace_buf;		/* CSV lines not yet sent to the tracing clients */
 	size_t trace_len, trace_cap;
 	/* FUSE read-ahead inside the data block: a few recently read ranges */
@@ -166,6 +174,8 @@ void avfsd_dreq_free(struct dreq *q);
 void avfsd_commit_soon(struct daemon *dm);
 void *avfsd_alloc(size_t len);
 
+/* Submit every part of io (a parked read let go): a part the scheduler refuses fails. */
+void avfsd_cio_submit(struct daemon *dm, struct cio *io);
 /* Queue a reply to a client (a header and up to two parts of payload). */
 void avfsd_client_send(struct daemon *dm, struct client *c, uint16_t type, uint64_t tag,
 		       const void *a, size_t alen, const void *b, size_t blen);
@@ -189,7 +199,14 @@ void avfsd_client_streams_end(struct daemon *dm, struct client *c);
  * scheduled with — the client's, or the service's if it gave none; 0 when the stream is
  * above its rate (best effort). */
 int64_t avfsd_stream_charge(struct daemon *dm, struct client *c, uint32_t h, uint64_t nbytes,
-			    int64_t deadline, int64_t now, uint64_t *stream);
+			    int64_t deadline, int64_t now, uint64_t *stream, bool *park);
+/* Hold io (a read above its stream's rate, parts built, none submitted) in its stream. */
+void avfsd_stream_park(struct daemon *dm, struct cio *io);
+/* Take io out of its stream's parked requests (a cancel): true if it was parked. */
+bool avfsd_stream_unpark(struct daemon *dm, struct cio *io);
+/* Send parked reads whose tokens are due (real-time) or, with no other best effort waiting,
+ * as spare best effort. Returns when it wants to be called again (0: no parked read). */
+int64_t avfsd_streams_tick(struct daemon *dm, int64_t now);
 /* A libavio request completed: its stream's and the global QoS. */
 void avfsd_stream_done(struct daemon *dm, const struct cio *io, int64_t now);
 /* Device commands: utilization and seek statistics. */

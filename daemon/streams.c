@@ -193,12 +193,20 @@ static struct dstream *stream_by_id(struct daemon *dm, uint64_t id)
 	return NULL;
 }
 
+static struct cio *park_pop(struct daemon *dm, struct dstream *s);
+
 static void stream_end(struct daemon *dm, struct dstream *s, const char *why)
 {
 	avfsd_log(dm, 2, "reservation %llu of uid %u on inode %llu ended: %s; %llu RT requests, "
 		  "%llu misses", (unsigned long long)s->id, s->uid, (unsigned long long)s->ino, why,
 		  (unsigned long long)s->qos.requests, (unsigned long long)s->qos.misses);
 	avfs_admit_remove(dm->admit, s->id);
+	while (s->park_head) {	/* no reservation any more: plain best effort */
+		struct cio *io = park_pop(dm, s);
+
+		io->stream = 0;
+		avfsd_cio_submit(dm, io);
+	}
 	for (size_t i = 0; i < dm->nstreams; i++) {
 		if (dm->streams[i] == s) {
 			memmove(&dm->streams[i], &dm->streams[i + 1],
@@ -334,10 +342,11 @@ void avfsd_client_streams_end(struct daemon *dm, struct client *c)
 }
 
 int64_t avfsd_stream_charge(struct daemon *dm, struct client *c, uint32_t h, uint64_t nbytes,
-			    int64_t deadline, int64_t now, uint64_t *stream)
+			    int64_t deadline, int64_t now, uint64_t *stream, bool *park)
 {
 	struct dstream *s = stream_by_id(dm, c->handles[h].stream);
 
+	*park = false;
 	if (!s) {	/* a detached reservation on the file, if any */
 		for (size_t i = 0; i < dm->nstreams && !s; i++)
 			if (!dm->streams[i]->owner && dm->streams[i]->ino == c->handles[h].ino &&
@@ -350,11 +359,105 @@ int64_t avfsd_stream_charge(struct daemon *dm, struct client *c, uint32_t h, uin
 		return deadline;
 	if (!deadline)
 		deadline = avfs_service_deadline(&s->req, nbytes, now);
-	/* the bandwidth class: above its rate, the stream is best effort, uncharged — a
-	 * charged debt would pin a greedy stream's bucket at its floor and take away its
-	 * real-time service (avfs-sim isolation --bw at-once shows it); avfs-sim's default
-	 * parks such requests instead (--bw park), which avfsd does not do yet */
-	return avfs_bucket_take(&s->bucket, nbytes, now) ? deadline : 0;
+	/* the bandwidth class (papers/004 §3.1): within its bucket, real-time */
+	if (!s->park_head && avfs_bucket_take(&s->bucket, nbytes, now))
+		return deadline;
+	/* above its rate: a read waits for its tokens, or for time nobody else asks for
+	 * (avfsd_streams_tick); a write — whose metadata a commit may already carry — and a
+	 * request larger than the whole bucket go as best effort now, uncharged */
+	*park = !s->req.write && (double)nbytes <= s->bucket.size;
+	return 0;
+}
+
+void avfsd_stream_park(struct daemon *dm, struct cio *io)
+{
+	struct dstream *s = stream_by_id(dm, io->stream);
+
+	if (!s) {	/* cannot happen: charge found it; send it on rather than lose it */
+		avfsd_cio_submit(dm, io);
+		return;
+	}
+	io->parked = true;
+	io->park_next = NULL;
+	*(s->park_tail ? &s->park_tail->park_next : &s->park_head) = io;
+	s->park_tail = io;
+	dm->nparked++;
+}
+
+static struct cio *park_pop(struct daemon *dm, struct dstream *s)
+{
+	struct cio *io = s->park_head;
+
+	s->park_head = io->park_next;
+	if (!s->park_head)
+		s->park_tail = NULL;
+	io->park_next = NULL;
+	io->parked = false;
+	dm->nparked--;
+	return io;
+}
+
+bool avfsd_stream_unpark(struct daemon *dm, struct cio *io)
+{
+	struct dstream *s = io->parked ? stream_by_id(dm, io->stream) : NULL;
+
+	if (!s)
+		return false;
+	for (struct cio **pp = &s->park_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->park_next) {
+		if (*pp != io)
+			continue;
+		*pp = io->park_next;
+		if (s->park_tail == io)
+			s->park_tail = prev;
+		io->park_next = NULL;
+		io->parked = false;
+		dm->nparked--;
+		return true;
+	}
+	return false;
+}
+
+/* let a parked read go: real-time with its deadline, or spare best effort */
+static void park_release(struct daemon *dm, struct dstream *s, bool rt, int64_t now)
+{
+	struct cio *io = park_pop(dm, s);
+
+	io->deadline = !rt ? 0 : io->client_deadline ? io->client_deadline :
+		       avfs_service_deadline(&s->req, io->want, now);
+	for (struct dreq *q = io->parts; q; q = q->next) {
+		q->io.deadline = io->deadline;
+		q->spare = !rt;
+	}
+	avfsd_cio_submit(dm, io);
+}
+
+int64_t avfsd_streams_tick(struct daemon *dm, int64_t now)
+{
+	int64_t next = 0;
+
+	for (size_t i = 0; dm->nparked && i < dm->nstreams; i++) {
+		struct dstream *s = dm->streams[i];
+
+		while (s->park_head) {
+			struct cio *io = s->park_head;
+			int64_t due;
+
+			if (avfs_bucket_take(&s->bucket, io->want, now)) {
+				park_release(dm, s, true, now);
+				continue;
+			}
+			if (!dm->be_pending) {	/* work conservation: nobody else waits */
+				park_release(dm, s, false, now);
+				continue;
+			}
+			due = now + (int64_t)(((double)io->want - s->bucket.tokens) / s->bucket.rate *
+					      1e9) + 1;
+			if (!next || due < next)
+				next = due;
+			break;
+		}
+	}
+	return next;
 }
 
 void avfsd_stream_done(struct daemon *dm, const struct cio *io, int64_t now)

@@ -856,6 +856,43 @@ static int reservations(void *arg)
 	/* the freed time is admitted again: one more stream fits where the last was refused */
 	if (avfs_reserve(fds[n], &hd))
 		ret = ret ? ret : 13;
+	/* a greedy reader above its rate (1 MB/s, a 2 MiB bucket): 12 reads of 1 MiB at once.
+	 * Two are real-time, the rest wait for tokens or idle time (parked); every one
+	 * completes with the right data, and no more are real-time than the rate allows */
+	{
+		struct avfs_service slow = { .rate = 1000000, .buffer = 2 * MiB,
+					     .direction = AVFS_READ };
+		avfs_asyncio_t a[12], *list[12];
+		uint8_t *g = avfs_buf_alloc(12 * MiB);
+		int64_t t0 = mono_ns();
+		double secs;
+		int good = 0;
+
+		avfs_release(fds[n]);	/* room for it */
+		if (!g || avfs_reserve(fd, &slow))
+			return ret ? ret : 14;
+		for (int i = 0; i < 12; i++) {
+			a[i] = (avfs_asyncio_t){ .aio_fildes = fd, .aio_offset = (off_t)i * MiB,
+						 .aio_buf = g + (size_t)i * MiB, .aio_nbytes = MiB };
+			list[i] = &a[i];
+			if (avfs_asyncio_start(&a[i], AVFS_READ))
+				return ret ? ret : 15;
+		}
+		while (avfs_asyncio_poll(list, 12, 10000) > 0 && good < 12) {
+			good = 0;
+			for (int i = 0; i < 12; i++)
+				good += avfs_asyncio_check(&a[i], AVFS_NOWAIT) == 0 &&
+					a[i].aio_ret == MiB &&
+					bad_byte(g + (size_t)i * MiB, (uint64_t)i * MiB, MiB, 0) < 0;
+		}
+		secs = (double)(mono_ns() - t0) / 1e9;
+		if (good != 12 || avfs_stream_stats(fd, &st))
+			return ret ? ret : 16;
+		note("greedy reader at 1 MB/s: 12 x 1 MiB done in %.2f s, %llu of them real-time",
+		     secs, (unsigned long long)st.requests);
+		if (st.requests < 2 || (double)st.requests > 2 + secs * 1e6 / MiB + 1)
+			ret = ret ? ret : 17;
+	}
 	return ret;
 }
 
@@ -912,23 +949,26 @@ static void test_reservations(void)
 /* a libavio process forks: the child opens its own connection, both go on reading */
 static int fork_reader(void *arg)
 {
-	uint8_t *b = avfs_buf_alloc(MiB);
+	/* b is the parent's after the fork, kid the child's: the region is shared memory, so
+	 * the two must not read into the same buffer at once */
+	uint8_t *b = avfs_buf_alloc(MiB), *kid = avfs_buf_alloc(MiB);
 	int fd = open_file("data", O_RDONLY), st;
 	ssize_t r;
 	pid_t pid;
 
 	(void)arg;
-	if (!b || fd < 0 || avio_sync(fd, AVFS_READ, b, 0, MiB, 0) != MiB)
+	if (!b || !kid || fd < 0 || avio_sync(fd, AVFS_READ, b, 0, MiB, 0) != MiB)
 		return 2;
 	pid = fork();
 	if (pid == 0) {
 		uint8_t *nb = avfs_buf_alloc(MiB);
 
 		/* an inherited buffer (now a copy) and one of the child's own region */
-		if (!nb || avio_sync(fd, AVFS_READ, b, 2 * MiB, MiB, 0) != MiB ||
+		if (!nb || avio_sync(fd, AVFS_READ, kid, 2 * MiB, MiB, 0) != MiB ||
 		    avio_sync(fd, AVFS_READ, nb, 3 * MiB, MiB, 0) != MiB)
 			_exit(3);
-		_exit(bad_byte(b, 2 * MiB, MiB, 0) >= 0 || bad_byte(nb, 3 * MiB, MiB, 0) >= 0 ? 4 : 0);
+		_exit(bad_byte(kid, 2 * MiB, MiB, 0) >= 0 || bad_byte(nb, 3 * MiB, MiB, 0) >= 0 ?
+		      4 : 0);
 	}
 	if (pid < 0)
 		return 5;
