@@ -1,0 +1,742 @@
+#!/bin/bash
+# peer-compare.sh — AVFS against ext4 with the kernel's own schedulers on one emulated disk
+# (SPEC §11–§13, issue 9): per configuration a fresh hddemu disk on a loop device, the file
+# system made and filled to --fill in fast mode, then examples/dvr in real time (POSIX O_DIRECT
+# on ext4, libavio on avfsd); prints one table (dvr's QoS, hddemu's utilization and seeks).
+# A benchmark, not a test: it judges nothing. Run as root. --smoke: a tiny run for CI.
+#
+# usage: peer-compare.sh [--model avfs-250g] [--size BYTES] [--workload 8r0w] [--duration 120]
+#          [--fill 0.8] [--be none|greedy] [--be-size 2G] [--file-size 512M] [--seed 1] [--reserve]
+#          [--json] [--out FILE] [--configs ext4-mq-deadline,ext4-bfq,ext4-kyber,ext4-none,avfsd]
+#          [--search [--search-duration 20] [--search-max 32]] [--keep] [--trace] [--smoke]
+# A configuration is ext4-SCHED or avfsd[-SCHED] (SCHED: the loop device's scheduler,
+# mq-deadline bfq kyber none; avfsd's default is none: it orders its requests itself).
+# --be greedy: a sequential reader of a --be-size file beside the streams (O_DIRECT on ext4, the
+# FUSE mount on avfsd); its MB/s is the BE column. --reserve: dvr --reserve on avfsd.
+# --search: after the measured run, per configuration the largest mix of the workload's
+# read:write ratio with zero misses, by doubling then bisection over shorter runs.
+# --json: the same as JSON on stdout; --out FILE: the JSON into FILE as well as the table.
+# --keep: keep the work directory (logs, results, the last backing file); --trace: hddemu's
+# per-request trace of each configuration there too (docs/HDDEMU.md).
+# env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR (default: ../build, ../tools); work under /var/tmp.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+: "${HDDEMU:=$HERE/../build/tools/hddemu}"
+: "${HDDEMU_ATTACH:=$HERE/../tools/hddemu-attach}"
+: "${AVFSD:=$HERE/../build/daemon/avfsd}"
+: "${MKFS:=$HERE/../build/tools/mkfs.avfs}"
+: "${ADMIN:=$HERE/../build/tools/avfs-admin}"
+: "${DVR:=$HERE/../build/examples/dvr}"
+for v in HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR; do
+	printf -v "$v" '%s' "$(realpath -m "${!v}")"
+done
+
+MODEL=avfs-250g
+SIZE=
+WORKLOAD=8r0w
+DURATION=120
+FILL=0.8
+BE=none
+FILE_SIZE=512M
+SEED=1
+BE_SIZE=2G
+RESERVE=0
+JSON=0
+OUT=
+CONFIGS=ext4-mq-deadline,ext4-bfq,ext4-kyber,ext4-none,avfsd
+KEEP=0
+TRACE=0
+SEARCH=0
+SEARCH_DURATION=20
+SEARCH_MAX=32
+SMOKE=0
+IO=$((512 << 10))	# dvr's defaults: 512 KiB requests, 8 in flight per stream
+DEPTH=8
+
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+bad() { echo "peer-compare: $*" >&2; exit 2; }
+need_arg() { [ $# -ge 2 ] || bad "$1 needs a value"; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--model) need_arg "$@"; MODEL=$2; shift ;;
+	--size) need_arg "$@"; SIZE=$2; shift ;;
+	--workload) need_arg "$@"; WORKLOAD=$2; shift ;;
+	--duration) need_arg "$@"; DURATION=$2; shift ;;
+	--fill) need_arg "$@"; FILL=$2; shift ;;
+	--be) need_arg "$@"; BE=$2; shift ;;
+	--file-size) need_arg "$@"; FILE_SIZE=$2; shift ;;
+	--seed) need_arg "$@"; SEED=$2; shift ;;
+	--be-size) need_arg "$@"; BE_SIZE=$2; shift ;;
+	--reserve) RESERVE=1 ;;
+	--json) JSON=1 ;;
+	--out) need_arg "$@"; OUT=$2; shift ;;
+	--configs) need_arg "$@"; CONFIGS=$2; shift ;;
+	--keep) KEEP=1 ;;
+	--trace) TRACE=1; KEEP=1 ;;
+	--search) SEARCH=1 ;;
+	--search-duration) need_arg "$@"; SEARCH_DURATION=$2; shift ;;
+	--search-max) need_arg "$@"; SEARCH_MAX=$2; shift ;;
+	--smoke)	# CI: a small model, a few seconds, two configurations
+		SMOKE=1; MODEL=travelstar-20g; SIZE=4G; WORKLOAD=2r0w; DURATION=3; FILL=0.1
+		FILE_SIZE=32M; BE_SIZE=64M; CONFIGS=ext4-mq-deadline,avfsd ;;
+	-h|--help) usage; exit 0 ;;
+	*) bad "unknown argument $1 (--help)" ;;
+	esac
+	shift
+done
+
+# ---- arguments ----
+bytes_of() {	# bytes_of SIZE: K/M/G/T = powers of 1024; empty on bad input
+	local n=${1%[KkMmGgTt]} u=${1: -1} m=1
+	[[ $n =~ ^[0-9]+$ ]] || return 1
+	case $u in
+	[Kk]) m=$((1 << 10)) ;; [Mm]) m=$((1 << 20)) ;; [Gg]) m=$((1 << 30)) ;; [Tt]) m=$((1 << 40)) ;;
+	esac
+	echo $((n * m))
+}
+is_num() { [[ $1 =~ ^[0-9]+([.][0-9]+)?$ ]]; }
+[[ $WORKLOAD =~ ^([0-9]+)r([0-9]+)w$ ]] || bad "--workload: NrMw, e.g. 8r0w"
+NR=${BASH_REMATCH[1]}
+NW=${BASH_REMATCH[2]}
+NR=$((10#$NR)); NW=$((10#$NW))
+[ $((NR + NW)) -gt 0 ] || bad "--workload: no streams"
+is_num "$DURATION" && awk -v d="$DURATION" 'BEGIN { exit !(d > 0) }' ||
+	bad "--duration: positive seconds"
+is_num "$SEARCH_DURATION" && awk -v d="$SEARCH_DURATION" 'BEGIN { exit !(d > 0) }' ||
+	bad "--search-duration: positive seconds"
+is_num "$FILL" && awk -v f="$FILL" 'BEGIN { exit !(f >= 0 && f <= 0.95) }' ||
+	bad "--fill: 0 to 0.95"
+[[ $SEED =~ ^[0-9]+$ ]] || bad "--seed: a number"
+[[ $SEARCH_MAX =~ ^[0-9]+$ ]] && [ "$SEARCH_MAX" -ge 1 ] || bad "--search-max: a positive count"
+case $BE in none|greedy) ;; *) bad "--be: none or greedy" ;; esac
+FILE_BYTES=$(bytes_of "$FILE_SIZE") && [ "$FILE_BYTES" -ge $((4 << 20)) ] ||
+	bad "--file-size: a size of at least 4M, e.g. 512M"
+FILE_BYTES=$(((FILE_BYTES + (4 << 20) - 1) >> 22 << 22))	# whole 4 MiB writes
+BE_BYTES=$(bytes_of "$BE_SIZE") && [ "$BE_BYTES" -ge $((4 << 20)) ] || bad "--be-size: at least 4M"
+BE_BYTES=$(((BE_BYTES + (4 << 20) - 1) >> 22 << 22))
+if [ -n "$SIZE" ]; then
+	SIZE_BYTES=$(bytes_of "$SIZE") || bad "--size: bytes, K/M/G/T"
+fi
+[ -n "$OUT" ] && OUT=$(realpath -m "$OUT")
+declare -a CFG=()
+IFS=, read -r -a CFG <<<"$CONFIGS"
+[ ${#CFG[@]} -gt 0 ] || bad "--configs: empty"
+for c in "${CFG[@]}"; do
+	case $c in
+	ext4-mq-deadline|ext4-bfq|ext4-kyber|ext4-none) ;;
+	avfsd|avfsd-mq-deadline|avfsd-bfq|avfsd-kyber|avfsd-none) ;;
+	*) bad "--configs: unknown configuration '$c' (ext4-SCHED or avfsd[-SCHED])" ;;
+	esac
+done
+# play files: enough for the run, and for the largest mix the search may try
+PLAY=$NR
+if [ "$SEARCH" = 1 ] && [ "$NR" -gt 0 ] && [ "$SEARCH_MAX" -gt "$PLAY" ]; then
+	PLAY=$SEARCH_MAX
+fi
+
+# ---- facilities ----
+[ "$(id -u)" = 0 ] || { echo "peer-compare: needs root (FUSE, loop devices, mount)" >&2; exit 1; }
+[ -c /dev/fuse ] || { echo "peer-compare: no /dev/fuse" >&2; exit 1; }
+for t in losetup fusermount3 mkfs.ext4 fallocate python3 mount umount dd; do
+	command -v "$t" >/dev/null || { echo "peer-compare: $t is not installed" >&2; exit 1; }
+done
+for b in "$HDDEMU" "$HDDEMU_ATTACH" "$DVR"; do
+	[ -x "$b" ] || { echo "peer-compare: $b is missing or not built" >&2; exit 1; }
+done
+case $CONFIGS in *avfsd*)
+	for b in "$AVFSD" "$MKFS" "$ADMIN"; do
+		[ -x "$b" ] || { echo "peer-compare: $b is not built" >&2; exit 1; }
+	done ;;
+esac
+
+T0=$(date +%s)
+say() { printf 'peer-compare [%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
+
+W=$(mktemp -d /var/tmp/peer-compare-XXXXXX) || exit 1
+HMNT=$W/hdd	# hddemu's mount: disk, fast, stats
+FMNT=$W/fs	# the file system under test
+IMG=$W/backing.img
+SOCK=$W/avfsd.sock
+RES=$W/results
+mkdir "$HMNT" "$FMNT" "$RES"
+chmod 755 "$W"
+
+# ---- state of the configuration in progress; teardown undoes it in reverse ----
+HDD_PID=
+LOOP=
+FS_KIND=	# ext4 or avfsd once mounted
+AVFSD_PID=
+CHILD=		# a bounded command in progress (dvr, mkfs, fill, ...)
+BE_PID=
+LOG=
+WARN=$W/warnings
+: >"$WARN"
+
+mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
+
+fuse_abort() {	# fuse_abort DIR: abort a stuck FUSE connection (its requests fail with ENOTCONN)
+	local dev
+	mounted "$1" || return 0
+	dev=$(stat -c %d "$1" 2>/dev/null) || return 0
+	[ -w "/sys/fs/fuse/connections/$dev/abort" ] && echo 1 >"/sys/fs/fuse/connections/$dev/abort"
+	return 0
+}
+
+wait_exit() {	# wait_exit PID SECONDS: its exit status; 124 if still running
+	local i
+	for i in $(seq $(($2 * 10))); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$1" 2>/dev/null && return 124
+	wait "$1"
+}
+
+kill_wait() {	# kill_wait PID: TERM, then KILL after 5 s
+	kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null; return 0; }
+	kill -TERM "$1" 2>/dev/null
+	wait_exit "$1" 5 >/dev/null
+	if kill -0 "$1" 2>/dev/null; then
+		kill -KILL "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
+	fi
+	return 0
+}
+
+# run LIMIT OUT CMD...: CMD under `timeout` in the background, stdout appended to OUT, stderr
+# to the log, waited for, so that Ctrl-C reaches the trap at once (a foreground child would
+# defer it; a redirection of run itself would swallow the trap's messages). Its status; 124
+# when it timed out.
+run() {
+	local limit=$1 out=$2 rc
+	shift 2
+	timeout -k 10 "$limit" "$@" >>"$out" 2>>"$LOG" &
+	CHILD=$!
+	wait "$CHILD"
+	rc=$?
+	CHILD=
+	[ $rc = 124 ] && echo "peer-compare: timed out after ${limit}s: $*" >>"$LOG"
+	return $rc
+}
+
+fast() {	# fast 1|0: hddemu without delays (model state still advances) or in real time
+	echo "$1" >"$HMNT/fast"
+}
+
+teardown() {	# undo the configuration in progress; safe to call at any stage, twice
+	local rc
+	[ -n "$BE_PID" ] && { kill_wait "$BE_PID"; BE_PID=; }
+	[ -n "$CHILD" ] && { kill_wait "$CHILD"; CHILD=; }
+	[ -n "$HDD_PID" ] && [ -w "$HMNT/fast" ] && fast 1 2>/dev/null	# drain quickly
+	if [ "$FS_KIND" = avfsd ] || [ -n "$AVFSD_PID" ]; then
+		if mounted "$FMNT"; then
+			timeout 60 fusermount3 -u "$FMNT" 2>>"$LOG" || {
+				echo "peer-compare: fusermount3 -u $FMNT failed" >>"$LOG"
+				fuse_abort "$FMNT"
+				timeout 10 fusermount3 -u -z "$FMNT" 2>/dev/null
+			}
+		fi
+		if [ -n "$AVFSD_PID" ]; then
+			wait_exit "$AVFSD_PID" 60
+			rc=$?
+			if [ $rc != 0 ]; then
+				echo "$CUR: avfsd exit status $rc after unmount (see $LOG)" >>"$WARN"
+				[ $rc = 124 ] && kill_wait "$AVFSD_PID"
+			fi
+			AVFSD_PID=
+		fi
+	elif mounted "$FMNT"; then	# ext4, or a mount that timed out half way
+		timeout 120 umount "$FMNT" 2>>"$LOG" || {
+			echo "$CUR: umount of ext4 timed out or failed; aborting hddemu's connection" >>"$WARN"
+			fuse_abort "$HMNT"
+			timeout 30 umount "$FMNT" 2>/dev/null || umount -l "$FMNT" 2>/dev/null
+		}
+	fi
+	FS_KIND=
+	if [ -n "$LOOP" ]; then
+		timeout 60 "$HDDEMU_ATTACH" --detach "$LOOP" >>"$LOG" 2>&1 ||
+			timeout 30 losetup -d "$LOOP" 2>>"$LOG"
+		LOOP=
+	fi
+	if [ -n "$HDD_PID" ]; then
+		if mounted "$HMNT"; then
+			timeout 30 fusermount3 -u "$HMNT" 2>>"$LOG" || {
+				fuse_abort "$HMNT"
+				timeout 10 fusermount3 -u -z "$HMNT" 2>/dev/null || umount -l "$HMNT" 2>/dev/null
+			}
+		fi
+		wait_exit "$HDD_PID" 30
+		rc=$?
+		if [ $rc != 0 ]; then
+			echo "$CUR: hddemu exit status $rc after unmount (see $LOG)" >>"$WARN"
+			[ $rc = 124 ] && kill_wait "$HDD_PID"
+		fi
+		HDD_PID=
+	fi
+	[ "$KEEP" = 1 ] || rm -f "$IMG"
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	teardown
+	if mounted "$FMNT" || mounted "$HMNT"; then	# never rm -r into a mount
+		echo "peer-compare: could not unmount everything; left $W as it is" >&2
+	elif [ "$KEEP" = 1 ] || [ -n "${FAILED_ANY:-}" ]; then
+		echo "peer-compare: logs kept in $W" >&2
+	else
+		rm -rf "$W"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'echo "peer-compare: interrupted" >&2; exit 130' INT TERM HUP
+
+fail() {	# fail MSG: this configuration failed; the log's end on stderr
+	echo "$*" >"$RES/$CUR/error"
+	say "$CUR: FAILED: $*"
+	[ -s "$LOG" ] && tail -n 15 "$LOG" | sed 's/^/    /' >&2
+	FAILED_ANY=1
+	return 1
+}
+
+# ---- the disk ----
+disk_start() {	# a fresh sparse backing file, hddemu on it, in fast mode, on a loop device
+	local i sched=$1 out
+	rm -f "$IMG"
+	"$HDDEMU" --model "$MODEL" --backing "$IMG" ${SIZE:+--size "$SIZE_BYTES"} \
+		$([ "$TRACE" = 1 ] && echo "--trace $W/$CUR.trace.csv") --foreground "$HMNT" \
+		>>"$W/$CUR.hddemu.log" 2>&1 &
+	HDD_PID=$!
+	for i in $(seq 100); do
+		mounted "$HMNT" && [ -e "$HMNT/disk" ] && break
+		kill -0 "$HDD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! mounted "$HMNT" || [ ! -e "$HMNT/disk" ]; then
+		cat "$W/$CUR.hddemu.log" >>"$LOG"
+		fail "hddemu did not mount $HMNT/disk within 10 s"
+		return 1
+	fi
+	fast 1 || { fail "cannot switch hddemu to fast mode"; return 1; }
+	out=$(timeout 60 "$HDDEMU_ATTACH" "$HMNT" --scheduler "$sched" 2>>"$LOG") ||
+		{ fail "hddemu-attach failed"; return 1; }
+	LOOP=$(printf '%s\n' "$out" | grep -o '/dev/loop[0-9]*' | tail -n1)
+	[ -b "$LOOP" ] || { LOOP=; fail "hddemu-attach printed no loop device: $out"; return 1; }
+	echo "disk: hddemu --model $MODEL${SIZE:+ --size $SIZE_BYTES} on $LOOP," \
+		"scheduler $(cat "/sys/block/${LOOP#/dev/}/queue/scheduler")," \
+		"$(blockdev --getsize64 "$LOOP") bytes" >>"$LOG"
+}
+
+hdd_stats() {	# hdd_stats FILE: hddemu's statistics since the last reset
+	cat "$HMNT/stats" >"$1" 2>>"$LOG"
+}
+
+# ---- the file systems ----
+fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
+	local i
+	if [ "$1" = ext4 ]; then
+		# default options; the lazy inode-table initializer would zero tables in the
+		# background during the measurement, so it is kept off at mount (noinit_itable)
+		run 1800 "$LOG" mkfs.ext4 -F -q "$LOOP" || { fail "mkfs.ext4 failed"; return 1; }
+		run 300 "$LOG" mount -t ext4 -o noinit_itable "$LOOP" "$FMNT" ||
+			{ fail "mount of ext4 failed"; return 1; }
+		FS_KIND=ext4
+	else
+		run 1800 "$LOG" "$MKFS" --disk-model "$MODEL" "$LOOP" ||
+			{ fail "mkfs.avfs failed"; return 1; }
+		rm -f "$SOCK"
+		"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
+		AVFSD_PID=$!
+		FS_KIND=avfsd
+		for i in $(seq 300); do
+			mounted "$FMNT" && [ -S "$SOCK" ] && return 0
+			kill -0 "$AVFSD_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		fail "avfsd did not mount $FMNT within 30 s"
+		return 1
+	fi
+}
+
+fs_bytes() {	# fs_bytes: "size used" of the mounted file system, bytes
+	df -B1 --output=size,used "$FMNT" | tail -n1
+}
+
+# Fill and files (fast mode). Play files and the BE file are written between slices of the
+# fill, so that both file systems place them over the filled region alike: play-i sits after a
+# fraction u_i of the fill, u_i uniform random from --seed (SPEC §12: files picked at random
+# from a filled file system; the same places in every configuration), the BE file after all of
+# it. Fill files are fallocate'd (no data written); play and BE files are written with zeros,
+# which hddemu keeps as holes in the backing file yet times as data.
+FILLED=0
+NFILL=0
+fill_to() {	# fill_to BYTES: fallocate fill files until BYTES are taken by them
+	local chunk
+	while [ "$FILLED" -lt "$1" ]; do
+		chunk=$(($1 - FILLED))
+		[ $chunk -gt $((16 << 30)) ] && chunk=$((16 << 30))
+		chunk=$(((chunk + (1 << 20) - 1) >> 20 << 20))
+		run 600 "$LOG" fallocate -l "$chunk" "$FMNT/fill-$(printf %04d $NFILL)" ||
+			{ fail "fallocate of $chunk bytes failed (fill $FILLED of $1)"; return 1; }
+		FILLED=$((FILLED + chunk))
+		NFILL=$((NFILL + 1))
+	done
+}
+
+write_zeros() {	# write_zeros FILE BYTES (a multiple of 4 MiB), O_DIRECT, synced
+	run 3600 "$LOG" dd if=/dev/zero of="$1" bs=4M count=$(($2 >> 22)) oflag=direct \
+		conv=fsync status=none || { fail "writing $1 failed"; return 1; }
+}
+
+populate() {
+	local size used target pos i p
+	read -r size used < <(fs_bytes)
+	target=$(awk -v s="$size" -v f="$FILL" -v u="$used" -v p=$((PLAY * FILE_BYTES)) \
+		-v b=$([ "$BE" = greedy ] && echo "$BE_BYTES" || echo 0) \
+		'BEGIN { t = s * f - u - p - b; printf "%.0f", (t > 0 ? t : 0) }')
+	FILLED=0
+	NFILL=0
+	say "$CUR: filling to $FILL of $size bytes: $PLAY play files of $FILE_BYTES bytes," \
+		"$target bytes fallocate'd$([ "$BE" = greedy ] && echo ", a BE file of $BE_BYTES bytes")"
+	# play-i after the fraction u_i of the fill, in the order of position
+	while read -r p i; do
+		fill_to "$(awk -v t="$target" -v p="$p" 'BEGIN { printf "%.0f", t * p }')" || return 1
+		write_zeros "$FMNT/play-$i.ts" "$FILE_BYTES" || return 1
+	done < <(python3 -c 'import random, sys
+r = random.Random(int(sys.argv[2]))
+for p, i in sorted((r.random(), i) for i in range(int(sys.argv[1]))):
+    print("%.9f %d" % (p, i))' "$PLAY" "$SEED")
+	fill_to "$target" || return 1
+	if [ "$BE" = greedy ]; then
+		write_zeros "$FMNT/be.dat" "$BE_BYTES" || return 1
+	fi
+	sync
+	read -r size used < <(fs_bytes)
+	awk -v s="$size" -v u="$used" 'BEGIN { printf "%.4f\n", u / s }' >"$RES/$CUR/fill"
+}
+
+# The greedy BE reader: sequential 1 MiB O_DIRECT reads of FILE, wrapping, for SECONDS;
+# prints MB/s (10^6 bytes/s), bytes, seconds.
+be_reader() {
+	python3 - "$1" "$2" <<'EOF'
+import mmap, os, sys, time
+path, dur, bs = sys.argv[1], float(sys.argv[2]), 1 << 20
+fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+size = os.fstat(fd).st_size // bs * bs
+buf = mmap.mmap(-1, bs)
+n = off = 0
+t0 = time.monotonic()
+while time.monotonic() - t0 < dur:
+    r = os.preadv(fd, [buf], off)
+    n += r
+    off = off + r if r > 0 and off + r < size else 0
+el = time.monotonic() - t0
+print("%.3f %d %.3f" % (n / el / 1e6, n, el))
+EOF
+}
+
+# dvr_run WORKLOAD SECONDS OUT: one real-time measurement; OUT.dvr.json, OUT.hdd, OUT.be,
+# OUT.admin.json (avfsd). Status: dvr's.
+dvr_run() {
+	local wl=$1 dur=$2 out=$3 rc nstr shm limit
+	[[ $wl =~ ^([0-9]+)r([0-9]+)w$ ]]
+	nstr=$((BASH_REMATCH[1] + BASH_REMATCH[2]))
+	shm=$((nstr * DEPTH * IO + (16 << 20)))
+	[ "$FS_KIND" = ext4 ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
+	fast 0 && echo reset >"$HMNT/stats" || { fail "cannot switch hddemu to real time"; return 1; }
+	if [ "$BE" = greedy ]; then
+		be_reader "$FMNT/be.dat" "$dur" >"$out.be" 2>>"$LOG" &
+		BE_PID=$!
+	fi
+	limit=$(awk -v d="$dur" 'BEGIN { printf "%d", d * 3 + 120 }')
+	rm -f "$out.dvr.json"
+	if [ "$FS_KIND" = ext4 ]; then
+		run "$limit" "$out.dvr.json" "$DVR" --mode posix --workload "$wl" --dir "$FMNT" \
+			--duration "$dur" --file-size "$FILE_BYTES" --json
+	else
+		AVFS_SOCKET=$SOCK AVFS_SHM_SIZE=$shm run "$limit" "$out.dvr.json" "$DVR" --mode avio \
+			--workload "$wl" --dir "$FMNT" --duration "$dur" --file-size "$FILE_BYTES" --json \
+			$([ "$RESERVE" = 1 ] && echo --reserve)
+	fi
+	rc=$?
+	if [ -n "$BE_PID" ]; then
+		wait_exit "$BE_PID" 30 || echo "$CUR: the BE reader failed (see $LOG)" >>"$WARN"
+		BE_PID=
+	fi
+	hdd_stats "$out.hdd"
+	if [ "$FS_KIND" = avfsd ]; then
+		timeout 30 "$ADMIN" --socket "$SOCK" stats --json >"$out.admin.json" 2>>"$LOG"
+	fi
+	fast 1
+	return $rc
+}
+
+# search: the largest n (reads; writes at the workload's ratio) with zero misses, by doubling
+# from the workload's mix, then bisection. One line per trial in $RES/$CUR/search.
+mix_of() {	# mix_of N: the NrMw mix with N streams of the primary direction
+	if [ "$NR" -gt 0 ]; then
+		echo "${1}r$(((2 * $1 * NW + NR) / (2 * NR)))w"
+	else
+		echo "0r${1}w"
+	fi
+}
+
+alive() {	# hddemu (and avfsd) still running
+	kill -0 "$HDD_PID" 2>/dev/null || { fail "hddemu died (see $W/$CUR.hddemu.log)"; return 1; }
+	[ "$FS_KIND" != avfsd ] || kill -0 "$AVFSD_PID" 2>/dev/null || { fail "avfsd died"; return 1; }
+}
+
+trial() {	# trial N: 0 when the mix ran with zero misses and no errors
+	local wl k rc
+	wl=$(mix_of "$1")
+	k=$(wc -l <"$RES/$CUR/search" 2>/dev/null || echo 0)
+	say "$CUR: search: $wl for ${SEARCH_DURATION}s"
+	dvr_run "$wl" "$SEARCH_DURATION" "$RES/$CUR/s$k"
+	rc=$?
+	echo "$1 $wl $rc s$k" >>"$RES/$CUR/search"
+	[ $rc = 0 ] && python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["deadline_misses"] == 0 and d["io_errors"] == 0 else 1)' \
+		"$RES/$CUR/s$k.dvr.json" 2>/dev/null
+}
+
+search() {
+	local lo=0 hi= n
+	n=$([ "$NR" -gt 0 ] && echo "$NR" || echo "$NW")
+	[ "$n" -gt "$SEARCH_MAX" ] && n=$SEARCH_MAX
+	: >"$RES/$CUR/search"
+	while [ -z "$hi" ]; do	# doubling
+		if trial "$n"; then
+			lo=$n
+			[ "$n" -ge "$SEARCH_MAX" ] && break
+			n=$((n * 2 > SEARCH_MAX ? SEARCH_MAX : n * 2))
+		else
+			hi=$n
+		fi
+		alive || return 1
+	done
+	while [ -n "$hi" ] && [ $((hi - lo)) -gt 1 ]; do	# bisection
+		n=$(((lo + hi) / 2))
+		if trial "$n"; then lo=$n; else hi=$n; fi
+		alive || return 1
+	done
+	echo "$lo $(mix_of "$lo") ${hi:+$(mix_of "$hi")}" >"$RES/$CUR/search.result"
+}
+
+one_config() {	# one_config: the configuration $CUR, from a fresh disk to its results
+	local kind sched rc
+	kind=${CUR%%-*}
+	sched=${CUR#*-}
+	[ "$sched" = "$CUR" ] && sched=none
+	mkdir -p "$RES/$CUR"
+	LOG=$W/$CUR.log
+	: >"$LOG"
+	say "$CUR: hddemu $MODEL, loop scheduler $sched, $kind"
+	disk_start "$sched" || return 1
+	fs_make "$kind" || return 1
+	populate || return 1
+	say "$CUR: measuring $WORKLOAD for ${DURATION}s in real time$([ "$BE" = greedy ] &&
+		echo ', with a greedy BE reader')"
+	dvr_run "$WORKLOAD" "$DURATION" "$RES/$CUR/run"
+	rc=$?
+	[ -s "$RES/$CUR/run.dvr.json" ] || { fail "dvr produced no result (exit $rc)"; return 1; }
+	[ $rc = 0 ] || echo "$CUR: dvr exit status $rc (a request failed; see $LOG)" >>"$WARN"
+	if [ "$SEARCH" = 1 ]; then
+		search || return 1
+	fi
+	say "$CUR: done"
+}
+
+PARAMS=$W/params.json
+python3 - "$PARAMS" <<EOF
+import json, sys
+json.dump({"model": "$MODEL", "size_bytes": ${SIZE_BYTES:-None}, "workload": "$WORKLOAD",
+           "rate_bps": 19390000, "io_bytes": $IO, "depth": $DEPTH,
+           "duration_s": $DURATION, "fill": $FILL, "be": "$BE",
+           "be_file_bytes": $([ "$BE" = greedy ] && echo "$BE_BYTES" || echo None),
+           "play_files": $PLAY, "file_size_bytes": $FILE_BYTES, "seed": $SEED,
+           "reserve": bool($RESERVE),
+           "configs": "$CONFIGS".split(","),
+           "search": {"duration_s": $SEARCH_DURATION, "max": $SEARCH_MAX} if $SEARCH else None},
+          open(sys.argv[1], "w"))
+EOF
+
+for CUR in "${CFG[@]}"; do
+	one_config
+	teardown
+done
+
+# ---- the report ----
+python3 - "$W" "$JSON" "$OUT" <<'EOF'
+import json, os, sys
+W, as_json, out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+R = os.path.join(W, "results")
+P = json.load(open(os.path.join(W, "params.json")))
+
+def load(path):
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError):
+        return None
+
+def kv(path):
+    d = {}
+    try:
+        for line in open(path):
+            f = line.split()
+            if len(f) == 2:
+                try:
+                    d[f[0]] = float(f[1]) if "." in f[1] or "e" in f[1] else int(f[1])
+                except ValueError:
+                    d[f[0]] = f[1]
+    except OSError:
+        pass
+    return d
+
+def measured(base):
+    """dvr's summary, hddemu's statistics, BE and avfsd figures of one run."""
+    r = {}
+    d = load(base + ".dvr.json")
+    if d:
+        for k in ("workload", "elapsed_s", "rt_requests", "deadline_misses", "io_errors", "p0",
+                  "margin_ms", "read_mbs", "write_mbs"):
+            r[k] = d.get(k)
+    h = kv(base + ".hdd")
+    r["disk_utilization"] = h.get("utilization")
+    r["seek_mean_gb"] = h["seek_mean_bytes"] / 1e9 if "seek_mean_bytes" in h else None
+    r["hddemu"] = h
+    if os.path.exists(base + ".be"):
+        try:
+            r["be_mbs"] = float(open(base + ".be").read().split()[0])
+        except (OSError, ValueError, IndexError):
+            r["be_mbs"] = None
+    a = load(base + ".admin.json")
+    if a:
+        r["avfsd"] = {"disk_utilization": a.get("disk_utilization"), "rt": a.get("rt"),
+                      "seek_distance": a.get("seek_distance"), "be": a.get("be"),
+                      "queue": a.get("queue")}
+    return r
+
+results, searches = [], []
+for c in P["configs"]:
+    d = os.path.join(R, c)
+    e = {"configuration": c}
+    if os.path.exists(os.path.join(d, "error")):
+        e["error"] = open(os.path.join(d, "error")).read().strip()
+    if os.path.exists(os.path.join(d, "run.dvr.json")):
+        e.update(measured(os.path.join(d, "run")))
+    try:
+        e["fill_actual"] = float(open(os.path.join(d, "fill")).read())
+    except (OSError, ValueError):
+        pass
+    results.append(e)
+    if P["search"]:
+        s = {"configuration": c, "duration_s": P["search"]["duration_s"], "trials": []}
+        try:
+            for line in open(os.path.join(d, "search")):
+                n, wl, rc, k = line.split()
+                t = measured(os.path.join(d, k))
+                t["exit"] = int(rc)
+                t["zero_misses"] = (rc == "0" and t.get("deadline_misses") == 0
+                                    and t.get("io_errors") == 0)
+                s["trials"].append(t)
+        except OSError:
+            pass
+        try:	# "LO LO_MIX [HI_MIX]": no HI_MIX when the search reached --search-max
+            r = open(os.path.join(d, "search.result")).read().split()
+            s["max_zero_miss"] = r[1] if int(r[0]) > 0 else None
+            s["first_failing"] = r[2] if len(r) > 2 else None
+            s["capped"] = len(r) == 2
+        except (OSError, IndexError, ValueError):
+            s["error"] = e.get("error", "no result")
+        searches.append(s)
+
+warnings = [l.strip() for l in open(os.path.join(W, "warnings")) if l.strip()]
+for e in results:
+    t = (e.get("hddemu") or {}).get("timing_err_mean_us")
+    if isinstance(t, (int, float)) and t > 1000:
+        warnings.append("%s: hddemu's mean timing error %.0f us exceeds 1 ms"
+                        % (e["configuration"], t))
+doc = {"params": P, "results": results, "search": searches if P["search"] else None,
+       "warnings": warnings}
+if out:
+    with open(out, "w") as fo:
+        json.dump(doc, fo, indent=1)
+        fo.write("\n")
+if as_json:
+    json.dump(doc, sys.stdout, indent=1)
+    print()
+    sys.exit(0)
+
+def f(v, fmt):
+    return "-" if v is None else fmt % v
+
+def pct(v, fmt):
+    return "-" if v is None else fmt % (100 * v)
+
+print("peer-compare: model %s%s (hddemu, real time), workload %s: %.2f Mbit/s per stream, "
+      "%d KiB requests, depth %d" % (P["model"], ", %d bytes" % P["size_bytes"] if P["size_bytes"]
+      else "", P["workload"], P["rate_bps"] / 1e6, P["io_bytes"] >> 10, P["depth"]))
+be = ("greedy sequential 1 MiB O_DIRECT reader of a %d MiB file" % (P["be_file_bytes"] >> 20)
+      if P["be"] == "greedy" else "none")
+print("  %g s per configuration, disk filled to %g (fallocate) with %d play files of %d MiB "
+      "at random places in the fill (seed %d); BE: %s" % (P["duration_s"], P["fill"],
+      P["play_files"], P["file_size_bytes"] >> 20, P["seed"], be))
+print("  ext4: mkfs.ext4 defaults, mount -o noinit_itable, dvr --mode posix (io_uring O_DIRECT);"
+      " avfsd: mkfs.avfs --disk-model %s, dvr --mode avio%s" % (P["model"],
+      " --reserve" if P["reserve"] else ""))
+print("  one fresh emulated disk per configuration; utilization and seeks from hddemu; "
+      "margin = deadline - completion")
+print()
+hdr = ("configuration", "RT requests", "misses", "P0", "margin p1 ms", "margin p50 ms",
+       "disk util", "mean seek GB", "BE MB/s")
+rows = []
+for e in results:
+    if "rt_requests" not in e:
+        rows.append((e["configuration"], "FAILED: " + e.get("error", "?")))
+        continue
+    m = e.get("margin_ms") or {}
+    rows.append((e["configuration"], "%d" % e["rt_requests"], "%d" % e["deadline_misses"],
+                 "%.4g" % e["p0"], f(m.get("p01"), "%.1f"), f(m.get("p50"), "%.1f"),
+                 pct(e["disk_utilization"], "%.1f%%"),
+                 f(e["seek_mean_gb"], "%.2f"), f(e.get("be_mbs"), "%.1f")))
+w = [max(len(hdr[i]), *(len(r[i]) for r in rows if len(r) > i)) for i in range(len(hdr))]
+print("  ".join(h.rjust(w[i]) if i else h.ljust(w[i]) for i, h in enumerate(hdr)))
+for r in rows:
+    if len(r) == 2:
+        print(r[0].ljust(w[0]) + "  " + r[1])
+    else:
+        print("  ".join(v.rjust(w[i]) if i else v.ljust(w[i]) for i, v in enumerate(r)))
+terr = [(e["hddemu"]["timing_err_mean_us"], e["hddemu"]["timing_err_max_us"]) for e in results
+        if "timing_err_mean_us" in (e.get("hddemu") or {})]
+if terr:
+    print("hddemu's timing error (reply - model completion): mean %.0f-%.0f us, max %.1f ms"
+          % (min(t[0] for t in terr), max(t[0] for t in terr), max(t[1] for t in terr) / 1e3))
+if P["search"]:
+    print()
+    print("search: the largest mix (read:write as %s) with zero misses, runs of %g s "
+          "(shorter than the measured run: a mix that holds here may still miss in a longer run)"
+          % (P["workload"], P["search"]["duration_s"]))
+    hdr2 = ("configuration", "max zero-miss", "first failing", "trials (mix:misses, utilization)")
+    rows = []
+    for s in searches:
+        tr = " ".join("%s:%s,%s" % (t.get("workload") or "?", f(t.get("deadline_misses"), "%d"),
+                      pct(t.get("disk_utilization"), "%.0f%%")) for t in s["trials"])
+        best = s.get("max_zero_miss") or ("-" if "error" not in s else "FAILED")
+        if s.get("capped"):
+            best = ">= " + best
+        rows.append((s["configuration"], best, s.get("first_failing") or "-", tr))
+    w = [max(len(hdr2[i]), *(len(r[i]) for r in rows)) for i in range(3)]
+    print("  ".join(hdr2[i].ljust(w[i]) for i in range(3)) + "  " + hdr2[3])
+    for r in rows:
+        print("  ".join(r[i].ljust(w[i]) for i in range(3)) + "  " + r[3])
+if warnings:
+    print()
+    for l in warnings:
+        print("warning: " + l)
+EOF
+rc=$?
+[ $rc = 0 ] || { echo "peer-compare: the report failed" >&2; FAILED_ANY=1; exit 1; }
+[ -z "${FAILED_ANY:-}" ] && [ ! -s "$WARN" ] || exit 1
+exit 0

@@ -1,0 +1,41 @@
+#!/bin/bash
+# peer_compare_smoke.sh — bench/peer-compare.sh --smoke end to end (issue 9): ext4 with
+# mq-deadline and avfsd, each on a fresh small hddemu disk for a few seconds; the table must
+# list both with a numeric RT-requests column > 0, and --out's JSON must agree with it.
+# Env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR (the built binaries). It judges no figure.
+# Exits 77 (SKIP) without root, /dev/fuse or losetup, or when hddemu is not built.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+: "${HDDEMU:=$HERE/../build/tools/hddemu}"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (FUSE mounts, loop devices)"; exit 77; }
+[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+command -v losetup >/dev/null || { echo "SKIP: no losetup"; exit 77; }
+[ -x "$HDDEMU" ] || { echo "SKIP: hddemu is not built ($HDDEMU)"; exit 77; }
+export HDDEMU
+
+T=$(mktemp -d /var/tmp/peer-compare-smoke-XXXXXX) || exit 1
+trap 'rm -rf "$T"' EXIT
+FAILS=0
+check() {	# check NAME CMD...
+	if "${@:2}"; then echo "ok $1"; else echo "FAIL $1"; FAILS=$((FAILS + 1)); fi
+}
+
+bash "$HERE/../bench/peer-compare.sh" --smoke --out "$T/out.json" >"$T/table" 2>"$T/err"
+rc=$?
+cat "$T/table"
+[ $rc = 0 ] || { echo "peer-compare.sh exit status $rc; its stderr:"; cat "$T/err"; }
+check "peer-compare.sh --smoke exits 0" test $rc = 0
+for c in ext4-mq-deadline avfsd; do
+	check "the table has $c with RT requests > 0" \
+		awk -v c="$c" '$1 == c && $2 ~ /^[0-9]+$/ && $2 > 0 { f = 1 } END { exit !f }' "$T/table"
+done
+check "the parameters are printed" grep -q "model travelstar-20g.*workload 2r0w" "$T/table"
+check "--out: the JSON has both configurations with the table's RT requests" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {l.split()[0]: l.split()[1] for l in open(sys.argv[2]) if l.split()}
+r = {e["configuration"]: e for e in d["results"]}
+sys.exit(0 if all(str(r[c]["rt_requests"]) == rows[c] and r[c]["disk_utilization"] > 0
+                  for c in ("ext4-mq-deadline", "avfsd")) else 1)' "$T/out.json" "$T/table"
+echo "$FAILS failed"
+[ "$FAILS" = 0 ]
