@@ -701,7 +701,8 @@ for e in results:
                  "%.4g" % e["p0"], f(m.get("p01"), "%.1f"), f(m.get("p50"), "%.1f"),
                  pct(e["disk_utilization"], "%.1f%%"),
                  f(e["seek_mean_gb"], "%.2f"), f(e.get("be_mbs"), "%.1f")))
-w = [max(len(hdr[i]), *(len(r[i]) for r in rows if len(r) > i)) for i in range(len(hdr))]
+w = [max([len(hdr[i])] + [len(r[i]) for r in rows if len(r) > 2 or i == 0])
+     for i in range(len(hdr))]
 print("  ".join(h.rjust(w[i]) if i else h.ljust(w[i]) for i, h in enumerate(hdr)))
 for r in rows:
     if len(r) == 2:
@@ -709,7 +710,7 @@ for r in rows:
     else:
         print("  ".join(v.rjust(w[i]) if i else v.ljust(w[i]) for i, v in enumerate(r)))
 terr = [(e["hddemu"]["timing_err_mean_us"], e["hddemu"]["timing_err_max_us"]) for e in results
-        if "timing_err_mean_us" in (e.get("hddemu") or {})]
+        if "rt_requests" in e and "timing_err_mean_us" in (e.get("hddemu") or {})]
 if terr:
     print("hddemu's timing error (reply - model completion): mean %.0f-%.0f us, max %.1f ms"
           % (min(t[0] for t in terr), max(t[0] for t in terr), max(t[1] for t in terr) / 1e3))
@@ -727,7 +728,7 @@ if P["search"]:
         if s.get("capped"):
             best = ">= " + best
         rows.append((s["configuration"], best, s.get("first_failing") or "-", tr))
-    w = [max(len(hdr2[i]), *(len(r[i]) for r in rows)) for i in range(3)]
+    w = [max([len(hdr2[i])] + [len(r[i]) for r in rows]) for i in range(3)]
     print("  ".join(hdr2[i].ljust(w[i]) for i in range(3)) + "  " + hdr2[3])
     for r in rows:
         print("  ".join(r[i].ljust(w[i]) for i in range(3)) + "  " + r[3])
