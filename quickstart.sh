@@ -9,7 +9,8 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="gcc libc6-dev pkg-config meson ninja-build python3 liburing-dev libfuse3-dev fuse3 \
-libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev util-linux mount fio"
+libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev util-linux mount fio \
+qemu-system-x86 busybox-static kmod cpio xz-utils"
 
 install_missing() {
 	missing=""

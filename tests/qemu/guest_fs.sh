@@ -1,0 +1,47 @@
+#!/bin/sh
+# guest_fs.sh — runs inside the QEMU guest (busybox sh): mkfs.avfs and fsck.avfs, static in /bin,
+# on the block device of each emulated disk (/dev/sdX of the virtio-scsi and lsi disks,
+# /dev/nvme0n1), i.e. the io_uring O_DIRECT backend on real SCSI and NVMe block devices.
+# Devices are found by serial. Prints "ok|FAIL SERIAL ..." per check; exit 0 iff all pass.
+fail=0
+check() {	# check OK SERIAL TEXT: OK is 0 for success
+	if [ "$1" -eq 0 ]; then
+		echo "ok $2 $3"
+	else
+		echo "FAIL $2 $3"
+		fail=1
+	fi
+}
+
+block_device() {	# block_device SERIAL: /dev/NAME of the disk with that serial
+	for b in /sys/block/*; do
+		if [ -f "$b/device/vpd_pg80" ]; then	# SCSI: VPD page 80, after its 4-byte header
+			s=$(tail -c +5 "$b/device/vpd_pg80")
+		elif [ -f "$b/device/serial" ]; then	# NVMe: the controller's serial
+			s=$(cat "$b/device/serial")
+		else
+			continue
+		fi
+		s=$(echo $s)	# trim
+		[ "$s" = "$1" ] && { echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+
+for serial in vscsi0 lsi0 nvme0; do
+	dev=$(block_device $serial) || { check 1 $serial "no block device"; continue; }
+	sys=/sys/block/${dev#/dev/}/queue
+	echo "$serial: $dev, rotational $(cat $sys/rotational), logical block" \
+		"$(cat $sys/logical_block_size), max_sectors_kb $(cat $sys/max_sectors_kb)"
+	out=$(mkfs.avfs --block-size 1M "$dev" 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/  /'
+	check $rc $serial "mkfs.avfs $dev: $(echo "$out" | grep 'data blocks' | tr -s ' ' | sed 's/^ //')"
+	out=$(fsck.avfs -n "$dev" 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/  /'
+	dirty=1
+	echo "$out" | grep -q ': clean$' && dirty=0
+	check $((rc + dirty)) $serial "fsck.avfs -n $dev: $(echo "$out" | tail -1 | sed 's/^[^:]*: //'), exit $rc"
+done
+exit $fail
