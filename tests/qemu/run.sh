@@ -1,7 +1,8 @@
 #!/bin/bash
 # run.sh CACHE_DIR [OPTION]... [[--env VAR=VALUE | --arg ARG]... TEST]... — boot the QEMU test
 # guest (prepared in CACHE_DIR by prepare.sh, which it runs first) with three empty disks: a
-# virtio-scsi scsi-hd (serial vscsi0), an lsi53c895a scsi-hd (lsi0) and an NVMe namespace (nvme0).
+# virtio-scsi scsi-hd (serial vscsi0, write cache on), an lsi53c895a scsi-hd (lsi0, write cache
+# off: both WCE states) and an NVMe namespace (nvme0).
 # The static TEST programs run in /tests in the order given, each with the --env variables and
 # --arg arguments written before it. Options: --tool FILE puts FILE in the guest's /bin;
 # --expect N REGEX requires N console lines matching REGEX (grep -E), the evidence a TEST prints.
@@ -87,7 +88,7 @@ timeout -k 5 "${QEMU_TIMEOUT:-120}" qemu-system-x86_64 \
 	-device scsi-hd,bus=vs0.0,scsi-id=0,lun=0,drive=d0,serial=vscsi0,write-cache=on \
 	-drive if=none,id=d1,file="$W/lsi0.img",format=raw \
 	-device lsi53c895a,id=lsi \
-	-device scsi-hd,bus=lsi.0,scsi-id=0,lun=0,drive=d1,serial=lsi0 \
+	-device scsi-hd,bus=lsi.0,scsi-id=0,lun=0,drive=d1,serial=lsi0,write-cache=off \
 	-drive if=none,id=d2,file="$W/nvme0.img",format=raw \
 	-device nvme,serial=nvme0,drive=d2 \
 	</dev/null 2>&1 | tee "$log"
