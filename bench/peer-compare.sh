@@ -19,6 +19,7 @@
 # --keep: keep the work directory (logs, results, the last backing file); --trace: hddemu's
 # per-request trace of each configuration there too (docs/HDDEMU.md).
 # env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR (default: ../build, ../tools); work under /var/tmp.
+# AVFS_MKFS_ARGS: extra mkfs.avfs options for the avfsd configurations (e.g. "--alloc contig").
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 : "${HDDEMU:=$HERE/../build/tools/hddemu}"
@@ -343,7 +344,8 @@ fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
 			{ fail "mount of ext4 failed"; return 1; }
 		FS_KIND=ext4
 	else
-		run 1800 "$LOG" "$MKFS" --disk-model "$MODEL" "$LOOP" ||
+		# shellcheck disable=SC2086 # several options, split on purpose
+		run 1800 "$LOG" "$MKFS" --disk-model "$MODEL" ${AVFS_MKFS_ARGS:-} "$LOOP" ||
 			{ fail "mkfs.avfs failed"; return 1; }
 		rm -f "$SOCK"
 		"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
@@ -556,7 +558,7 @@ json.dump({"model": "$MODEL", "size_bytes": ${SIZE_BYTES:-None}, "workload": "$W
            "duration_s": $DURATION, "fill": $FILL, "be": "$BE",
            "be_file_bytes": $([ "$BE" = greedy ] && echo "$BE_BYTES" || echo None),
            "play_files": $PLAY, "file_size_bytes": $FILE_BYTES, "seed": $SEED,
-           "reserve": bool($RESERVE),
+           "reserve": bool($RESERVE), "avfs_mkfs_args": "${AVFS_MKFS_ARGS:-}",
            "configs": "$CONFIGS".split(","),
            "search": {"duration_s": $SEARCH_DURATION, "max": $SEARCH_MAX} if $SEARCH else None},
           open(sys.argv[1], "w"))
@@ -684,7 +686,8 @@ print("  %g s per configuration, disk filled to %g (fallocate) with %d play file
       "at random places in the fill (seed %d); BE: %s" % (P["duration_s"], P["fill"],
       P["play_files"], P["file_size_bytes"] >> 20, P["seed"], be))
 print("  ext4: mkfs.ext4 defaults, mount -o noinit_itable, dvr --mode posix (io_uring O_DIRECT);"
-      " avfsd: mkfs.avfs --disk-model %s, dvr --mode avio%s" % (P["model"],
+      " avfsd: mkfs.avfs --disk-model %s%s, dvr --mode avio%s" % (P["model"],
+      " " + P["avfs_mkfs_args"] if P["avfs_mkfs_args"] else "",
       " --reserve" if P["reserve"] else ""))
 print("  one fresh emulated disk per configuration; utilization and seeks from hddemu; "
       "margin = deadline - completion")
