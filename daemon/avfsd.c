@@ -507,12 +507,18 @@ void avfsd_cio_submit(struct daemon *dm, struct cio *io)
  * completed with -ECANCELED if nothing else holds it). */
 static bool cio_cancel(struct daemon *dm, struct cio *io)
 {
-	if (io->issued || io->canceled)
+	if (io->canceled)
 		return false;
+	for (struct dreq *q = io->parts; q; q = q->next)
+		if (q->dispatched)
+			return false;	/* a part is on the device: all of it completes */
 	if (!avfsd_stream_unpark(dm, io)) {	/* a parked read is in no queue yet */
 		for (struct dreq *q = io->parts; q; q = q->next) {
-			if (avfs_sched_cancel(&dm->sched, &q->io))
-				return false;	/* only the first can fail: none is out */
+			if (avfs_sched_cancel(&dm->sched, &q->io)) {
+				/* cannot happen with no part dispatched; never leave a part behind */
+				avfsd_log(dm, 0, "cancel: the scheduler kept a queued request");
+				return false;
+			}
 			if (!q->io.deadline && !q->spare)
 				dm->be_pending--;
 		}
@@ -860,6 +866,8 @@ static void kick(struct daemon *dm)
 		dm->slots[s] = cmd;
 		{
 			struct dreq *q = (struct dreq *)cmd.io;
+
+			q->dispatched = true;
 			struct avfs_disk_req r = {
 				.op = cmd.seek ? AVFS_DISK_SEEK : cmd.write ? AVFS_DISK_WRITE : AVFS_DISK_READ,
 				.flags = cmd.fua ? AVFS_DISK_FUA : 0, .lba = cmd.off / dm->d->info.lbs,

@@ -34,6 +34,7 @@ struct dreq {
 	uint64_t stream;	/* the reservation of its libavio request, 0 none (traces) */
 	int64_t service_ns;	/* time its commands spent on the device (traces) */
 	bool spare;		/* a parked stream request sent as best effort in idle time */
+	bool dispatched;	/* a command of it has gone to the device: no cancel any more */
 };
 
 /* ---- clients (libavio, avfs-admin) ---- */
@@ -65,7 +66,7 @@ struct client {
 struct cio {			/* one libavio request */
 	struct client *c;
 	uint64_t tag;
-	bool write, canceled, issued;
+	bool write, canceled;
 	int pending;
 	int64_t res;
 	uint64_t nbytes;
