@@ -896,29 +896,19 @@ static int reservations(void *arg)
 	return ret;
 }
 
-/* a process holding reservations is killed: they are freed (its whole set fits again) */
-static int reserve_and_hang(void *arg)
+/* HD reservations until the disk is full, on files res-WHO-*: their count in shared->aux;
+ * then, if arg is non-NULL, hold them until killed */
+static int reserve_all(void *arg)
 {
 	struct avfs_service hd = { .rate = 2423750, .buffer = 16 * MiB, .direction = AVFS_READ };
+	const char *who = arg ? "b" : "c";
 	int n = 0;
 
-	(void)arg;
-	for (int fd; n < 64 && (fd = res_file("b", n)) >= 0 && !avfs_reserve(fd, &hd);)
+	for (int fd; n < 64 && (fd = res_file(who, n)) >= 0 && !avfs_reserve(fd, &hd);)
 		n++;
 	shared->aux = n;
-	pause();
-	return 0;
-}
-
-static int reserve_count(void *arg)
-{
-	struct avfs_service hd = { .rate = 2423750, .buffer = 16 * MiB, .direction = AVFS_READ };
-	int n = 0;
-
-	(void)arg;
-	for (int fd; n < 64 && (fd = res_file("c", n)) >= 0 && !avfs_reserve(fd, &hd);)
-		n++;
-	shared->aux = n;
+	if (arg)
+		pause();
 	return 0;
 }
 
@@ -929,11 +919,12 @@ static void test_reservations(void)
 
 	check(in_child("reservations", 60, reservations, NULL),
 	      "reservations: reserve, EEXIST, EBADF, EINVAL, derived deadlines, stats, EBUSY, release");
+	/* a process holding reservations is killed: they are freed (its whole set fits again) */
 	usleep(200000);	/* the daemon frees the last child's reservations as it leaves */
 	shared->aux = 0;
 	pid = fork();
 	if (pid == 0)
-		_exit(reserve_and_hang(NULL));
+		_exit(reserve_all("hold"));
 	for (int i = 0; i < 500 && !shared->aux; i++)
 		usleep(10000);
 	held = shared->aux;
@@ -941,7 +932,7 @@ static void test_reservations(void)
 	waitpid(pid, NULL, 0);
 	usleep(200000);
 	shared->aux = 0;
-	again = in_child("after the kill", 30, reserve_count, NULL) ? shared->aux : -1;
+	again = in_child("after the kill", 30, reserve_all, NULL) ? shared->aux : -1;
 	check(held > 0 && again == held,
 	      "a killed client's %d reservations are freed (%d admitted again)", held, again);
 }
