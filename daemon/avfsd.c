@@ -206,14 +206,14 @@ static void client_drop(struct daemon *dm, struct client *c, const char *why)
 	avfsd_log(dm, strcmp(why, "disconnected") ? 1 : 3, "client pid %u uid %u %s%s", c->pid,
 		  c->uid, strcmp(why, "disconnected") ? "dropped: " : "", why);
 	c->dead = true;
-	avfsd_client_streams_end(dm, c);
 	client_close(c);
-	/* its queued requests leave the disk's queue; those on the device complete, their
-	 * replies going nowhere */
+	/* its queued (and parked) requests leave the disk's queue; those on the device
+	 * complete, their replies going nowhere; then its reservations end */
 	for (struct cio *io = c->ios, *next; io; io = next) {
 		next = io->next;
 		cio_cancel(dm, io);
 	}
+	avfsd_client_streams_end(dm, c);
 	client_unref(dm, c);
 }
 
