@@ -93,6 +93,10 @@ void avfs_disk_close(struct avfs_disk *d);
  * Requires no other request in flight. Returns the completion result. */
 int64_t avfs_disk_io_sync(struct avfs_disk *d, const struct avfs_disk_req *req);
 
+/* A size from the command line: "4M", "8G", "2TiB", "65536" (binary suffixes K, M, G, T, an
+ * optional i/B/iB). 0 and *out, or -EINVAL (negative, malformed, or beyond 64 bits). */
+int avfs_parse_size(const char *s, uint64_t *out);
+
 /* Allocate a buffer aligned for this device (free with free()). NULL on failure. */
 void *avfs_disk_alloc_buf(const struct avfs_disk *d, size_t len);
 

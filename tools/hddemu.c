@@ -8,6 +8,7 @@
 #define FUSE_USE_VERSION 35
 
 #include "config.h"
+#include "disk.h"
 #include "hddmodel.h"
 
 #include <errno.h>
@@ -919,35 +920,6 @@ static void usage(FILE *f)
 		"Stop it with fusermount3 -u MOUNTDIR or SIGTERM; SIGUSR1 toggles fast mode.\n");
 }
 
-/* "2G", "65536": binary suffixes. 0 and *out, or -EINVAL. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 /* Open (or create) the backing file and make it at least e->size long. 0 or -errno, with
  * the message printed. */
 static int open_backing(struct emu *e, const char *path)
@@ -1046,7 +1018,7 @@ int main(int argc, char **argv)
 		case 't': trace = optarg; break;
 		case 'f': foreground = true; break;
 		case 's':
-			if (parse_size(optarg, &size) || size < 4096) {
+			if (avfs_parse_size(optarg, &size) || size < 4096) {
 				fprintf(stderr, "hddemu: --size %s: not a size of at least 4K\n", optarg);
 				return 2;
 			}

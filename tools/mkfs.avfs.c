@@ -36,35 +36,6 @@ static void usage(FILE *f)
 		"  -q, --quiet         print nothing on success\n");
 }
 
-/* "4M", "8G", "65536": binary suffixes. 0 and *out, or -EINVAL. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -95,7 +66,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
-			if (parse_size(optarg, &v) || v == 0 || (v & (v - 1)) || v < (1u << 16) ||
+			if (avfs_parse_size(optarg, &v) || v == 0 || (v & (v - 1)) || v < (1u << 16) ||
 			    v > (1ull << 32)) {
 				fprintf(stderr, "mkfs.avfs: --block-size '%s': a power of two from 64K "
 					"to 4G\n", optarg);
@@ -104,7 +75,7 @@ int main(int argc, char **argv)
 			o.block_shift = (uint32_t)__builtin_ctzll(v);
 			break;
 		case 'z':
-			if (parse_size(optarg, &v) || v == 0 || v > AVFS_ZONES_MAX) {
+			if (avfs_parse_size(optarg, &v) || v == 0 || v > AVFS_ZONES_MAX) {
 				fprintf(stderr, "mkfs.avfs: --zones '%s': 1 to %u\n", optarg,
 					(unsigned)AVFS_ZONES_MAX);
 				return 2;
@@ -112,25 +83,25 @@ int main(int argc, char **argv)
 			o.zones = (uint32_t)v;
 			break;
 		case 's':
-			if (parse_size(optarg, &size) || !size) {
+			if (avfs_parse_size(optarg, &size) || !size) {
 				fprintf(stderr, "mkfs.avfs: --size '%s': not a size\n", optarg);
 				return 2;
 			}
 			break;
 		case 'S':
-			if (parse_size(optarg, &o.seed)) {
+			if (avfs_parse_size(optarg, &o.seed)) {
 				fprintf(stderr, "mkfs.avfs: --seed '%s': not a number\n", optarg);
 				return 2;
 			}
 			break;
 		case 'i':
-			if (parse_size(optarg, &o.inodes) || !o.inodes) {
+			if (avfs_parse_size(optarg, &o.inodes) || !o.inodes) {
 				fprintf(stderr, "mkfs.avfs: --inodes '%s': not a count\n", optarg);
 				return 2;
 			}
 			break;
 		case 'J':
-			if (parse_size(optarg, &o.journal_blocks) || !o.journal_blocks) {
+			if (avfs_parse_size(optarg, &o.journal_blocks) || !o.journal_blocks) {
 				fprintf(stderr, "mkfs.avfs: --journal-blocks '%s': not a count\n", optarg);
 				return 2;
 			}
