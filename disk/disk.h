@@ -35,6 +35,23 @@ struct avfs_disk_info {
 	char model[64];		/* backend / model name, for humans */
 };
 
+/* Who the device says it is, where the backend could ask it (SCSI INQUIRY/VPD, NVMe Identify);
+ * all "" / 0 / false otherwise (an image file, a block device opened without identification).
+ * Strings are NUL-terminated with trailing blanks removed. */
+struct avfs_disk_ident {
+	char transport[8];	/* "scsi", "nvme", or "" when not identified */
+	char backend[8];	/* the backend serving the disk: "uring", "sg", "nvme", "sim"... */
+	char vendor[16];	/* SCSI T10 vendor; NVMe PCI vendor id as "0x1b36" */
+	char product[48];	/* SCSI product; NVMe model number */
+	char serial[72];	/* SCSI VPD 0x80; NVMe serial number */
+	char firmware[16];	/* SCSI product revision; NVMe firmware revision */
+	char lba_format[32];	/* NVMe: "LBAF 0: 512 B data + 0 B metadata"; SCSI: "" */
+	bool wce_known;		/* the volatile write cache state is known ... */
+	bool wce;		/* ... and enabled (SCSI caching page WCE, NVMe VWC present) */
+	uint32_t max_transfer;	/* bytes one command may carry (VPD B0 / MDTS / queue limits), 0 unknown */
+	uint32_t rotation_rate;	/* 0 not reported, 1 non-rotating, else rpm (SCSI VPD B1) */
+};
+
 struct avfs_disk_req {
 	enum avfs_disk_op op;
 	uint32_t flags;		/* AVFS_DISK_FUA */
@@ -72,6 +89,7 @@ struct avfs_disk {
 	const struct avfs_disk_ops *ops;
 	void *ctx;
 	struct avfs_disk_info info;
+	struct avfs_disk_ident ident;	/* filled by the backend's open or by avfs_disk_open */
 	const struct iovec *reg;	/* registered buffers (for validation) */
 	unsigned nreg;
 };
@@ -109,5 +127,32 @@ void *avfs_disk_alloc_buf(const struct avfs_disk *d, size_t len);
  * A disk is used from one thread; close waits for requests still in flight. */
 #define AVFS_URING_RDONLY (1u << 0)
 int avfs_uring_open(const char *path, unsigned flags, unsigned depth, struct avfs_disk **out);
+
+/* Backends by name, for --backend (avfsd, avfs-admin profile, mkfs.avfs). */
+enum avfs_backend {
+	AVFS_BACKEND_AUTO = 0,	/* see avfs_disk_open */
+	AVFS_BACKEND_URING,	/* io_uring, O_DIRECT: image files and any block device */
+	AVFS_BACKEND_SG,	/* SCSI commands over SG_IO (disk/sg.h) */
+	AVFS_BACKEND_NVME,	/* NVMe commands over io_uring passthrough (disk/nvme.h) */
+};
+/* "auto", "uring", "sg", "nvme". 0, or -EINVAL. */
+int avfs_backend_parse(const char *name, enum avfs_backend *out);
+const char *avfs_backend_name(enum avfs_backend b);
+
+#define AVFS_OPEN_RDONLY (1u << 0)	/* writes are refused at submit (-EBADF) */
+#define AVFS_OPEN_SPIO (1u << 1)	/* auto: the caller will use SEEK (JIT, seek splitting) */
+
+/*
+ * Open path with backend b (disk/open.c). AUTO picks SG for a SCSI disk when AVFS_OPEN_SPIO asks
+ * for SEEK commands, and io_uring otherwise (NVMe block devices included: the block layer path
+ * is the default; NVMe passthrough only when asked by name). Whatever the backend, d->ident is
+ * filled where the device can be identified: an io_uring disk on a SCSI disk gets its SCSI
+ * identification, on an NVMe namespace its libnvme Identify, and info.rotational follows the
+ * device's own word (VPD B1 rotation rate, NVMe: non-rotating) where it gives one.
+ * 0 and *out, or -errno with a sentence in why (may be NULL): -ENOTTY (sg on a non-SCSI device,
+ * nvme on a non-NVMe one), and the backends' own errors.
+ */
+int avfs_disk_open(const char *path, enum avfs_backend b, unsigned flags, struct avfs_disk **out,
+		   char *why, size_t whylen);
 
 #endif

@@ -815,6 +815,7 @@ int avfs_sg_open(const char *path, unsigned flags, struct avfs_disk **out)
 	in->has_seek = s->ident.has_seek;
 	in->is_blockdev = true;	/* a device, not an image file, whichever node reaches it */
 	snprintf(in->model, sizeof(in->model), "sg: %s %s", s->ident.vendor, s->ident.product);
+	avfs_sg_ident_export(&s->ident, &s->disk.ident);
 	if (s->trace)
 		fprintf(stderr, "sg: open %s: %s %s %s serial '%s' via %s, %" PRIu64 " bytes, lbs %"
 			PRIu32 " pbs %" PRIu32 ", max transfer %" PRIu32 ", WCE %s, SEEK %s, %s\n",
@@ -847,6 +848,19 @@ int avfs_sg_open(const char *path, unsigned flags, struct avfs_disk **out)
 err:
 	sg_free(s);
 	return ret;
+}
+
+void avfs_sg_ident_export(const struct avfs_sg_ident *in, struct avfs_disk_ident *out)
+{
+	*out = (struct avfs_disk_ident){ .wce_known = in->wce_known, .wce = in->wce,
+					 .max_transfer = in->max_transfer,
+					 .rotation_rate = in->rotation_rate };
+	snprintf(out->transport, sizeof(out->transport), "scsi");
+	snprintf(out->backend, sizeof(out->backend), "sg");
+	snprintf(out->vendor, sizeof(out->vendor), "%s", in->vendor);
+	snprintf(out->product, sizeof(out->product), "%s", in->product);
+	snprintf(out->serial, sizeof(out->serial), "%s", in->serial);
+	snprintf(out->firmware, sizeof(out->firmware), "%s", in->revision);
 }
 
 int avfs_sg_info(const struct avfs_disk *d, struct avfs_sg_ident *out)

@@ -81,4 +81,7 @@ int avfs_sg_open(const char *path, unsigned flags, struct avfs_disk **out);
  * backend's disk. */
 int avfs_sg_info(const struct avfs_disk *d, struct avfs_sg_ident *out);
 
+/* The identification in the backend-neutral form of disk.h (backend "sg"). */
+void avfs_sg_ident_export(const struct avfs_sg_ident *in, struct avfs_disk_ident *out);
+
 #endif

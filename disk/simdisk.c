@@ -410,6 +410,7 @@ int avfs_simdisk_open(struct avfs_sim_engine *eng, const struct avfs_hdd_params 
 		.has_seek = !p->ssd,
 	};
 	snprintf(s->disk.info.model, sizeof(s->disk.info.model), "sim:%s", p->name);
+	snprintf(s->disk.ident.backend, sizeof(s->disk.ident.backend), "sim");
 	*out = &s->disk;
 	return 0;
 }

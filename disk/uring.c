@@ -359,6 +359,7 @@ int avfs_uring_open(const char *path, unsigned flags, unsigned depth, struct avf
 	}
 	u->disk.info.has_seek = false;
 	snprintf(u->disk.info.model, sizeof(u->disk.info.model), "uring");
+	snprintf(u->disk.ident.backend, sizeof(u->disk.ident.backend), "uring");
 
 	/* No IORING_SETUP_COOP_TASKRUN/DEFER_TASKRUN: with those, completions would wait
 	 * for us to enter the kernel, and reap (peek only) or poll_fd could miss them. */

@@ -1,0 +1,123 @@
+/*
+ * open.c — one way to open a disk by backend name (avfsd --backend, avfs-admin profile,
+ * mkfs.avfs): picks the backend for AUTO and fills the identification the io_uring backend
+ * cannot get by itself, by asking the device through its own command set.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "disk.h"
+#include "sg.h"
+
+static const char *const backend_names[] = {
+	[AVFS_BACKEND_AUTO] = "auto",
+	[AVFS_BACKEND_URING] = "uring",
+	[AVFS_BACKEND_SG] = "sg",
+	[AVFS_BACKEND_NVME] = "nvme",
+};
+
+int avfs_backend_parse(const char *name, enum avfs_backend *out)
+{
+	for (unsigned i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]); i++) {
+		if (name && !strcmp(name, backend_names[i])) {
+			*out = (enum avfs_backend)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *avfs_backend_name(enum avfs_backend b)
+{
+	return (unsigned)b < sizeof(backend_names) / sizeof(backend_names[0]) ?
+	       backend_names[b] : "?";
+}
+
+static void why_to(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !whylen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+}
+
+/* A SCSI disk's identification for a disk served by another backend: a read-only SG open
+ * (INQUIRY, VPD pages, READ CAPACITY, MODE SENSE, TEST UNIT READY, the SEEK probe), closed
+ * again. False when path is not a SCSI disk or cannot be opened that way. */
+static bool scsi_identify(const char *path, struct avfs_disk_ident *id)
+{
+	struct avfs_disk *s;
+	char backend[sizeof(id->backend)];
+
+	if (avfs_sg_open(path, AVFS_SG_RDONLY, &s))
+		return false;
+	memcpy(backend, id->backend, sizeof(backend));
+	*id = s->ident;
+	memcpy(id->backend, backend, sizeof(backend));
+	avfs_disk_close(s);
+	return true;
+}
+
+static int open_uring(const char *path, unsigned flags, struct avfs_disk **out, char *why,
+		      size_t whylen)
+{
+	struct avfs_disk *d;
+	int err = avfs_uring_open(path, flags & AVFS_OPEN_RDONLY ? AVFS_URING_RDONLY : 0, 64, &d);
+
+	if (err) {
+		why_to(why, whylen, "cannot open %s with io_uring: %s", path, strerror(-err));
+		return err;
+	}
+	/* the device's own word on rotation where it gives one; sysfs says the same for sd */
+	if (d->info.is_blockdev && scsi_identify(path, &d->ident) && d->ident.rotation_rate)
+		d->info.rotational = d->ident.rotation_rate != 1;
+	*out = d;
+	return 0;
+}
+
+static int open_sg(const char *path, unsigned flags, struct avfs_disk **out, char *why,
+		   size_t whylen)
+{
+	int err = avfs_sg_open(path, flags & AVFS_OPEN_RDONLY ? AVFS_SG_RDONLY : 0, out);
+
+	if (err == -ENOTTY)
+		why_to(why, whylen, "%s is not a SCSI disk: the sg backend needs one (an sd block "
+		       "device, its sg or bsg node)", path);
+	else if (err)
+		why_to(why, whylen, "cannot open %s with SG_IO: %s", path, strerror(-err));
+	return err;
+}
+
+int avfs_disk_open(const char *path, enum avfs_backend b, unsigned flags, struct avfs_disk **out,
+		   char *why, size_t whylen)
+{
+	if (!path || !out) {
+		why_to(why, whylen, "no device");
+		return -EINVAL;
+	}
+	switch (b) {
+	case AVFS_BACKEND_URING:
+		return open_uring(path, flags, out, why, whylen);
+	case AVFS_BACKEND_SG:
+		return open_sg(path, flags, out, why, whylen);
+	case AVFS_BACKEND_NVME:
+		why_to(why, whylen, "the nvme backend is not built into this avfs");
+		return -EOPNOTSUPP;
+	case AVFS_BACKEND_AUTO:
+		/* SEEK is what only the sg backend gives: take it where the caller wants it and
+		 * the device is a SCSI disk; every other case is io_uring's */
+		if ((flags & AVFS_OPEN_SPIO) &&
+		    !avfs_sg_open(path, flags & AVFS_OPEN_RDONLY ? AVFS_SG_RDONLY : 0, out))
+			return 0;
+		return open_uring(path, flags, out, why, whylen);
+	}
+	why_to(why, whylen, "unknown backend %d", (int)b);
+	return -EINVAL;
+}
