@@ -1,0 +1,101 @@
+/*
+ * rotpred.c — the rotational position predictor (see rotpred.h). Pure arithmetic.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+
+#include "rotpred.h"
+
+#define NS 1e9
+#define MEAN_SQRT_GAP (8.0 / 15.0)	/* E[√|u − v|] for u, v uniform on [0, 1] */
+
+int avfs_rotpred_init(struct avfs_rotpred *r, const struct avfs_rotpred_params *p)
+{
+	if (!(p->tr_ns > 0) || !(p->dmax > 0) || !(p->dmin > 0) || p->dmin > p->dmax ||
+	    !p->lmax || p->track_ns < 0 || p->full_ns < p->track_ns || p->overhead_ns < 0)
+		return -EINVAL;
+	*r = (struct avfs_rotpred){ .p = *p };
+	return 0;
+}
+
+void avfs_rotpred_params_from_model(const struct avfs_svc_model *m, struct avfs_rotpred_params *p)
+{
+	double track = m->tk_ns / 10;
+
+	*p = (struct avfs_rotpred_params){
+		.tr_ns = m->tr_ns,
+		.track_ns = track,
+		.full_ns = track + (m->tk_ns - track) / MEAN_SQRT_GAP,
+		.dmax = m->dmax,
+		.dmin = m->dmin,
+		.lmax = m->lmax,
+	};
+}
+
+/* Tracks before byte x: ∫ dx / (rate(x) · T_r) with the rate linear in x. */
+static double tracks_before(const struct avfs_rotpred_params *p, double x)
+{
+	double per_turn = p->tr_ns / NS;	/* s */
+	double slope = (p->dmin - p->dmax) / (double)p->lmax;
+
+	if (fabs(slope) * (double)p->lmax < 1e-9 * p->dmax)
+		return x / (p->dmax * per_turn);
+	return log((p->dmax + slope * x) / p->dmax) / (slope * per_turn);
+}
+
+static double frac(double v)
+{
+	return v - floor(v);
+}
+
+double avfs_rotpred_angle(const struct avfs_rotpred *r, uint64_t off)
+{
+	return frac(tracks_before(&r->p, (double)off));
+}
+
+void avfs_rotpred_observe(struct avfs_rotpred *r, int64_t now, uint64_t end_off, bool transfer)
+{
+	if (end_off > r->p.lmax)
+		end_off = r->p.lmax;
+	if (transfer) {
+		r->phase = frac(avfs_rotpred_angle(r, end_off) - frac((double)now / r->p.tr_ns));
+		r->known = true;
+	}
+	r->head = end_off;
+	r->busy_until = now;
+}
+
+static double seek_ns(const struct avfs_rotpred_params *p, uint64_t dist)
+{
+	if (!dist)
+		return 0;
+	return p->track_ns + (p->full_ns - p->track_ns) * sqrt((double)dist / (double)p->lmax);
+}
+
+int avfs_rotpred_predict(void *ctx, int64_t now, uint64_t off, int64_t *seek_out,
+			 int64_t *rot_out, int64_t *half_out, uint64_t *mid_out)
+{
+	const struct avfs_rotpred *r = ctx;
+	uint64_t dist;
+	double seek, arrive, at_angle;
+
+	if (off >= r->p.lmax)
+		return -EINVAL;
+	if (!r->known)
+		return -EAGAIN;
+	*seek_out = *rot_out = *half_out = 0;
+	*mid_out = off;
+	if (off == r->head)
+		return 0;	/* the head is there already: streaming */
+	dist = off > r->head ? off - r->head : r->head - off;
+	seek = seek_ns(&r->p, dist);
+	arrive = (double)(now > r->busy_until ? now : r->busy_until) + r->p.overhead_ns + seek;
+	at_angle = frac(r->phase + frac(arrive / r->p.tr_ns));
+	*seek_out = (int64_t)seek;
+	*rot_out = (int64_t)(frac(avfs_rotpred_angle(r, off) - at_angle) * r->p.tr_ns);
+	*half_out = (int64_t)seek_ns(&r->p, dist / 2);
+	*mid_out = (off < r->head ? off : r->head) + dist / 2;
+	return 0;
+}

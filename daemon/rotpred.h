@@ -1,0 +1,60 @@
+/*
+ * rotpred.h — the rotational position predictor for JIT seek and seek splitting on a real disk
+ * (papers/003 §3.2–§3.3), sans-I/O: a disk profile (rotation period, seek curve, transfer rate
+ * across the LBA range) and the completions it is told of. It reads no clock and touches no
+ * device. The simulated disk predicts from its own mechanics instead (avfs_simdisk_predict).
+ *
+ * The model: the transfer rate falls linearly from dmax at byte 0 to dmin at lmax, and a track
+ * holds one rotation's worth of bytes at that rate, so the angle of byte x is the fractional
+ * part of the number of tracks before it. A completion at time t of a command ending at byte e
+ * puts the head at angle(e) at t: the phase of the platter. The seek over a fraction f of the
+ * stroke is track + (full − track)·√f (Ruemmler–Wilkes' square-root part), plus the command
+ * overhead. Skew and zone steps are not modelled: the prediction is best near the last command,
+ * which is where JIT seeks inside a C-SCAN sweep are.
+ */
+#ifndef AVFS_ROTPRED_H
+#define AVFS_ROTPRED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "iosched.h"
+
+struct avfs_rotpred_params {
+	double tr_ns;		/* rotation period */
+	double track_ns;	/* seek over one track */
+	double full_ns;		/* full-stroke seek */
+	double overhead_ns;	/* per command, before the seek */
+	double dmax, dmin;	/* bytes/s at byte 0 and at lmax */
+	uint64_t lmax;		/* device bytes */
+};
+
+struct avfs_rotpred {
+	struct avfs_rotpred_params p;
+	bool known;		/* a completion has been observed: phase and head are known */
+	double phase;		/* angle (in turns, [0,1)) of the head at time 0 */
+	uint64_t head;		/* byte the head is over (end of the last command) */
+	int64_t busy_until;	/* the last observed completion */
+};
+
+/* Check and take the parameters. 0, or -EINVAL (a non-positive period, rates, or lmax;
+ * full < track). */
+int avfs_rotpred_init(struct avfs_rotpred *r, const struct avfs_rotpred_params *p);
+
+/* Parameters from the service-time model alone (SPEC §5.2: T_r, mean seek T_k, rates): the seek
+ * curve is fitted so that its mean over random pairs is T_k (track = T_k/10). */
+void avfs_rotpred_params_from_model(const struct avfs_svc_model *m, struct avfs_rotpred_params *p);
+
+/* A command ending at byte end_off completed at now. transfer: it moved data, so the head was
+ * over end_off at now (the platter's phase); a SEEK only tells where the head is. */
+void avfs_rotpred_observe(struct avfs_rotpred *r, int64_t now, uint64_t end_off, bool transfer);
+
+/* Angle of byte off, in turns [0,1). */
+double avfs_rotpred_angle(const struct avfs_rotpred *r, uint64_t off);
+
+/* struct avfs_sched_predictor's predict(): ctx is a struct avfs_rotpred. -EAGAIN before the
+ * first observation (the mixer then simply issues), -EINVAL beyond lmax. */
+int avfs_rotpred_predict(void *ctx, int64_t now, uint64_t off, int64_t *seek_ns, int64_t *rot_ns,
+			 int64_t *half_seek_ns, uint64_t *mid_off);
+
+#endif
