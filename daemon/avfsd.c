@@ -917,6 +917,9 @@ static void disk_completions(struct daemon *dm)
 				dm->slots[c[i].cookie].io = NULL;
 				avfsd_cmd_end(dm, (unsigned)c[i].cookie, (struct dreq *)cmd.io,
 					      avfsd_now());
+				if (dm->predicting && c[i].res >= 0)
+					avfs_rotpred_observe(&dm->rotpred, avfsd_now(),
+							     cmd.off + cmd.len, !cmd.seek);
 				if (avfs_sched_done(&dm->sched, &cmd, avfsd_now(), (int)c[i].res))
 					finish_dreq(dm, (struct dreq *)cmd.io, res);
 			}
@@ -1093,7 +1096,32 @@ static void usage(FILE *f)
 		"                     quotas (docs/ADMIN.md), one per line, # comments\n"
 		"  --disk-model NAME  service-time parameters of a named model instead of the\n"
 		"                     superblock's (avfs-250g, barracuda-500g, st318437, ...)\n"
-		"  --set NAME=VALUE   one scheduler setting (see avfs-sim --help for the list)\n");
+		"  --set NAME=VALUE   one scheduler setting (see avfs-sim --help for the list)\n"
+		"  --backend NAME     how to drive the device (docs/ADMIN.md): uring (io_uring,\n"
+		"                     O_DIRECT: image files, any block device), sg (SCSI commands\n"
+		"                     over SG_IO: READ/WRITE(16) with FUA, SEEK(10) for jit and\n"
+		"                     split), nvme (NVMe passthrough on /dev/ngXnY), or auto\n"
+		"                     (default: sg on a SCSI disk when jit or split is set,\n"
+		"                     io_uring otherwise)\n");
+}
+
+/* One line on what the device is and how it is driven (the same facts avfs-admin status shows). */
+static void log_disk(struct daemon *dm)
+{
+	const struct avfs_disk_info *in = &dm->d->info;
+	const struct avfs_disk_ident *id = &dm->d->ident;
+	char who[200] = "", limit[48] = "";
+
+	if (*id->transport)
+		snprintf(who, sizeof(who), ", %s %s %s %s serial '%s'", id->transport, id->vendor,
+			 id->product, id->firmware, id->serial);
+	if (id->max_transfer)
+		snprintf(limit, sizeof(limit), ", max transfer %u bytes", id->max_transfer);
+	avfsd_log(dm, 2, "disk %s: backend %s%s, %llu bytes, lbs %u, %s%s%s, SEEK %s",
+		  dm->dev_path, id->backend, who, (unsigned long long)in->size, in->lbs,
+		  in->rotational ? "rotational" : "non-rotational",
+		  id->wce_known ? (id->wce ? ", write cache on" : ", write cache off") : "", limit,
+		  in->has_seek ? "yes" : "no");
 }
 
 static int apply_setting(struct daemon *dm, struct avfs_sched_conf *c, const char *nv)
@@ -1121,6 +1149,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "disk-model", required_argument, NULL, 'm' },
+		{ "backend", required_argument, NULL, 'b' },
 		{ "allow-other", no_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "set", required_argument, NULL, 'S' },
@@ -1132,6 +1161,7 @@ int main(int argc, char **argv)
 	struct daemon *dm = &dmv;
 	struct avfs_sched_conf conf;
 	const char *sock = NULL, *config = NULL, *model = NULL;
+	enum avfs_backend backend = AVFS_BACKEND_AUTO;
 	bool foreground = false;
 	struct avfs_fsio *io = NULL;
 	struct avfs_mount_report rep;
@@ -1148,6 +1178,12 @@ int main(int argc, char **argv)
 		case 's': sock = optarg; break;
 		case 'c': config = optarg; break;
 		case 'm': model = optarg; break;
+		case 'b':
+			if (avfs_backend_parse(optarg, &backend)) {
+				avfsd_log(dm, 0, "--backend %s: one of auto, uring, sg, nvme", optarg);
+				return 2;
+			}
+			break;
 		case 'o': dm->allow_other = true; break;
 		case 'v': dm->log_level = 3; break;
 		case 'S':
@@ -1206,10 +1242,17 @@ int main(int argc, char **argv)
 		avfsd_log(dm, 0, "%s is in use by another avfsd (locked): refusing", dm->dev_path);
 		return 1;
 	}
-	err = avfs_uring_open(dm->dev_path, 0, 64, &dm->d);
+	err = avfs_disk_open(dm->dev_path, backend, conf.jit || conf.split_bytes ? AVFS_OPEN_SPIO : 0,
+			     &dm->d, why, sizeof(why));
 	if (err) {
-		avfsd_log(dm, 0, "cannot open %s: %s", dm->dev_path, strerror(-err));
+		avfsd_log(dm, 0, "%s", why);
 		return 1;
+	}
+	log_disk(dm);
+	if (conf.split_bytes && !dm->d->info.has_seek) {
+		avfsd_log(dm, 0, "split needs SEEK commands, which the %s backend does not give "
+			  "(--backend sg on a SCSI disk does)", dm->d->ident.backend);
+		goto out;
 	}
 	err = avfs_fsio_mount(dm->d, 0, &io, &rep, why, sizeof(why));
 	if (err) {
@@ -1251,6 +1294,24 @@ int main(int argc, char **argv)
 			conf.model = mc.model, conf.model.lmax = dm->d->info.size;
 	}
 	conf.rotational = dm->d->info.rotational || !dm->d->info.is_blockdev;
+	if (conf.jit || conf.split_bytes) {	/* papers/003 §3.2: a predictor of the platter */
+		struct avfs_rotpred_params rp;
+		struct avfs_hdd_params hp;
+
+		avfs_rotpred_params_from_model(&conf.model, &rp);
+		if (model && !avfs_hdd_params_lookup(model, &hp)) {
+			rp.track_ns = hp.seek_track_ms * 1e6;
+			rp.full_ns = hp.seek_full_ms * 1e6;
+			rp.overhead_ns = hp.overhead_ms * 1e6;
+		}
+		if (avfs_rotpred_init(&dm->rotpred, &rp)) {
+			avfsd_log(dm, 0, "jit/split: the disk model has no rotation to predict");
+			goto out;
+		}
+		conf.pred = (struct avfs_sched_predictor){ .ctx = &dm->rotpred,
+							   .predict = avfs_rotpred_predict };
+		dm->predicting = true;
+	}
 	err = avfs_sched_init(&dm->sched, &avfs_sched_tm, &conf);
 	if (err) {
 		avfsd_log(dm, 0, "scheduler settings refused: %s", strerror(-err));

@@ -16,6 +16,7 @@
 #include "admit.h"
 #include "iosched.h"
 #include "proto.h"
+#include "rotpred.h"
 
 struct daemon;
 struct dreq;
@@ -100,6 +101,8 @@ struct daemon {
 	struct avfs_disk *d;
 	struct avfs_fs *fs;
 	struct avfs_sched sched;
+	struct avfs_rotpred rotpred;	/* jit/split on a real disk: the platter's phase */
+	bool predicting;		/* rotpred is the scheduler's predictor */
 	struct io_uring ring;
 	struct fuse_session *se;
 	struct fuse_buf fbuf;

@@ -657,6 +657,39 @@ static json_object *stream_json(struct daemon *dm, const struct dstream *s)
 	return o;
 }
 
+/* What the device is and how it is driven: the backend, its identification (SCSI INQUIRY and
+ * VPD, NVMe Identify; empty strings where it has none) and the scheduler's mode. */
+static json_object *disk_json(struct daemon *dm)
+{
+	const struct avfs_disk_info *in = &dm->d->info;
+	const struct avfs_disk_ident *id = &dm->d->ident;
+	const struct avfs_sched_conf *c = &dm->sched.conf;
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "backend", json_object_new_string(id->backend));
+	json_object_object_add(o, "transport", json_object_new_string(id->transport));
+	json_object_object_add(o, "vendor", json_object_new_string(id->vendor));
+	json_object_object_add(o, "product", json_object_new_string(id->product));
+	json_object_object_add(o, "serial", json_object_new_string(id->serial));
+	json_object_object_add(o, "firmware", json_object_new_string(id->firmware));
+	json_object_object_add(o, "lba_format", json_object_new_string(id->lba_format));
+	json_object_object_add(o, "write_cache", id->wce_known ?
+			       json_object_new_boolean(id->wce) : NULL);
+	json_object_object_add(o, "max_transfer", json_object_new_int64(id->max_transfer));
+	json_object_object_add(o, "rotation_rate", json_object_new_int64(id->rotation_rate));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)in->size));
+	json_object_object_add(o, "logical_block", json_object_new_int64(in->lbs));
+	json_object_object_add(o, "rotational", json_object_new_boolean(in->rotational));
+	json_object_object_add(o, "seek", json_object_new_boolean(in->has_seek));
+	json_object_object_add(o, "mode", json_object_new_string(c->rotational ? "rotational" :
+								 "non-rotational"));
+	json_object_object_add(o, "depth", json_object_new_int64(dm->sched.max_inflight));
+	json_object_object_add(o, "chunk", json_object_new_int64(c->chunk));
+	json_object_object_add(o, "jit", json_object_new_boolean(c->jit));
+	json_object_object_add(o, "split", json_object_new_int64((int64_t)c->split_bytes));
+	return o;
+}
+
 static json_object *admin_status(struct daemon *dm, int64_t now)
 {
 	const struct avfs_admit_conf *ac = avfs_admit_conf(dm->admit);
@@ -682,6 +715,7 @@ static json_object *admin_status(struct daemon *dm, int64_t now)
 	json_object_object_add(adm, "isolation", json_object_new_boolean(ac->isolation));
 	json_object_object_add(adm, "default_io", json_object_new_int64(ac->default_io));
 	json_object_object_add(o, "admission", adm);
+	json_object_object_add(o, "disk", disk_json(dm));
 	return o;
 }
 

@@ -299,6 +299,33 @@ static const char *jstr(json_object *o, const char *key)
 	return v ? json_object_get_string(v) : "";
 }
 
+static void print_disk(json_object *d)
+{
+	json_object *wc = json_object_object_get(d, "write_cache");
+
+	printf("backend       %s\n", jstr(d, "backend"));
+	if (*jstr(d, "transport")) {
+		printf("identity      %s %s %s, firmware %s, serial '%s'\n", jstr(d, "transport"),
+		       jstr(d, "vendor"), jstr(d, "product"), jstr(d, "firmware"),
+		       jstr(d, "serial"));
+		if (*jstr(d, "lba_format"))
+			printf("lba format    %s\n", jstr(d, "lba_format"));
+		printf("write cache   %s\n", !wc ? "unknown" :
+		       json_object_get_boolean(wc) ? "on" : "off");
+		if (jnum(d, "max_transfer") > 0)
+			printf("max transfer  %.0f KiB\n", jnum(d, "max_transfer") / 1024);
+	}
+	printf("disk          %.1f GB, %.0f-byte blocks, %s, SEEK %s\n", jnum(d, "bytes") / 1e9,
+	       jnum(d, "logical_block"),
+	       json_object_get_boolean(json_object_object_get(d, "rotational")) ?
+	       "rotational" : "non-rotational",
+	       json_object_get_boolean(json_object_object_get(d, "seek")) ? "yes" : "no");
+	printf("mixer mode    %s, %.0f on the device, chunk %.0f, jit %s, split %.0f\n",
+	       jstr(d, "mode"), jnum(d, "depth"), jnum(d, "chunk"),
+	       json_object_get_boolean(json_object_object_get(d, "jit")) ? "on" : "off",
+	       jnum(d, "split"));
+}
+
 static void print_streams(json_object *arr)
 {
 	size_t n = arr ? json_object_array_length(arr) : 0;
@@ -351,6 +378,7 @@ static int cmd_query(int argc, char **argv)
 		printf("socket        %s\n", jstr(o, "socket"));
 		printf("uptime        %.0f s\n", jnum(o, "uptime_s"));
 		printf("block size    %.0f KiB\n", jnum(o, "block_size") / 1024);
+		print_disk(json_object_object_get(o, "disk"));
 		printf("scheduler     %s\n", jstr(o, "policy"));
 		printf("clients       %.0f\n", jnum(o, "clients"));
 		printf("streams       %.0f\n", jnum(o, "streams"));
