@@ -39,7 +39,7 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },
 	{ "jit", "on/off", "on, off", "just-in-time seek where the rotation is predictable (off)" },
 	{ "jit-offset", "time", "0..5ms", "JIT: arrive this much early (1ms)" },
-	{ "split", "bytes", "0 or >= 1G", "split seeks longer than this, 0 = off (0)" },
+	{ "split", "bytes", "0 or >= 1M", "split seeks longer than this, 0 = off (0)" },
 	{ "depth", "count", "1..256", "commands in flight on non-rotational devices (1)" },
 	{ "read-expire", "time", "1ms..60s", "cscan baseline: read expiry (500ms)" },
 	{ "write-expire", "time", "1ms..600s", "cscan baseline: write expiry (5s)" },
@@ -168,7 +168,7 @@ known:
 		RANGE(t <= 5 * MS);
 		c->jit_offset_ns = t;
 	} else if (!strcmp(name, "split")) {
-		RANGE(b == 0 || b >= (1ull << 30));
+		RANGE(b == 0 || b >= (1ull << 20));
 		c->split_bytes = b;
 	} else if (!strcmp(name, "depth")) {
 		RANGE(b >= 1 && b <= 256);
