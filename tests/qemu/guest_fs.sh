@@ -2,7 +2,10 @@
 # guest_fs.sh — runs inside the QEMU guest (busybox sh): mkfs.avfs and fsck.avfs, static in /bin,
 # on the block device of each emulated disk (/dev/sdX of the virtio-scsi and lsi disks,
 # /dev/nvme0n1), i.e. the io_uring O_DIRECT backend on real SCSI and NVMe block devices.
-# Devices are found by serial. Prints "ok|FAIL SERIAL ..." per check; exit 0 iff all pass.
+# Before that, on each disk, a short run of the traffic mixer (mixer_run, static in /bin) through
+# each backend the disk has: SG_IO with chunking, JIT and seek splitting on the virtio-scsi disk,
+# io_uring on the lsi disk's block device and on /dev/nvmeXnY (non-rotational mode). Devices are found by serial. Prints "ok|FAIL SERIAL ..."
+# per check; exit 0 iff all pass.
 fail=0
 check() {	# check OK SERIAL TEXT: OK is 0 for success
 	if [ "$1" -eq 0 ]; then
@@ -28,8 +31,22 @@ block_device() {	# block_device SERIAL: /dev/NAME of the disk with that serial
 	return 1
 }
 
+mixer() {	# mixer SERIAL ARG...: mixer_run ARG..., its lines indented, one check
+	serial=$1
+	shift
+	out=$(mixer_run --duration 3 --streams 2 --rate 1M --io 256K "$@" 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/  /'
+	check $rc $serial "mixer_run $*: $(echo "$out" | grep -o 'misses [0-9]*' | head -1)"
+}
+
 for serial in vscsi0 lsi0 nvme0; do
 	dev=$(block_device $serial) || { check 1 $serial "no block device"; continue; }
+	case $serial in
+	vscsi0) mixer $serial --backend sg --set chunk=64K --set jit=on --set split=32M "$dev" ;;
+	lsi0) mixer $serial --backend uring --set chunk=64K "$dev" ;;
+	nvme0) mixer $serial --backend uring "$dev" ;;
+	esac
 	sys=/sys/block/${dev#/dev/}/queue
 	echo "$serial: $dev, rotational $(cat $sys/rotational), logical block" \
 		"$(cat $sys/logical_block_size), max_sectors_kb $(cat $sys/max_sectors_kb)"
