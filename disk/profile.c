@@ -2,8 +2,8 @@
  * profile.c — the disk profiler: timed reads through the backend ops table, turned into the
  * figures of SPEC §6.4. Each step's comment says how it measures (papers/003 §3.4 and the
  * extraction tools it cites, [7] Diskbench and [25] Worthington et al.: minimum times over
- * random rotational phases). It never writes, never prints, and reads time only through the
- * caller's clock.
+ * random rotational phases). It writes only in the step that is asked for by name
+ * (AVFS_PROFILE_WRITE), never prints, and reads time only through the caller's clock.
  */
 #include "profile.h"
 
@@ -28,10 +28,12 @@ struct prof {
 	const struct avfs_profile_geom *geom;	/* NULL: linear mapping */
 	struct avfs_profile_opts o;		/* defaults filled in */
 	struct avfs_profile *r;
-	uint8_t *buf;				/* BUF_BYTES, aligned for d */
+	uint8_t *buf;				/* BUF_BYTES, aligned for d: reads land here */
+	uint8_t *wbuf;				/* the same for writes, NULL until they start */
 	uint64_t rng;
 	uint32_t io;				/* small read size: SMALL_IO, or lbs if larger */
 	uint64_t span;				/* bytes read at each rate point */
+	uint32_t span_io;			/* request size there */
 	/* random reads, kept to take the mean seek out once the rotation is known */
 	uint64_t *rand_off;
 	double *rand_svc;
@@ -96,13 +98,15 @@ static void progress(struct prof *p, unsigned done)
 	p->o.progress(p->o.progress_arg, p->step, done, p->total);
 }
 
-/* One read at queue depth 1: *svc is submit to completion, *end the completion time (ns on
- * the profiler's clock). 0 or -errno. */
-static int rd(struct prof *p, uint64_t off, uint32_t len, double *svc, uint64_t *end)
+/* One command (a read, a write from the buffer, a flush) at queue depth 1: *svc is submit to
+ * completion, *end the completion time (ns on the profiler's clock). 0 or -errno. */
+static int cmd(struct prof *p, enum avfs_disk_op op, uint64_t off, uint32_t len, double *svc,
+	       uint64_t *end)
 {
+	bool flush = op == AVFS_DISK_FLUSH;
 	struct avfs_disk_req rq = {
-		.op = AVFS_DISK_READ, .lba = off / p->d->info.lbs, .len = len, .buf = p->buf,
-		.buf_index = -1,
+		.op = op, .lba = flush ? 0 : off / p->d->info.lbs, .len = flush ? 0 : len,
+		.buf = flush ? NULL : op == AVFS_DISK_WRITE ? p->wbuf : p->buf, .buf_index = -1,
 	};
 	uint64_t t0 = now(p), t1;
 	int64_t res = avfs_disk_io_sync(p->d, &rq);
@@ -110,14 +114,20 @@ static int rd(struct prof *p, uint64_t off, uint32_t len, double *svc, uint64_t 
 	t1 = now(p);
 	if (res < 0)
 		return (int)res;
-	if (res != len)
+	if (!flush && res != len)
 		return -EIO;
 	p->r->requests++;
+	p->r->writes += op == AVFS_DISK_WRITE;
 	if (svc)
 		*svc = (double)(t1 - t0);
 	if (end)
 		*end = t1;
 	return 0;
+}
+
+static int rd(struct prof *p, uint64_t off, uint32_t len, double *svc, uint64_t *end)
+{
+	return cmd(p, AVFS_DISK_READ, off, len, svc, end);
 }
 
 /* The measured sequential rate at byte offset off: linear between the rate points. */
@@ -153,20 +163,29 @@ static double xfer_ns(const struct prof *p, uint64_t off)
 	return (double)p->io / rate_at(p, off) * 1e9;
 }
 
-/* Sequential reads of `size` bytes over [start, start + bytes) at queue depth 1: the rate in
- * bytes/s from the first completion to the last, so that the first request's positioning is
- * left out (the requests after it find the head streaming). */
-static int seq_rate(struct prof *p, uint64_t start, uint64_t bytes, uint32_t size, double *rate)
+/* Sequential reads (or writes) of `size` bytes over [start, start + bytes) at queue depth 1:
+ * the rate in bytes/s from the first completion to the last, so that the first request's
+ * positioning is left out (the requests after it find the head streaming). Writes end with a
+ * FLUSH, and the rate runs to its completion: a write-back cache that takes the data at bus
+ * speed must still put it on the medium (papers/003 §3.1 relies on the write buffer for
+ * chunking, not on its speed). */
+static int seq_rate(struct prof *p, enum avfs_disk_op op, uint64_t start, uint64_t bytes,
+		    uint32_t size, double *rate)
 {
 	uint64_t n = bytes / size, t_first = 0, t_last = 0;
 	int err;
 
 	for (uint64_t k = 0; k < n; k++) {
-		err = rd(p, start + k * size, size, NULL, &t_last);
+		err = cmd(p, op, start + k * size, size, NULL, &t_last);
 		if (err)
 			return err;
 		if (k == 0)
 			t_first = t_last;
+	}
+	if (op == AVFS_DISK_WRITE) {
+		err = cmd(p, AVFS_DISK_FLUSH, 0, 0, NULL, &t_last);
+		if (err)
+			return err;
 	}
 	/* a device faster than the clock's resolution still gets a finite rate */
 	*rate = (double)(n - 1) * size / ((double)(t_last > t_first ? t_last - t_first : 1) / 1e9);
@@ -175,8 +194,32 @@ static int seq_rate(struct prof *p, uint64_t start, uint64_t bytes, uint32_t siz
 
 /* ---- steps ---- */
 
-/* The transfer rate across the LBA range: span bytes in rate_io requests at rate_points
- * offsets from LBA 0 to the end, each a cold start far from the one before. */
+/* span bytes in span_io requests at n offsets from LBA 0 to the end, each a cold start far
+ * from the one before: the sequential rate at each into off[]/rate[], *count as they come. */
+static int rate_sweep(struct prof *p, enum avfs_disk_op op, const char *step, unsigned n,
+		      uint64_t *off, double *rate, unsigned *count)
+{
+	uint64_t cap = p->r->capacity, span = p->span;
+	int err;
+
+	begin(p, step, n);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t start = i == n - 1 ? cap - span :
+					      (uint64_t)((double)(cap - span) * i / (n - 1));
+
+		start = align_down(start, p->io);
+		err = seq_rate(p, op, start, span, p->span_io, &rate[i]);
+		if (err)
+			return err;
+		off[i] = start;
+		*count = i + 1;
+		progress(p, i + 1);
+	}
+	return 0;
+}
+
+/* The transfer rate across the LBA range: rate_span bytes in rate_io requests at rate_points
+ * offsets. */
 static int step_zones(struct prof *p)
 {
 	struct avfs_profile *r = p->r;
@@ -189,21 +232,12 @@ static int step_zones(struct prof *p)
 		span = r->capacity / n;
 	while (io > p->io && span / io < 4)	/* small devices: smaller requests, not fewer */
 		io /= 2;
-	span = align_down(span, io);
-	p->span = span;
-	begin(p, "transfer rate across the disk", n);
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t start = i == n - 1 ? r->capacity - span :
-					      (uint64_t)((double)(r->capacity - span) * i / (n - 1));
-
-		start = align_down(start, p->io);
-		err = seq_rate(p, start, span, io, &r->rate[i]);
-		if (err)
-			return err;
-		r->rate_off[i] = start;
-		r->nrate = i + 1;
-		progress(p, i + 1);
-	}
+	p->span = align_down(span, io);
+	p->span_io = io;
+	err = rate_sweep(p, AVFS_DISK_READ, "transfer rate across the disk", n, r->rate_off,
+			 r->rate, &r->nrate);
+	if (err)
+		return err;
 	r->outer = r->rate[0];
 	r->inner = r->rate[n - 1];
 	return 0;
@@ -223,17 +257,22 @@ int avfs_profile_pick_chunk(const double *rate, unsigned n)
 	return (int)n - 1;	/* not reached: the maximum itself qualifies */
 }
 
-/* Sequential read throughput against request size, 4 KiB to 4 MiB (papers/003 Fig. 5), in the
- * outer region. Each size reads a region of its own, separated from the last by a gap and
- * preceded by a read at the far end of the disk, so that no size inherits the read-ahead of the
- * one before (which would flatter the next size's first megabytes). */
-static int step_chunks(struct prof *p)
+/* Sequential read (or write) throughput against request size, 4 KiB to 4 MiB (papers/003
+ * Figs. 5 and 6), in the outer region. Each size reads a region of its own, separated from the
+ * last by a gap and preceded by a read at the far end of the disk, so that no size inherits the
+ * read-ahead of the one before (which would flatter the next size's first megabytes). */
+static int step_chunks(struct prof *p, enum avfs_disk_op op)
 {
 	struct avfs_profile *r = p->r;
+	bool w = op == AVFS_DISK_WRITE;
+	unsigned *count = w ? &r->nwchunk : &r->nchunk;
+	uint32_t *size = w ? r->wchunk_size : r->chunk_size;
+	double *rate = w ? r->wchunk_rate : r->chunk_rate;
 	uint64_t budget = p->o.quick ? 128 * MIB : 512 * MIB;
 	uint64_t want_min = p->o.quick ? 4 * MIB : 16 * MIB, slot;
 	unsigned n = 0, mult = p->o.quick ? 4 : 8;
 	uint32_t sizes[AVFS_PROFILE_MAX_CHUNKS];
+	double mx = 0;
 	int err, best;
 
 	for (uint64_t s = p->io; s <= BUF_BYTES && n < AVFS_PROFILE_MAX_CHUNKS; s *= 2)
@@ -241,7 +280,8 @@ static int step_chunks(struct prof *p)
 	if (budget > r->capacity / 2)
 		budget = r->capacity / 2;
 	slot = align_down(budget / n, p->io);
-	begin(p, "throughput against request size", n);
+	begin(p, w ? "write throughput against request size" : "throughput against request size",
+	      n);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t bytes = (uint64_t)sizes[i] * mult;
 
@@ -255,19 +295,44 @@ static int step_chunks(struct prof *p)
 		err = rd(p, align_down(r->capacity - p->io, p->io), p->io, NULL, NULL);
 		if (err)
 			return err;
-		err = seq_rate(p, i * slot, bytes, sizes[i], &r->chunk_rate[r->nchunk]);
+		err = seq_rate(p, op, i * slot, bytes, sizes[i], &rate[*count]);
 		if (err)
 			return err;
-		r->chunk_size[r->nchunk++] = sizes[i];
+		size[(*count)++] = sizes[i];
 		progress(p, i + 1);
 	}
-	best = avfs_profile_pick_chunk(r->chunk_rate, r->nchunk);
-	if (best >= 0) {
-		r->chunk = r->chunk_size[best];
-		for (unsigned i = 0; i < r->nchunk; i++)
-			r->chunk_max_rate = fmax(r->chunk_max_rate, r->chunk_rate[i]);
-	}
+	best = avfs_profile_pick_chunk(rate, *count);
+	if (best < 0)
+		return 0;
+	for (unsigned i = 0; i < *count; i++)
+		mx = fmax(mx, rate[i]);
+	*(w ? &r->wchunk : &r->chunk) = size[best];
+	*(w ? &r->wchunk_max_rate : &r->chunk_max_rate) = mx;
 	return 0;
+}
+
+/* What writing costs (AVFS_PROFILE_WRITE, the last step: it destroys what the read steps
+ * read): throughput against request size as for reads, then the rate at wrate_points places
+ * across the LBA range, span bytes each in the read sweep's request size. The data is the
+ * profiler's random stream, in a buffer of its own that the positioning reads leave alone, so
+ * that a device that compresses or deduplicates gains nothing. */
+static int step_write(struct prof *p)
+{
+	struct avfs_profile *r = p->r;
+	uint64_t *w;
+	int err;
+
+	p->wbuf = avfs_disk_alloc_buf(p->d, BUF_BYTES);
+	if (!p->wbuf)
+		return -ENOMEM;
+	w = (uint64_t *)p->wbuf;
+	for (size_t i = 0; i < BUF_BYTES / sizeof(*w); i++)
+		w[i] = rnd(&p->rng);
+	err = step_chunks(p, AVFS_DISK_WRITE);
+	if (!err)
+		err = rate_sweep(p, AVFS_DISK_WRITE, "write rate across the disk",
+				 p->o.wrate_points, r->wrate_off, r->wrate, &r->nwrate);
+	return err;
 }
 
 /* Random small reads over the whole device at queue depth 1 (random LBA pairs). Their mean,
@@ -544,12 +609,13 @@ static int fill_opts(const struct avfs_profile_opts *in, uint32_t lbs, struct av
 		*o = *in;
 	else
 		*o = (struct avfs_profile_opts){ .seed = 1 };
-	if (!o->steps)
-		o->steps = AVFS_PROFILE_CHUNKS | AVFS_PROFILE_ZONES | AVFS_PROFILE_RANDOM |
-			   AVFS_PROFILE_MECH;
+	if (!(o->steps & AVFS_PROFILE_READS))
+		o->steps |= AVFS_PROFILE_READS;
 	o->steps |= AVFS_PROFILE_ZONES;	/* the others take transfer time out with it */
 	if (!o->rate_points)
 		o->rate_points = o->quick ? 8 : 16;
+	if (!o->wrate_points)
+		o->wrate_points = o->quick ? 4 : 8;
 	if (!o->rate_span)
 		o->rate_span = o->quick ? 16 * MIB : 64 * MIB;
 	if (!o->rate_io)
@@ -561,6 +627,7 @@ static int fill_opts(const struct avfs_profile_opts *in, uint32_t lbs, struct av
 	if (!o->n_seek)
 		o->n_seek = o->quick ? 150 : 1000;
 	if (o->rate_points < 2 || o->rate_points > AVFS_PROFILE_MAX_RATES ||
+	    o->wrate_points < 2 || o->wrate_points > AVFS_PROFILE_MAX_RATES ||
 	    o->rate_io % lbs || o->rate_io > BUF_BYTES || o->n_seek < 2 ||
 	    o->n_random > 10000000 || o->n_rot > 100000 || o->n_seek > 1000000)
 		return -EINVAL;
@@ -604,7 +671,7 @@ int avfs_profile_run(struct avfs_disk *d, const struct avfs_profile_clock *clk,
 
 	err = step_zones(&p);
 	if (!err && (p.o.steps & AVFS_PROFILE_CHUNKS))
-		err = step_chunks(&p);
+		err = step_chunks(&p, AVFS_DISK_READ);
 	if (!err && (p.o.steps & AVFS_PROFILE_RANDOM))
 		err = step_random(&p);
 	if (!err && (p.o.steps & AVFS_PROFILE_MECH) && r->rotational) {
@@ -617,6 +684,8 @@ int avfs_profile_run(struct avfs_disk *d, const struct avfs_profile_clock *clk,
 		if (!err && found)
 			err = step_seeks(&p);
 	}
+	if (!err && (p.o.steps & AVFS_PROFILE_WRITE))
+		err = step_write(&p);
 	if (err)
 		goto out;
 
@@ -649,6 +718,7 @@ out:
 	free(p.rand_off);
 	free(p.rand_svc);
 	free(p.buf);
+	free(p.wbuf);
 	return err;
 }
 

@@ -1,10 +1,12 @@
 /*
  * profile.h — the disk profiler (SPEC §6.4, papers/003 §3.4): measures, through the backend
- * interface of disk.h alone and with reads only, what the service-time model and chunking need:
- * sequential throughput against request size, the transfer rate across the LBA range, the
- * rotation period, the seek curve and the command overhead. It neither prints nor stores the
- * result (the tools do), and it reads no clock of its own: the caller passes one (virtual time
- * for the simulated disk, CLOCK_MONOTONIC for a real one).
+ * interface of disk.h alone and with reads only unless writes are asked for, what the
+ * service-time model and chunking need: sequential throughput against request size, the
+ * transfer rate across the LBA range, the rotation period, the seek curve and the command
+ * overhead; and on request the write throughput. It neither prints nor stores the result (the
+ * tools do), nor decides whether a device may be written (the caller does), and it reads no
+ * clock of its own: the caller passes one (virtual time for the simulated disk,
+ * CLOCK_MONOTONIC for a real one).
  */
 #ifndef AVFS_PROFILE_H
 #define AVFS_PROFILE_H
@@ -40,12 +42,19 @@ struct avfs_profile_geom {
 	uint32_t (*track_sectors)(void *ctx, uint64_t sector);	/* sectors per track there */
 };
 
-/* Steps, for avfs_profile_opts.steps (0 = all). */
+/* Steps, for avfs_profile_opts.steps. Without any of the read steps, all of them run: 0 is
+ * every read step, AVFS_PROFILE_WRITE alone every read step and the writes. */
 #define AVFS_PROFILE_CHUNKS (1u << 0)	/* sequential throughput against request size */
 #define AVFS_PROFILE_ZONES (1u << 1)	/* transfer rate across the LBA range (always run: the
 					 * other steps need it to take transfer time out) */
 #define AVFS_PROFILE_RANDOM (1u << 2)	/* random 4 KiB reads: mean access time, mean seek */
 #define AVFS_PROFILE_MECH (1u << 3)	/* rotation period, overhead, seek curve (rotating only) */
+#define AVFS_PROFILE_READS (AVFS_PROFILE_CHUNKS | AVFS_PROFILE_ZONES | AVFS_PROFILE_RANDOM | \
+			    AVFS_PROFILE_MECH)
+#define AVFS_PROFILE_WRITE (1u << 4)	/* sequential writes: throughput against request size and
+					 * the rate across the LBA range, after the reads. It
+					 * OVERWRITES the outer 128/512 MiB and a span at each
+					 * point: only ever asked for on a scratch device */
 
 /* Sample counts are 0 for the defaults (in brackets: --quick). */
 struct avfs_profile_opts {
@@ -53,6 +62,7 @@ struct avfs_profile_opts {
 	bool quick;		/* fewer samples: for CI and for real devices */
 	uint64_t seed;		/* the profiler's random choices (locations, pauses) */
 	unsigned rate_points;	/* points across the LBA range [16; 8] */
+	unsigned wrate_points;	/* write points across the LBA range [8; 4] */
 	uint64_t rate_span;	/* bytes read at each point [64 MiB; 16 MiB], less on small devices */
 	uint32_t rate_io;	/* request size for those reads [1 MiB] */
 	unsigned n_random;	/* random 4 KiB reads [4000; 1000] */
@@ -82,6 +92,16 @@ struct avfs_profile {
 	uint64_t rate_off[AVFS_PROFILE_MAX_RATES];	/* byte offset of each measured span */
 	double rate[AVFS_PROFILE_MAX_RATES];		/* bytes/s */
 	double outer, inner;	/* bytes/s at the first and the last point */
+	/* sequential writes at queue depth 1 (AVFS_PROFILE_WRITE; papers/003 Fig. 6), each rate up
+	 * to the completion of a FLUSH after the last write; as for reads otherwise */
+	unsigned nwchunk;
+	uint32_t wchunk_size[AVFS_PROFILE_MAX_CHUNKS];	/* bytes */
+	double wchunk_rate[AVFS_PROFILE_MAX_CHUNKS];	/* bytes/s */
+	uint32_t wchunk;	/* smallest size within 1% of the best write rate, 0 if not run */
+	double wchunk_max_rate;	/* bytes/s */
+	unsigned nwrate;
+	uint64_t wrate_off[AVFS_PROFILE_MAX_RATES];	/* byte offset of each written span */
+	double wrate[AVFS_PROFILE_MAX_RATES];		/* bytes/s */
 	/* random 4 KiB reads at queue depth 1 */
 	unsigned nrandom;
 	double random_ns;	/* mean service time */
@@ -102,13 +122,15 @@ struct avfs_profile {
 	double dmax, dmin;	/* bytes/s at LBA 0 and at the end */
 	uint64_t lmax;		/* bytes */
 	/* the cost of the measurement */
-	uint64_t requests;
+	uint64_t requests;	/* commands of every kind */
+	uint64_t writes;	/* of which writes */
 	uint64_t elapsed_ns;	/* on the profiler's clock */
 };
 
-/* Profile disk d. Reads only; d must have nothing in flight. geom may be NULL, opts may be
- * NULL (all steps, full sample counts, seed 1). 0 and *out filled, or -errno: -ENOSPC for a
- * device smaller than AVFS_PROFILE_MIN_BYTES, -ENOMEM, or the error of a failed read. */
+/* Profile disk d. Reads only unless opts->steps has AVFS_PROFILE_WRITE (d must then accept
+ * writes); d must have nothing in flight. geom may be NULL, opts may be NULL (the read steps,
+ * full sample counts, seed 1). 0 and *out filled, or -errno: -ENOSPC for a device smaller than
+ * AVFS_PROFILE_MIN_BYTES, -ENOMEM, or the error of a failed command. */
 int avfs_profile_run(struct avfs_disk *d, const struct avfs_profile_clock *clk,
 		     const struct avfs_profile_geom *geom, const struct avfs_profile_opts *opts,
 		     struct avfs_profile *out);
