@@ -1,8 +1,9 @@
 /*
  * admin_profile.c — `avfs-admin profile DEVICE` (SPEC §6.4): opens a simulated disk (sim:MODEL,
- * virtual time) or a block device / image file (io_uring, O_DIRECT, read-only), runs the
- * profiler of disk/profile.c, prints the result as a table or as JSON and can keep it in a file.
- * The measuring is all in disk/profile.c; this file parses, opens, prints.
+ * virtual time) or a block device / image file through a backend of avfs_disk_open (read-only
+ * unless --write, which it allows only on a scratch device), runs the profiler of
+ * disk/profile.c, prints the result as a table or as JSON and can keep it in a file. The
+ * measuring is all in disk/profile.c; this file parses, opens, guards, prints.
  */
 #include "config.h"
 
@@ -12,10 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin.h"
 #include "disk.h"
+#include "format.h"
+#include "fs.h"
 #include "hddmodel.h"
 #include "iosched.h"
 #include "profile.h"
@@ -30,45 +34,73 @@ static void usage(FILE *f)
 	const char *const *m = avfs_hdd_model_names();
 
 	fprintf(f,
-		"usage: avfs-admin profile [--json] [--quick] [--seed N] [--out FILE] DEVICE\n"
+		"usage: avfs-admin profile [--json] [--quick] [--seed N] [--out FILE] [--quiet]\n"
+		"                          [--backend auto|uring|sg|nvme] [--write [--force]] DEVICE\n"
 		"\n"
 		"Measure a disk for the service-time model and chunking (SPEC §6.4, papers/003 §3.4):\n"
 		"sequential read throughput against request size and the chunk size chosen from it\n"
 		"(the smallest within 1%% of the best), the transfer rate from the outer to the inner\n"
 		"edge, the rotation period, the seek curve and the command overhead. The profiler only\n"
-		"reads: it never writes to DEVICE. On a non-rotational device it skips the mechanics.\n"
+		"reads unless --write is given. On a non-rotational device it skips the mechanics.\n"
 		"\n"
-		"  DEVICE        a block device or image file (io_uring, O_DIRECT, real time), or\n"
-		"                sim:MODEL for a simulated disk in virtual time; MODEL one of:\n"
+		"  DEVICE        a block device or image file (real time), or sim:MODEL for a\n"
+		"                simulated disk in virtual time; MODEL one of:\n"
 		"               ");
 	for (; *m; m++)
 		fprintf(f, " %s", *m);
 	fprintf(f, "\n"
+		"  --backend B   how to reach a block device (default auto): uring (io_uring,\n"
+		"                O_DIRECT: any block device or image file), sg (SCSI commands over\n"
+		"                SG_IO: a SCSI disk, its sg or bsg node), nvme (NVMe passthrough: an\n"
+		"                NVMe namespace), auto (io_uring). Whatever the backend, the device's\n"
+		"                identification is shown where it gives one (SCSI INQUIRY and VPD\n"
+		"                pages, NVMe Identify)\n"
 		"  --json        machine-readable output (keys below)\n"
 		"  --quick       fewer samples: for CI, and minutes rather than many on a real disk\n"
 		"  --seed N      the profiler's random choices and, for sim:, the model's seed\n"
-		"  --out FILE    also write the profile, as the JSON below, to FILE\n"
+		"  --out FILE    also write the profile, as the JSON below, to FILE (for mkfs.avfs\n"
+		"                --profile FILE, which stores its svc_model in the superblock)\n"
+		"  --quiet       no progress on stderr (otherwise: a line at most every second, or\n"
+		"                one line redrawn five times a second on a terminal)\n"
 		"  --no-map      sim: only: measure without the model's block mapping, with seek\n"
 		"                distances in bytes, as on a real disk\n"
+		"  --write       also measure writes, after the reads: sequential write throughput\n"
+		"                against request size and the write rate at a few points across the\n"
+		"                disk, each run ended by a flush. DESTROYS DATA: it overwrites the\n"
+		"                first 128 MiB (512 MiB without --quick) and a span at each point.\n"
+		"                Refused (exit 1, nothing written) on a device holding an AVFS file\n"
+		"                system (primary or backup superblock), another file system (ext2/3/4,\n"
+		"                XFS, btrfs, FAT, NTFS, ISO 9660, swap, LUKS, LVM2) or a partition\n"
+		"                table (MBR with a used entry, GPT); always allowed on sim:\n"
+		"  --force       with --write: write even over what was recognised\n"
 		"\n"
 		"JSON keys (stable; times in ms, rates in MB/s = 1e6 bytes/s, null when not measured):\n"
-		"  device, backend (sim|uring), capacity_bytes, logical_block_bytes, rotational (as the\n"
-		"  device or model says), quick, seed, time (virtual|real), elapsed_s, requests,\n"
+		"  device, backend (sim|uring|sg|nvme), ident {transport (scsi|nvme), vendor, product,\n"
+		"  serial, firmware, lba_format (each \"\" when the device gave none), write_cache (null\n"
+		"  when unknown), max_transfer (bytes one command may carry, 0 unknown), rotation_rate\n"
+		"  (0 not reported, 1 non-rotating, else rpm)}, capacity_bytes, logical_block_bytes,\n"
+		"  rotational (as the device or model says), quick, seed, time (virtual|real),\n"
+		"  elapsed_s, requests (commands of every kind), writes (of them),\n"
 		"  chunk_mbs [{bytes, mbs}], chunk_bytes, chunk_max_mbs,\n"
 		"  rate_mbs [{offset_bytes, offset_gb, mbs}], outer_rate_mbs, inner_rate_mbs,\n"
 		"  random_4k_ms (mean, queue depth 1), rotation_measured (a rotational timing was\n"
 		"  found), rotation_ms, rpm, rotational_latency_ms, overhead_ms, seek_unit\n"
 		"  (cylinders|bytes), cylinders, seek_ms {track, third, full, mean},\n"
 		"  seek_curve [{distance, fraction, ms}],\n"
+		"  write (--write given), write_chunk_mbs [{bytes, mbs}], write_chunk_bytes,\n"
+		"  write_chunk_max_mbs, write_rate_mbs [{offset_bytes, offset_gb, mbs}] (without\n"
+		"  --write: [] and null),\n"
 		"  svc_model {tr_ns, tk_ns, dmax, dmin, lmax} (struct avfs_svc_model, SPEC §5.2;\n"
 		"  dmax/dmin in bytes/s, lmax in bytes).\n"
-		"Exit status: 0 done, 1 failed (no such device, unknown model, too small, I/O error),\n"
-		"2 bad usage.\n");
+		"Exit status: 0 done, 1 failed (no such device, unknown model, too small, I/O error,\n"
+		"--write refused), 2 bad usage.\n");
 }
 
 struct target {
 	const char *name;
 	bool sim;
+	enum avfs_backend backend;	/* asked for (real devices) */
+	bool write;			/* open for writing */
 	struct avfs_sim_engine *eng;
 	struct avfs_disk *d;
 };
@@ -76,6 +108,7 @@ struct target {
 /* Open DEVICE. 0, or 1 with the reason printed. */
 static int open_target(struct target *t, uint64_t seed)
 {
+	char why[256] = "";
 	int err;
 
 	if (!strncmp(t->name, "sim:", 4)) {
@@ -100,29 +133,146 @@ static int open_target(struct target *t, uint64_t seed)
 				model, strerror(-err));
 			return 1;
 		}
-		/* timing only: reads need not even clear the buffer */
+		/* timing only: reads need not even clear the buffer, writes keep nothing */
 		avfs_simdisk_nostore(t->d, 0, t->d->info.size);
 		return 0;
 	}
-	/* read-only: the backend refuses a write at submit, whatever the code above it does */
-	err = avfs_uring_open(t->name, AVFS_URING_RDONLY, 4, &t->d);
+	/* read-only unless --write: the backend then refuses a write at submit, whatever the
+	 * code above it does */
+	err = avfs_disk_open(t->name, t->backend, t->write ? 0 : AVFS_OPEN_RDONLY, &t->d, why,
+			     sizeof(why));
 	if (err) {
-		const char *why = strerror(-err);
-
-		if (err == -EINVAL)
-			why = "not an image file or block device (or its file system has no O_DIRECT)";
-		fprintf(stderr, "avfs-admin: profile: cannot open %s: %s\n", t->name, why);
+		fprintf(stderr, "avfs-admin: profile: %s%s\n", why[0] ? why : strerror(-err),
+			err == -EINVAL ? " (not an image file or block device, or its file system "
+			"has no O_DIRECT)" : "");
 		return 1;
 	}
 	return 0;
 }
 
+/* ---- --write: on a scratch device only ---- */
+
+#define HEAD_BYTES (128u << 10)	/* the start of the device: holds every signature below */
+
+/* Signatures at fixed byte offsets from the start (the common ones of blkid's table). */
+static const struct {
+	const char *what;
+	uint32_t off;
+	const char *magic;
+	uint32_t len;
+} signatures[] = {
+	{ "an ext2/3/4 file system", 1080, "\x53\xef", 2 },	/* s_magic 0xEF53, little-endian */
+	{ "an XFS file system", 0, "XFSB", 4 },
+	{ "a btrfs file system", 65600, "_BHRfS_M", 8 },
+	{ "a GPT partition table", 512, "EFI PART", 8 },
+	{ "a GPT partition table", 4096, "EFI PART", 8 },	/* 4 KiB logical blocks */
+	{ "a FAT file system", 54, "FAT1", 4 },
+	{ "a FAT32 file system", 82, "FAT32   ", 8 },
+	{ "an NTFS file system", 3, "NTFS    ", 8 },
+	{ "an ISO 9660 file system", 32769, "CD001", 5 },
+	{ "a swap area", 4086, "SWAPSPACE2", 10 },
+	{ "a LUKS volume", 0, "LUKS\xba\xbe", 6 },
+	{ "an LVM2 physical volume", 512, "LABELONE", 8 },
+};
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* What the device holds that --write would destroy, or NULL: head is its first HEAD_BYTES, tail
+ * its last tail_len bytes from avfs_fs_backup_super_off() (the AVFS backup superblock, and in
+ * the last logical block GPT's backup header). */
+static const char *recognise(const uint8_t *head, const uint8_t *tail, uint32_t tail_len,
+			     uint32_t lbs)
+{
+	/* AVFS: the superblock header's magic, in the primary or the backup copy (a damaged
+	 * primary is still somebody's file system: fsck.avfs repairs it from the backup) */
+	if (le32(head) == AVFS_MAGIC || le32(tail) == AVFS_MAGIC)
+		return "an AVFS file system";
+	for (size_t i = 0; i < sizeof(signatures) / sizeof(signatures[0]); i++)
+		if (!memcmp(head + signatures[i].off, signatures[i].magic, signatures[i].len))
+			return signatures[i].what;
+	if (!memcmp(tail + tail_len - lbs, "EFI PART", 8))
+		return "a GPT partition table (its backup header)";
+	/* MBR: the boot signature and at least one used entry of the four at byte 446 */
+	if (head[510] == 0x55 && head[511] == 0xaa)
+		for (int i = 0; i < 4; i++)
+			if (head[446 + 16 * i + 4])	/* the partition type; 0 = unused */
+				return "an MBR partition table";
+	return NULL;
+}
+
+/* Before --write on a real device: 0 to go on, 1 refused or failed (the reason printed). */
+static int scratch_check(const struct target *t, bool force)
+{
+	struct avfs_disk *d = t->d;
+	uint64_t tail_off = avfs_fs_backup_super_off(d->info.size);
+	uint32_t tail_len = (uint32_t)(d->info.size - tail_off);
+	uint8_t *buf = avfs_disk_alloc_buf(d, HEAD_BYTES + tail_len);
+	struct avfs_disk_req head = { .op = AVFS_DISK_READ, .len = HEAD_BYTES, .buf = buf,
+				      .buf_index = -1 };
+	struct avfs_disk_req tail = { .op = AVFS_DISK_READ, .lba = tail_off / d->info.lbs,
+				      .len = tail_len, .buf = buf + HEAD_BYTES, .buf_index = -1 };
+	const char *what = NULL;
+	int64_t res = buf ? avfs_disk_io_sync(d, &head) : -ENOMEM;
+
+	if (res >= 0)
+		res = avfs_disk_io_sync(d, &tail);
+	if (res >= 0)
+		what = recognise(buf, buf + HEAD_BYTES, tail_len, d->info.lbs);
+	free(buf);
+	if (res < 0) {
+		fprintf(stderr, "avfs-admin: profile: %s: cannot read it to see whether it is a "
+			"scratch device: %s\n", t->name, strerror((int)-res));
+		return 1;
+	}
+	if (what && !force) {
+		fprintf(stderr, "avfs-admin: profile: %s holds %s, which --write would destroy: "
+			"refused, nothing written (--force writes anyway)\n", t->name, what);
+		return 1;
+	}
+	if (what)
+		fprintf(stderr, "avfs-admin: profile: %s holds %s: overwriting it (--force)\n",
+			t->name, what);
+	return 0;
+}
+
+/* ---- progress ---- */
+
+/* At most one line every `every` ns on stderr (redrawn in place on a terminal): the profiler
+ * reports every percent, thousands of times a second on a fast device. */
+struct progress {
+	bool tty;
+	uint64_t every, last;	/* ns, CLOCK_MONOTONIC */
+	bool shown;		/* a line is out (on a terminal, to clear at the end) */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void progress(void *arg, const char *step, unsigned done, unsigned total)
 {
-	(void)arg;
-	fprintf(stderr, "\r  profiling: %-34s %3u%%", step, (unsigned)((uint64_t)done * 100 / total));
+	struct progress *g = arg;
+	uint64_t t = mono_ns();
+
+	if (g->shown && t - g->last < g->every)
+		return;
+	g->last = t;
+	g->shown = true;
+	if (g->tty)
+		fprintf(stderr, "\rprofile: %-38s %6u/%-6u", step, done, total);
+	else
+		fprintf(stderr, "profile: %s %u/%u\n", step, done, total);
 	fflush(stderr);
 }
+
+/* ---- output ---- */
 
 static const char *size_str(uint64_t b, char *buf, size_t len)
 {
@@ -141,33 +291,83 @@ static void model_of(const struct avfs_profile *r, struct avfs_svc_model *m)
 				      .dmin = r->dmin, .lmax = r->lmax };
 }
 
+static const char *backend_of(const struct target *t)
+{
+	if (t->d->ident.backend[0])
+		return t->d->ident.backend;
+	return t->sim ? "sim" : avfs_backend_name(t->backend);
+}
+
+/* Throughput against request size (papers/003 Figs. 5 and 6), with the chunk size marked. */
+static void text_chunks(const char *title, const char *what, unsigned n, const uint32_t *size,
+			const double *rate, uint32_t chunk, double max)
+{
+	char b1[32];
+
+	printf("\n%s\n", title);
+	printf("  %10s %10s %8s\n", "request", "MB/s", "of best");
+	for (unsigned i = 0; i < n; i++)
+		printf("  %10s %10.2f %7.1f%%%s%s\n", size_str(size[i], b1, sizeof(b1)),
+		       rate[i] / MB, 100 * rate[i] / max, size[i] == chunk ? "  <- " : "",
+		       size[i] == chunk ? what : "");
+	printf("  %s %s: the smallest within 1%% of the best (%.2f MB/s)\n", what,
+	       size_str(chunk, b1, sizeof(b1)), max / MB);
+}
+
+static void text_rates(const char *title, unsigned n, const uint64_t *off, const double *rate)
+{
+	printf("\n%s\n", title);
+	printf("  %12s %10s\n", "offset GB", "MB/s");
+	for (unsigned i = 0; i < n; i++)
+		printf("  %12.2f %10.2f\n", (double)off[i] / 1e9, rate[i] / MB);
+}
+
+static void text_ident(const struct avfs_disk_ident *id)
+{
+	if (!id->transport[0])
+		return;
+	printf("  identity     %s %s %s, firmware %s, serial '%s'\n", id->transport, id->vendor,
+	       id->product, id->firmware, id->serial);
+	if (id->lba_format[0])
+		printf("  lba format   %s\n", id->lba_format);
+	printf("  write cache  %s; max transfer ", !id->wce_known ? "unknown" : id->wce ? "on" : "off");
+	if (id->max_transfer)
+		printf("%u KiB", id->max_transfer >> 10);
+	else
+		printf("unknown");
+	if (id->rotation_rate == 1)
+		printf("; non-rotating by its own account\n");
+	else if (id->rotation_rate)
+		printf("; %u rpm by its own account\n", id->rotation_rate);
+	else
+		printf("; rotation rate not reported\n");
+}
+
 static void print_text(const struct target *t, const struct avfs_profile *r)
 {
 	struct avfs_svc_model m;
-	char b1[32];
 	double pred = 0;
 
-	printf("avfs-admin profile: %s (%s), %.2f GB, %u-byte blocks, %s\n", t->name,
-	       t->d->info.model, (double)r->capacity / 1e9, r->lbs,
+	printf("avfs-admin profile: %s (%s backend), %.2f GB, %u-byte blocks, %s\n", t->name,
+	       backend_of(t), (double)r->capacity / 1e9, r->lbs,
 	       r->rotational ? "rotational" : "non-rotational");
-	printf("  %" PRIu64 " reads in %.1f s of %s time; the profiler never writes\n", r->requests,
-	       (double)r->elapsed_ns / 1e9, t->sim ? "virtual" : "real");
+	text_ident(&t->d->ident);
+	if (r->writes)
+		printf("  %" PRIu64 " commands, %" PRIu64 " of them writes, in %.1f s of %s time; %s\n",
+		       r->requests, r->writes, (double)r->elapsed_ns / 1e9,
+		       t->sim ? "virtual" : "real", t->sim ? "a virtual disk: nothing kept" :
+		       "what was on the device is overwritten");
+	else
+		printf("  %" PRIu64 " reads in %.1f s of %s time; the profiler wrote nothing\n",
+		       r->requests, (double)r->elapsed_ns / 1e9, t->sim ? "virtual" : "real");
 
-	if (r->nchunk) {
-		printf("\nsequential read throughput against request size (queue depth 1)\n");
-		printf("  %10s %10s %8s\n", "request", "MB/s", "of best");
-		for (unsigned i = 0; i < r->nchunk; i++)
-			printf("  %10s %10.2f %7.1f%%%s\n", size_str(r->chunk_size[i], b1, sizeof(b1)),
-			       r->chunk_rate[i] / MB, 100 * r->chunk_rate[i] / r->chunk_max_rate,
-			       r->chunk_size[i] == r->chunk ? "  <- chunk size" : "");
-		printf("  chunk size %s: the smallest within 1%% of the best (%.2f MB/s)\n",
-		       size_str(r->chunk, b1, sizeof(b1)), r->chunk_max_rate / MB);
-	}
+	if (r->nchunk)
+		text_chunks("sequential read throughput against request size (queue depth 1)",
+			    "chunk size", r->nchunk, r->chunk_size, r->chunk_rate, r->chunk,
+			    r->chunk_max_rate);
 
-	printf("\ntransfer rate across the disk (outer edge first)\n");
-	printf("  %12s %10s\n", "offset GB", "MB/s");
-	for (unsigned i = 0; i < r->nrate; i++)
-		printf("  %12.2f %10.2f\n", (double)r->rate_off[i] / 1e9, r->rate[i] / MB);
+	text_rates("transfer rate across the disk (outer edge first)", r->nrate, r->rate_off,
+		   r->rate);
 	printf("  outer %.2f MB/s, inner %.2f MB/s\n", r->outer / MB, r->inner / MB);
 
 	printf("\naccess\n");
@@ -197,6 +397,14 @@ static void print_text(const struct target *t, const struct avfs_profile *r)
 		printf("  %-30s %10.3f ms\n", "mean (random LBA pairs)", r->seek_mean_ns / MS);
 	}
 
+	if (r->nwchunk)
+		text_chunks("sequential write throughput against request size (queue depth 1, a "
+			    "flush at the end of each)", "write chunk size", r->nwchunk,
+			    r->wchunk_size, r->wchunk_rate, r->wchunk, r->wchunk_max_rate);
+	if (r->nwrate)
+		text_rates("write rate across the disk (outer edge first, a flush at the end of "
+			   "each)", r->nwrate, r->wrate_off, r->wrate);
+
 	model_of(r, &m);
 	printf("\nservice-time model (SPEC §5.2, struct avfs_svc_model)\n");
 	printf("  %-8s %16.0f ns   rotation period T_r\n", "tr_ns", m.tr_ns);
@@ -216,6 +424,7 @@ static void print_text(const struct target *t, const struct avfs_profile *r)
 	}
 }
 
+
 static void json_ms(FILE *f, const char *key, bool valid, double ns, const char *sep)
 {
 	if (valid)
@@ -224,38 +433,86 @@ static void json_ms(FILE *f, const char *key, bool valid, double ns, const char 
 		fprintf(f, "\"%s\": null%s", key, sep);
 }
 
+/* A string: a path, or what a device says of itself; either may hold anything. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	fputc('"', f);
+}
+
+/* The same keys as the "disk" object of `avfs-admin status --json`. */
+static void json_ident(FILE *f, const struct avfs_disk_ident *id)
+{
+	const struct {
+		const char *key, *val;
+	} s[] = {
+		{ "transport", id->transport }, { "vendor", id->vendor },
+		{ "product", id->product }, { "serial", id->serial },
+		{ "firmware", id->firmware }, { "lba_format", id->lba_format },
+	};
+
+	fprintf(f, " \"ident\": {");
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		fprintf(f, "\"%s\": ", s[i].key);
+		json_str(f, s[i].val);
+		fprintf(f, ", ");
+	}
+	fprintf(f, "\"write_cache\": %s, \"max_transfer\": %u, \"rotation_rate\": %u},\n",
+		!id->wce_known ? "null" : id->wce ? "true" : "false", id->max_transfer,
+		id->rotation_rate);
+}
+
+static void json_chunks(FILE *f, const char *key, unsigned n, const uint32_t *size,
+			const double *rate)
+{
+	fprintf(f, "\"%s\": [", key);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "%s{\"bytes\": %u, \"mbs\": %.3f}", i ? ", " : "", size[i], rate[i] / MB);
+	fprintf(f, "]");
+}
+
+static void json_rates(FILE *f, const char *key, unsigned n, const uint64_t *off,
+		       const double *rate)
+{
+	fprintf(f, "\"%s\": [", key);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "%s{\"offset_bytes\": %" PRIu64 ", \"offset_gb\": %.3f, \"mbs\": %.3f}",
+			i ? ", " : "", off[i], (double)off[i] / 1e9, rate[i] / MB);
+	fprintf(f, "]");
+}
+
 static void print_json(FILE *f, const struct target *t, const struct avfs_profile *r, bool quick,
 		       uint64_t seed)
 {
-	bool mech = r->rot_measured;
+	bool mech = r->rot_measured, wrote = r->nwchunk || r->nwrate;
 	struct avfs_svc_model m;
 
 	model_of(r, &m);
-	fprintf(f, "{\"device\": \"");
-	for (const char *c = t->name; *c; c++)	/* a path is the one free-form string here */
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if ((unsigned char)*c < 0x20)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
-	fprintf(f, "\", \"backend\": \"%s\", \"capacity_bytes\": %" PRIu64
-		", \"logical_block_bytes\": %u, \"rotational\": %s, \"quick\": %s, \"seed\": %" PRIu64
-		", \"time\": \"%s\", \"elapsed_s\": %.3f, \"requests\": %" PRIu64 ",\n",
-		t->sim ? "sim" : "uring", r->capacity, r->lbs, r->rotational ? "true" : "false",
-		quick ? "true" : "false", seed, t->sim ? "virtual" : "real",
-		(double)r->elapsed_ns / 1e9, r->requests);
-	fprintf(f, " \"chunk_mbs\": [");
-	for (unsigned i = 0; i < r->nchunk; i++)
-		fprintf(f, "%s{\"bytes\": %u, \"mbs\": %.3f}", i ? ", " : "", r->chunk_size[i],
-			r->chunk_rate[i] / MB);
-	fprintf(f, "], \"chunk_bytes\": %u, \"chunk_max_mbs\": %.3f,\n", r->chunk,
+	fprintf(f, "{\"device\": ");
+	json_str(f, t->name);
+	fprintf(f, ", \"backend\": ");
+	json_str(f, backend_of(t));
+	fprintf(f, ",\n");
+	json_ident(f, &t->d->ident);
+	fprintf(f, " \"capacity_bytes\": %" PRIu64 ", \"logical_block_bytes\": %u, \"rotational\": %s"
+		", \"quick\": %s, \"seed\": %" PRIu64 ", \"time\": \"%s\", \"elapsed_s\": %.3f"
+		", \"requests\": %" PRIu64 ", \"writes\": %" PRIu64 ",\n",
+		r->capacity, r->lbs, r->rotational ? "true" : "false", quick ? "true" : "false",
+		seed, t->sim ? "virtual" : "real", (double)r->elapsed_ns / 1e9, r->requests,
+		r->writes);
+	fprintf(f, " ");
+	json_chunks(f, "chunk_mbs", r->nchunk, r->chunk_size, r->chunk_rate);
+	fprintf(f, ", \"chunk_bytes\": %u, \"chunk_max_mbs\": %.3f,\n ", r->chunk,
 		r->chunk_max_rate / MB);
-	fprintf(f, " \"rate_mbs\": [");
-	for (unsigned i = 0; i < r->nrate; i++)
-		fprintf(f, "%s{\"offset_bytes\": %" PRIu64 ", \"offset_gb\": %.3f, \"mbs\": %.3f}",
-			i ? ", " : "", r->rate_off[i], (double)r->rate_off[i] / 1e9, r->rate[i] / MB);
-	fprintf(f, "],\n \"outer_rate_mbs\": %.3f, \"inner_rate_mbs\": %.3f, ", r->outer / MB,
+	json_rates(f, "rate_mbs", r->nrate, r->rate_off, r->rate);
+	fprintf(f, ",\n \"outer_rate_mbs\": %.3f, \"inner_rate_mbs\": %.3f, ", r->outer / MB,
 		r->inner / MB);
 	json_ms(f, "random_4k_ms", r->nrandom, r->random_ns, ",\n");
 	fprintf(f, " \"rotation_measured\": %s, ", mech ? "true" : "false");
@@ -282,7 +539,15 @@ static void print_json(FILE *f, const struct target *t, const struct avfs_profil
 	for (unsigned i = 0; mech && i < r->nseek; i++)
 		fprintf(f, "%s{\"distance\": %" PRIu64 ", \"fraction\": %.6f, \"ms\": %.4f}",
 			i ? ", " : "", r->seek_dist[i], r->seek_frac[i], r->seek_ns[i] / MS);
-	fprintf(f, "],\n \"svc_model\": {\"tr_ns\": %.0f, \"tk_ns\": %.0f, \"dmax\": %.0f, "
+	fprintf(f, "],\n \"write\": %s, ", wrote ? "true" : "false");
+	json_chunks(f, "write_chunk_mbs", r->nwchunk, r->wchunk_size, r->wchunk_rate);
+	if (wrote)
+		fprintf(f, ", \"write_chunk_bytes\": %u, \"write_chunk_max_mbs\": %.3f,\n ",
+			r->wchunk, r->wchunk_max_rate / MB);
+	else
+		fprintf(f, ", \"write_chunk_bytes\": null, \"write_chunk_max_mbs\": null,\n ");
+	json_rates(f, "write_rate_mbs", r->nwrate, r->wrate_off, r->wrate);
+	fprintf(f, ",\n \"svc_model\": {\"tr_ns\": %.0f, \"tk_ns\": %.0f, \"dmax\": %.0f, "
 		"\"dmin\": %.0f, \"lmax\": %" PRIu64 "}}\n", m.tr_ns, m.tk_ns, m.dmax, m.dmin, m.lmax);
 }
 
@@ -294,6 +559,10 @@ int admin_profile(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "no-map", no_argument, NULL, 'n' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "write", no_argument, NULL, 'w' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -301,9 +570,10 @@ int admin_profile(int argc, char **argv)
 	struct avfs_profile_clock clk;
 	struct avfs_profile_geom geom, *g = NULL;
 	struct avfs_profile *r = NULL;
+	struct progress pg = { .tty = isatty(2) };
 	struct target t = { 0 };
 	const char *out = NULL;
-	bool json = false, no_map = false;
+	bool json = false, no_map = false, backend_given = false, force = false, quiet = false;
 	int c, err, ret = 1;
 
 	optind = 1;
@@ -313,6 +583,17 @@ int admin_profile(int argc, char **argv)
 		case 'q': po.quick = true; break;
 		case 'o': out = optarg; break;
 		case 'n': no_map = true; break;
+		case 'w': t.write = true; break;
+		case 'f': force = true; break;
+		case 'Q': quiet = true; break;
+		case 'b':
+			if (avfs_backend_parse(optarg, &t.backend)) {
+				fprintf(stderr, "avfs-admin: profile: --backend '%s': auto, uring, sg or "
+					"nvme\n", optarg);
+				return 2;
+			}
+			backend_given = true;
+			break;
 		case 's': {
 			char *end;
 
@@ -339,6 +620,15 @@ int admin_profile(int argc, char **argv)
 		fprintf(stderr, "avfs-admin: profile: --no-map is for sim:MODEL only\n");
 		return 2;
 	}
+	if (backend_given && !strncmp(t.name, "sim:", 4)) {
+		fprintf(stderr, "avfs-admin: profile: --backend is for a block device or image "
+			"file, not sim:MODEL\n");
+		return 2;
+	}
+	if (force && !t.write) {
+		fprintf(stderr, "avfs-admin: profile: --force goes with --write only\n");
+		return 2;
+	}
 	if (open_target(&t, po.seed))
 		goto out;
 	if (t.d->info.size < AVFS_PROFILE_MIN_BYTES) {
@@ -347,23 +637,29 @@ int admin_profile(int argc, char **argv)
 			AVFS_PROFILE_MIN_BYTES >> 20);
 		goto out;
 	}
+	/* a simulated disk is virtual: --write can destroy nothing there */
+	if (t.write && !t.sim && scratch_check(&t, force))
+		goto out;
 	if (t.sim) {
 		avfs_profile_sim_env(t.d, &clk, &geom);
 		g = no_map || !geom.ncyl ? NULL : &geom;
 	} else {
 		avfs_profile_real_clock(&clk);
 	}
-	if (isatty(2)) {	/* SPEC §10: progress on a terminal, quiet otherwise */
+	po.steps = t.write ? AVFS_PROFILE_WRITE : 0;	/* and every read step */
+	if (!quiet) {
+		pg.every = pg.tty ? 200000000ull : 1000000000ull;
 		po.progress = progress;
-		if (!t.sim)
+		po.progress_arg = &pg;
+		if (pg.tty && !t.sim)
 			fprintf(stderr, "avfs-admin: profiling %s (%s) in real time%s\n", t.name,
 				t.d->info.rotational ? "rotational" : "non-rotational",
 				po.quick ? "" : "; --quick takes a fraction of the time");
 	}
 	r = malloc(sizeof(*r));
 	err = r ? avfs_profile_run(t.d, &clk, g, &po, r) : -ENOMEM;
-	if (po.progress)
-		fprintf(stderr, "\r%-60s\r", "");
+	if (pg.tty && pg.shown)
+		fprintf(stderr, "\r%-70s\r", "");
 	if (err) {
 		fprintf(stderr, "avfs-admin: profile: %s: %s\n", t.name,
 			err == -ENOSPC ? "too small to profile" : strerror(-err));
