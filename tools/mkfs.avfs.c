@@ -1,19 +1,24 @@
 /*
  * mkfs.avfs — format a block device or an image file with the AVFS file system (SPEC §10).
  * An image file is created or extended to --size. Prints the geometry (or JSON). Formatting
- * itself is the core's avfs_fs_format, written through the io_uring backend.
+ * itself is the core's avfs_fs_format, written through the io_uring backend. The service-time
+ * model recorded is a named model's, or with --profile one measured by disk/profile.c (read-only,
+ * through the backend --backend names) or loaded from `avfs-admin profile --out FILE`.
  * Exit status: 0 formatted, 1 failed (nothing usable was written), 2 usage error.
  */
 #include "config.h"
 #include "disk.h"
 #include "fs.h"
 #include "fsio.h"
+#include "profile.h"
 #include "zrr.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +37,228 @@ static void usage(FILE *f)
 		"  --journal-blocks N  journal size in 4 KiB blocks\n"
 		"  --alloc zrr|contig  allocation policy (contig: first-fit baseline, not for use)\n"
 		"  --disk-model NAME   service-time parameters to record (default avfs-250g)\n"
-		"  --json              print the geometry as JSON\n"
-		"  -q, --quiet         print nothing on success\n");
+		"  --profile           measure them instead: a quick read-only profile of the device\n"
+		"                      (as `avfs-admin profile --quick`; seconds on an image file,\n"
+		"                      minutes on a disk) before formatting; recorded as \"profiled\"\n"
+		"  --profile FILE      record the svc_model of a profile that `avfs-admin profile\n"
+		"                      --out FILE` wrote of this device (its lmax must be the device's\n"
+		"                      size); also --profile=FILE. A missing, malformed or impossible\n"
+		"                      file is refused before anything is written\n"
+		"  --backend B         how --profile reads a block device: auto (io_uring), uring, sg\n"
+		"                      (SCSI over SG_IO), nvme (NVMe passthrough); the format itself is\n"
+		"                      written through io_uring\n"
+		"  --json              print the geometry as JSON (with the recorded model: model_source\n"
+		"                      named|measured|file, rate_max, rate_min in bytes/s, seek_avg_ns,\n"
+		"                      rotation_ns)\n"
+		"  -q, --quiet         print nothing on success\n"
+		"--profile and --disk-model exclude each other.\n");
+}
+
+/* The service-time model to record (SPEC §5.2: struct avfs_svc_model's figures) when it is not
+ * a named model's. */
+struct svc {
+	const char *source;	/* "measured" or "file" */
+	char backend[8];	/* measured: the backend that read the device */
+	double tr_ns, tk_ns;	/* rotation period (0: none), mean seek or access latency */
+	double dmax, dmin;	/* bytes/s at LBA 0 and at the end */
+	uint64_t lmax;		/* bytes of the device profiled */
+};
+
+/* A figure a disk can have: finite, in [lo, hi]. */
+static bool plausible(double v, double lo, double hi)
+{
+	return isfinite(v) && v >= lo && v <= hi;
+}
+
+/* Check m's figures. NULL if they are possible, else what is wrong. */
+static const char *svc_impossible(const struct svc *m)
+{
+	if (!plausible(m->dmax, 1, 1e13) || !plausible(m->dmin, 1, 1e13))
+		return "transfer rates dmax and dmin must be positive (bytes/s)";
+	if (m->dmin > m->dmax)
+		return "dmin (rate at the end) exceeds dmax (rate at LBA 0)";
+	if (!plausible(m->tk_ns, 0, 1e10))
+		return "tk_ns must be 0 to 10 s";
+	if (m->tr_ns != 0 && !plausible(m->tr_ns, 1e6, 1e8))
+		return "tr_ns must be 0 (no rotation) or a period of 1 to 100 ms";
+	if (!m->lmax)
+		return "lmax must be the device size in bytes";
+	return NULL;
+}
+
+/* Load the svc_model of a profile file (`avfs-admin profile --out FILE`). 0, or 1 with the
+ * reason printed. */
+static int load_profile(const char *file, struct svc *m)
+{
+	static const char *const keys[] = { "tr_ns", "tk_ns", "dmax", "dmin" };
+	double *vals[] = { &m->tr_ns, &m->tk_ns, &m->dmax, &m->dmin };
+	json_object *o = NULL, *sm, *v;
+	const char *bad = NULL;
+	struct stat st;
+	int ret = 1;
+
+	*m = (struct svc){ .source = "file" };
+	if (stat(file, &st)) {
+		fprintf(stderr, "mkfs.avfs: --profile %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+		fprintf(stderr, "mkfs.avfs: --profile %s: not a profile (a JSON file of at most 1 MiB "
+			"from avfs-admin profile --out)\n", file);
+		return 1;
+	}
+	o = json_object_from_file(file);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		fprintf(stderr, "mkfs.avfs: --profile %s: not a JSON object (written by avfs-admin "
+			"profile --out?)\n", file);
+		goto out;
+	}
+	if (!json_object_object_get_ex(o, "svc_model", &sm) ||
+	    !json_object_is_type(sm, json_type_object)) {
+		fprintf(stderr, "mkfs.avfs: --profile %s: no svc_model object {tr_ns, tk_ns, dmax, "
+			"dmin, lmax}\n", file);
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!json_object_object_get_ex(sm, keys[i], &v) ||
+		    !(json_object_is_type(v, json_type_int) ||
+		      json_object_is_type(v, json_type_double))) {
+			fprintf(stderr, "mkfs.avfs: --profile %s: svc_model.%s is missing or not a "
+				"number\n", file, keys[i]);
+			goto out;
+		}
+		*vals[i] = json_object_get_double(v);
+	}
+	if (!json_object_object_get_ex(sm, "lmax", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) <= 0) {
+		fprintf(stderr, "mkfs.avfs: --profile %s: svc_model.lmax is missing or not a size in "
+			"bytes\n", file);
+		goto out;
+	}
+	m->lmax = (uint64_t)json_object_get_int64(v);
+	bad = svc_impossible(m);
+	if (bad) {
+		fprintf(stderr, "mkfs.avfs: --profile %s: impossible svc_model: %s\n", file, bad);
+		goto out;
+	}
+	ret = 0;
+out:
+	json_object_put(o);
+	return ret;
+}
+
+/* Tell a profile's lmax from the size of the device it is to describe. 0, or 1 printed. */
+static int check_lmax(const char *file, const struct svc *m, const char *path, uint64_t size)
+{
+	if (m->lmax == size)
+		return 0;
+	fprintf(stderr, "mkfs.avfs: --profile %s: a profile of a %" PRIu64 "-byte device, and %s "
+		"has %" PRIu64 " bytes: profile this device (avfs-admin profile --out, or plain "
+		"--profile)\n", file, m->lmax, path, size);
+	return 1;
+}
+
+static void progress(void *arg, const char *step, unsigned done, unsigned total)
+{
+	(void)arg;
+	fprintf(stderr, "\rmkfs.avfs: profiling: %-38s %3u%%", step,
+		(unsigned)((uint64_t)done * 100 / total));
+	fflush(stderr);
+}
+
+/* Measure path with a quick read-only profile (the steps the model needs: the rate across the
+ * disk, random reads, the mechanics) through backend b. 0, or 1 with the reason printed. */
+static int measure(const char *path, enum avfs_backend b, bool show, struct svc *m)
+{
+	struct avfs_profile_opts po = {
+		.steps = AVFS_PROFILE_ZONES | AVFS_PROFILE_RANDOM | AVFS_PROFILE_MECH,
+		.quick = true, .seed = 1, .progress = show ? progress : NULL,
+	};
+	struct avfs_profile_clock clk;
+	struct avfs_profile *r = malloc(sizeof(*r));
+	struct avfs_disk *d = NULL;
+	char why[256] = "";
+	const char *bad;
+	int err;
+
+	if (!r) {
+		fprintf(stderr, "mkfs.avfs: %s\n", strerror(ENOMEM));
+		return 1;
+	}
+	err = avfs_disk_open(path, b, AVFS_OPEN_RDONLY, &d, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "mkfs.avfs: --profile: %s\n", why[0] ? why : strerror(-err));
+		free(r);
+		return 1;
+	}
+	avfs_profile_real_clock(&clk);
+	err = avfs_profile_run(d, &clk, NULL, &po, r);
+	if (show)
+		fprintf(stderr, "\r%-70s\r", "");
+	snprintf(m->backend, sizeof(m->backend), "%s", d->ident.backend);
+	avfs_disk_close(d);
+	if (err == -ENOSPC)
+		fprintf(stderr, "mkfs.avfs: --profile: %s is too small to profile (at least %llu MiB): "
+			"give --disk-model instead\n", path, AVFS_PROFILE_MIN_BYTES >> 20);
+	else if (err)
+		fprintf(stderr, "mkfs.avfs: --profile: profiling %s failed: %s\n", path,
+			strerror(-err));
+	if (!err) {
+		m->source = "measured";
+		m->tr_ns = r->tr_ns;
+		m->tk_ns = r->tk_ns;
+		m->dmax = r->dmax;
+		m->dmin = r->dmin;
+		m->lmax = r->lmax;
+		bad = svc_impossible(m);
+		if (bad) {
+			fprintf(stderr, "mkfs.avfs: --profile: %s measured an impossible model: %s\n",
+				path, bad);
+			err = -EINVAL;
+		}
+	}
+	free(r);
+	return err ? 1 : 0;
+}
+
+/* avfs_fsio_mkfs, with m's figures in the superblock in place of a named model's: the same
+ * steps through the core's public calls (the core's options name models only). */
+static int format_with(struct avfs_disk *d, const struct avfs_mkfs_opts *o, const struct svc *m,
+		       struct avfs_super *out, char *why, size_t whylen)
+{
+	struct avfs_mkfs_opts opts = *o;
+	struct avfs_super sb;
+	struct avfs_fs *fs;
+	struct avfs_plan *p;
+	int err;
+
+	if (opts.size > d->info.size) {
+		snprintf(why, whylen, "--size %" PRIu64 " is larger than the device (%" PRIu64
+			 " bytes)", opts.size, d->info.size);
+		return -EINVAL;
+	}
+	if (!opts.now_ns)
+		opts.now_ns = avfs_fsio_now();
+	err = avfs_fs_geometry(&opts, &sb, why, whylen);
+	if (err)
+		return err;
+	snprintf(sb.disk_model, sizeof(sb.disk_model), "profiled");
+	sb.rate_max = (uint64_t)llround(m->dmax);
+	sb.rate_min = (uint64_t)llround(m->dmin);
+	sb.seek_avg_ns = (uint64_t)llround(m->tk_ns);
+	sb.rotation_ns = (uint64_t)llround(m->tr_ns);
+	err = avfs_fs_format(&sb, opts.now_ns, &fs, &p);
+	if (err) {
+		snprintf(why, whylen, "cannot build the format in memory: %s", strerror(-err));
+		return err;
+	}
+	err = avfs_fsio_run(d, p);
+	if (err)
+		snprintf(why, whylen, "writing the format failed: %s", strerror(-err));
+	*out = *avfs_fs_super(fs);
+	avfs_plan_free(p);
+	avfs_fs_close(fs);
+	return err;
 }
 
 int main(int argc, char **argv)
@@ -47,6 +272,8 @@ int main(int argc, char **argv)
 		{ "journal-blocks", required_argument, NULL, 'J' },
 		{ "alloc", required_argument, NULL, 'a' },
 		{ "disk-model", required_argument, NULL, 'm' },
+		{ "profile", optional_argument, NULL, 'P' },
+		{ "backend", required_argument, NULL, 'B' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -55,8 +282,11 @@ int main(int argc, char **argv)
 	};
 	struct avfs_mkfs_opts o = { .seed = 1 };
 	uint64_t size = 0, v;
-	bool json = false, quiet = false;
+	bool json = false, quiet = false, profile = false, backend_given = false;
+	enum avfs_backend backend = AVFS_BACKEND_AUTO;
+	const char *profile_file = NULL;
 	struct avfs_disk *d = NULL;
+	struct svc m = { 0 };
 	struct avfs_super sb;
 	struct stat st;
 	char why[256] = "";
@@ -117,6 +347,18 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'm': o.disk_model = optarg; break;
+		case 'P':
+			profile = true;
+			profile_file = optarg;	/* --profile=FILE; --profile FILE: below */
+			break;
+		case 'B':
+			if (avfs_backend_parse(optarg, &backend)) {
+				fprintf(stderr, "mkfs.avfs: --backend '%s': auto, uring, sg or nvme\n",
+					optarg);
+				return 2;
+			}
+			backend_given = true;
+			break;
 		case 'j': json = true; break;
 		case 'q': quiet = true; break;
 		case 'h': usage(stdout); return 0;
@@ -124,11 +366,35 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	/* --profile takes its FILE as the next word: the one before DEVICE_OR_IMAGE */
+	if (profile && !profile_file && optind + 2 == argc)
+		profile_file = argv[optind++];
 	if (optind + 1 != argc) {
 		usage(stderr);
 		return 2;
 	}
 	path = argv[optind];
+	if (profile && o.disk_model) {
+		fprintf(stderr, "mkfs.avfs: --profile and --disk-model exclude each other: the model "
+			"recorded is either measured or named\n");
+		return 2;
+	}
+	if (backend_given && (!profile || profile_file)) {
+		fprintf(stderr, "mkfs.avfs: --backend says how --profile measures the device: give "
+			"it with --profile (without FILE)\n");
+		return 2;
+	}
+	/* a profile file is read and checked before anything is written, even before an image
+	 * is created or extended (to the larger of its size and --size) */
+	if (profile_file && load_profile(profile_file, &m))
+		return 1;
+	if (profile_file && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    check_lmax(profile_file, &m, path, size > (uint64_t)st.st_size ? size :
+		       (uint64_t)st.st_size))
+		return 1;
+	if (profile_file && stat(path, &st) && errno == ENOENT && size &&
+	    check_lmax(profile_file, &m, path, size))
+		return 1;
 	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode)) {
 		/* a device: --size may only restrict the format to its start */
 	} else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -154,13 +420,22 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 	}
+	if (profile && !profile_file && measure(path, backend, isatty(2) && !quiet, &m))
+		return 1;
 	err = avfs_uring_open(path, 0, 0, &d);
 	if (err) {
 		fprintf(stderr, "mkfs.avfs: cannot open %s: %s\n", path, strerror(-err));
 		return 1;
 	}
+	if (profile && check_lmax(profile_file ? profile_file : path, &m, path, d->info.size)) {
+		avfs_disk_close(d);
+		return 1;
+	}
 	o.size = size ? size : d->info.size;
-	err = avfs_fsio_mkfs(d, &o, &sb, why, sizeof(why));
+	if (profile)
+		err = format_with(d, &o, &m, &sb, why, sizeof(why));
+	else
+		err = avfs_fsio_mkfs(d, &o, &sb, why, sizeof(why));
 	avfs_disk_close(d);
 	if (err) {
 		fprintf(stderr, "mkfs.avfs: %s: %s\n", path, why[0] ? why : strerror(-err));
@@ -173,11 +448,15 @@ int main(int argc, char **argv)
 		       ", \"data_blocks\": %" PRIu64 ", \"zones\": %u, \"zone_blocks\": %" PRIu64
 		       ", \"first_zone\": %u, \"inodes\": %" PRIu64 ", \"metadata_blocks\": %" PRIu64
 		       ", \"journal_blocks\": %" PRIu64 ", \"data_offset\": %" PRIu64
-		       ", \"backup_offset\": %" PRIu64 ", \"alloc\": \"%s\", \"disk_model\": \"%s\"}\n",
+		       ", \"backup_offset\": %" PRIu64 ", \"alloc\": \"%s\", \"disk_model\": \"%s\""
+		       ", \"model_source\": \"%s\", \"rate_max\": %" PRIu64 ", \"rate_min\": %" PRIu64
+		       ", \"seek_avg_ns\": %" PRIu64 ", \"rotation_ns\": %" PRIu64 "}\n",
 		       path, sb.dev_size, (uint64_t)1 << sb.block_shift, sb.data_blocks, sb.nzones,
 		       sb.zone_blocks, (sb.last_zone + 1) % sb.nzones, sb.ninodes, sb.meta_blocks,
 		       sb.journal_blocks, sb.data_off, sb.backup_off,
-		       sb.alloc_policy ? "contig" : "zrr", sb.disk_model);
+		       sb.alloc_policy ? "contig" : "zrr", sb.disk_model,
+		       profile ? m.source : "named", sb.rate_max, sb.rate_min, sb.seek_avg_ns,
+		       sb.rotation_ns);
 		return 0;
 	}
 	printf("mkfs.avfs: formatted %s (%.2f GB)\n", path, (double)sb.dev_size / 1e9);
@@ -190,6 +469,20 @@ int main(int argc, char **argv)
 	printf("  inodes           %" PRIu64 "\n", sb.ninodes);
 	printf("  metadata         %" PRIu64 " blocks of 4 KiB (journal %" PRIu64 "), backup at byte %"
 	       PRIu64 "\n", sb.meta_blocks, sb.journal_blocks, sb.backup_off);
-	printf("  disk model       %s\n", sb.disk_model);
+	if (!profile)
+		printf("  disk model       %s\n", sb.disk_model);
+	else if (profile_file)
+		printf("  disk model       %s, from %s\n", sb.disk_model, profile_file);
+	else
+		printf("  disk model       %s: measured now (a quick read-only profile through %s)\n",
+		       sb.disk_model, m.backend);
+	printf("  service time     %.2f MB/s at LBA 0 to %.2f MB/s at the end, mean %s %.3f ms\n",
+	       (double)sb.rate_max / 1e6, (double)sb.rate_min / 1e6,
+	       sb.rotation_ns ? "seek" : "access", (double)sb.seek_avg_ns / 1e6);
+	if (sb.rotation_ns)
+		printf("  rotation         %.3f ms (%.0f rpm)\n", (double)sb.rotation_ns / 1e6,
+		       60e9 / (double)sb.rotation_ns);
+	else
+		printf("  rotation         none measured\n");
 	return 0;
 }
