@@ -45,7 +45,7 @@ struct avfs_disk_ident {
 	char product[48];	/* SCSI product; NVMe model number */
 	char serial[72];	/* SCSI VPD 0x80; NVMe serial number */
 	char firmware[16];	/* SCSI product revision; NVMe firmware revision */
-	char lba_format[32];	/* NVMe: "LBAF 0: 512 B data + 0 B metadata"; SCSI: "" */
+	char lba_format[48];	/* NVMe: "LBAF 0: 512 B data + 0 B metadata"; SCSI: "" */
 	bool wce_known;		/* the volatile write cache state is known ... */
 	bool wce;		/* ... and enabled (SCSI caching page WCE, NVMe VWC present) */
 	uint32_t max_transfer;	/* bytes one command may carry (VPD B0 / MDTS / queue limits), 0 unknown */

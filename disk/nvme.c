@@ -667,7 +667,6 @@ static int fill_disk(struct nvme_ctx *c, const char *blk)
 	struct avfs_disk_info *in = &c->disk.info;
 	struct avfs_disk_ident *di = &c->disk.ident;
 	int64_t pbs = queue_attr(blk, "physical_block_size");
-	char fmt[64];
 
 	/* metadata would need its own buffer (or interleaved data): not done here */
 	if (id->lba_meta || id->lba_data < 512 || id->lba_data > 65536 ||
@@ -685,24 +684,24 @@ static int fill_disk(struct nvme_ctx *c, const char *blk)
 	snprintf(in->model, sizeof(in->model), "nvme: %s", id->model);
 	c->xfer = transfer_limit(id, blk);
 
-	snprintf(di->transport, sizeof(di->transport), "nvme");
+	avfs_nvme_ident_export(id, di);
 	snprintf(di->backend, sizeof(di->backend), "nvme");
+	di->max_transfer = c->xfer;
+	return 0;
+}
+
+void avfs_nvme_ident_export(const struct avfs_nvme_ident *id, struct avfs_disk_ident *di)
+{
+	*di = (struct avfs_disk_ident){ .wce_known = true, .wce = id->vwc,
+					.max_transfer = id->mdts,
+					.rotation_rate = 1 };	/* non-rotating, in VPD B1's terms */
+	snprintf(di->transport, sizeof(di->transport), "nvme");
 	snprintf(di->vendor, sizeof(di->vendor), "0x%04x", id->vid);
 	snprintf(di->product, sizeof(di->product), "%s", id->model);
 	snprintf(di->serial, sizeof(di->serial), "%s", id->serial);
 	snprintf(di->firmware, sizeof(di->firmware), "%s", id->firmware);
-	/* disk.h's 32 bytes cannot hold "... + 0 B metadata" (33 characters already for LBAF 0
-	 * of 512 B): then the shorter "meta" */
-	if (snprintf(fmt, sizeof(fmt), "LBAF %u: %" PRIu32 " B data + %u B metadata", id->lbaf,
-		     id->lba_data, id->lba_meta) >= (int)sizeof(di->lba_format))
-		snprintf(fmt, sizeof(fmt), "LBAF %u: %" PRIu32 " B data + %u B meta", id->lbaf,
-			 id->lba_data, id->lba_meta);
-	set_str(di->lba_format, sizeof(di->lba_format), fmt);
-	di->wce_known = true;
-	di->wce = id->vwc;
-	di->max_transfer = c->xfer;
-	di->rotation_rate = 1;	/* non-rotating, in VPD B1's terms */
-	return 0;
+	snprintf(di->lba_format, sizeof(di->lba_format), "LBAF %u: %" PRIu32 " B data + %u B metadata",
+		 id->lbaf, id->lba_data, id->lba_meta);
 }
 
 int avfs_nvme_open(const char *path, unsigned flags, struct avfs_disk **out)

@@ -129,4 +129,8 @@ int avfs_nvme_status_errno(int status);
  * DNR are not part of it), strerror's for a negative one. Never NULL nor "". */
 const char *avfs_nvme_status_str(int status);
 
+/* The identification in the backend-neutral form of disk.h (backend left ""; max_transfer is
+ * MDTS, 0 for no limit). */
+void avfs_nvme_ident_export(const struct avfs_nvme_ident *in, struct avfs_disk_ident *out);
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "disk.h"
+#include "nvme.h"
 #include "sg.h"
 
 static const char *const backend_names[] = {
@@ -65,6 +66,20 @@ static bool scsi_identify(const char *path, struct avfs_disk_ident *id)
 	return true;
 }
 
+/* An NVMe namespace's identification through libnvme, for a disk served by io_uring. */
+static bool nvme_identify(const char *path, struct avfs_disk_ident *id)
+{
+	struct avfs_nvme_ident n;
+	char backend[sizeof(id->backend)];
+
+	if (avfs_nvme_identify(path, &n))
+		return false;
+	memcpy(backend, id->backend, sizeof(backend));
+	avfs_nvme_ident_export(&n, id);
+	memcpy(id->backend, backend, sizeof(backend));
+	return true;
+}
+
 static int open_uring(const char *path, unsigned flags, struct avfs_disk **out, char *why,
 		      size_t whylen)
 {
@@ -76,10 +91,26 @@ static int open_uring(const char *path, unsigned flags, struct avfs_disk **out, 
 		return err;
 	}
 	/* the device's own word on rotation where it gives one; sysfs says the same for sd */
-	if (d->info.is_blockdev && scsi_identify(path, &d->ident) && d->ident.rotation_rate)
+	if (d->info.is_blockdev && nvme_identify(path, &d->ident))
+		d->info.rotational = false;
+	else if (d->info.is_blockdev && scsi_identify(path, &d->ident) && d->ident.rotation_rate)
 		d->info.rotational = d->ident.rotation_rate != 1;
 	*out = d;
 	return 0;
+}
+
+static int open_nvme(const char *path, unsigned flags, struct avfs_disk **out, char *why,
+		     size_t whylen)
+{
+	int err = avfs_nvme_open(path, flags & AVFS_OPEN_RDONLY ? AVFS_NVME_RDONLY : 0, out);
+
+	if (err == -ENOTTY)
+		why_to(why, whylen, "%s is not an NVMe namespace: the nvme backend needs one "
+		       "(/dev/ngXnY, or /dev/nvmeXnY for its generic node)", path);
+	else if (err)
+		why_to(why, whylen, "cannot open %s with NVMe passthrough: %s", path,
+		       strerror(-err));
+	return err;
 }
 
 static int open_sg(const char *path, unsigned flags, struct avfs_disk **out, char *why,
@@ -108,8 +139,7 @@ int avfs_disk_open(const char *path, enum avfs_backend b, unsigned flags, struct
 	case AVFS_BACKEND_SG:
 		return open_sg(path, flags, out, why, whylen);
 	case AVFS_BACKEND_NVME:
-		why_to(why, whylen, "the nvme backend is not built into this avfs");
-		return -EOPNOTSUPP;
+		return open_nvme(path, flags, out, why, whylen);
 	case AVFS_BACKEND_AUTO:
 		/* SEEK is what only the sg backend gives: take it where the caller wants it and
 		 * the device is a SCSI disk; every other case is io_uring's */
