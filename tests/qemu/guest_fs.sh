@@ -4,8 +4,9 @@
 # /dev/nvme0n1), i.e. the io_uring O_DIRECT backend on real SCSI and NVMe block devices.
 # Before that, on each disk, a short run of the traffic mixer (mixer_run, static in /bin) through
 # each backend the disk has: SG_IO with chunking, JIT and seek splitting on the virtio-scsi disk,
-# io_uring on the lsi disk's block device and on /dev/nvmeXnY (non-rotational mode). Devices are found by serial. Prints "ok|FAIL SERIAL ..."
-# per check; exit 0 iff all pass.
+# io_uring on the lsi disk's block device, NVMe passthrough on /dev/ngXnY and io_uring on
+# /dev/nvmeXnY (non-rotational mode). Devices are found by serial.
+# Prints "ok|FAIL SERIAL ..." per check; exit 0 iff all pass.
 fail=0
 check() {	# check OK SERIAL TEXT: OK is 0 for success
 	if [ "$1" -eq 0 ]; then
@@ -45,7 +46,10 @@ for serial in vscsi0 lsi0 nvme0; do
 	case $serial in
 	vscsi0) mixer $serial --backend sg --set chunk=64K --set jit=on --set split=32M "$dev" ;;
 	lsi0) mixer $serial --backend uring --set chunk=64K "$dev" ;;
-	nvme0) mixer $serial --backend uring "$dev" ;;
+	nvme0)
+		mixer $serial --backend nvme "/dev/ng${dev#/dev/nvme}"
+		mixer $serial --backend uring "$dev"
+		;;
 	esac
 	sys=/sys/block/${dev#/dev/}/queue
 	echo "$serial: $dev, rotational $(cat $sys/rotational), logical block" \
