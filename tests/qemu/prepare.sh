@@ -2,14 +2,17 @@
 # prepare.sh CACHE_DIR — everything the QEMU test guest needs, cached in CACHE_DIR (a build
 # directory's qemu-cache): installs qemu and the initramfs tools if missing, fetches Debian's
 # kernel package, extracts an ELF vmlinux (PVH boot, ~5 s faster under TCG than the bzImage) and
-# packs base.cpio (busybox, the SCSI/NVMe modules, init.sh). It runs no guest (run.sh does).
+# packs base.cpio (busybox, the SCSI/NVMe modules and fuse, init.sh). It runs no guest (run.sh
+# does).
 # Exit 0 ready, 77 the packages cannot be installed (meson: SKIP), anything else a failure.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${1:?usage: prepare.sh CACHE_DIR}
 PACKAGES="qemu-system-x86 busybox-static kmod cpio xz-utils"
-# in load order; the two crypto modules must precede sd_mod and nvme (T10 PI checksums)
-MODULES="crct10dif_generic crc64_rocksoft_generic scsi_mod sd_mod sg virtio_pci virtio_scsi sym53c8xx nvme_core nvme"
+# in load order; the two crypto modules must precede sd_mod and nvme (T10 PI checksums); fuse
+# gives /dev/fuse to avfsd (guest_avfsd.sh). A changed list changes this script's hash, which
+# keys the cache (the stamp below): base.cpio is rebuilt.
+MODULES="crct10dif_generic crc64_rocksoft_generic scsi_mod sd_mod sg virtio_pci virtio_scsi sym53c8xx nvme_core nvme fuse"
 
 mkdir -p "$CACHE"
 CACHE=$(cd "$CACHE" && pwd)
@@ -78,7 +81,7 @@ dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$K" --wildcards './boot/vmlinuz-*' \
 	'./lib/modules/*/modules.*' './lib/modules/*/kernel/drivers/scsi/*' \
 	'./lib/modules/*/kernel/drivers/nvme/*' './lib/modules/*/kernel/drivers/virtio/*' \
 	'./lib/modules/*/kernel/crypto/*' './lib/modules/*/kernel/lib/*' \
-	'./lib/modules/*/kernel/block/*'
+	'./lib/modules/*/kernel/block/*' './lib/modules/*/kernel/fs/fuse/*'
 kver=$(ls "$K/lib/modules" | head -1)
 vmlinuz=$(ls "$K"/boot/vmlinuz-* | head -1)
 depmod -b "$K" "$kver"
