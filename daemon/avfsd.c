@@ -819,6 +819,10 @@ int avfsd_submit(struct daemon *dm, struct dreq *q)
 	q->gen = dm->gen;
 	if (q->data_write)
 		dm->writes[q->gen & 1]++;
+	/* SPEC §6, papers/003 §3.1.3: a chunked data write goes with FUA on its last chunk (the
+	 * mixer puts it there), so that the drive's write-back adds no seek behind the next
+	 * request; the commit's flush still makes everything durable */
+	q->io.fua = q->data_write && dm->sched.conf.chunk && dm->sched.conf.rotational;
 	err = avfs_sched_submit(&dm->sched, &q->io, avfsd_now());
 	if (err) {
 		if (q->data_write)

@@ -237,5 +237,10 @@ io_check /tmp/avfsd-spio.log "the sg backend carried the chunked run"
 c=$(grep -c '^sg: \(READ\|WRITE\)(16) \([0-9a-f][0-9a-f] \)\{10\}00 00 02 00 .*-> GOOD$' /tmp/avfsd-spio.log)
 [ "$c" -gt 0 ]
 check $? "chunk=256K: $c READ(16)/WRITE(16) of exactly 256 KiB (512 blocks)"
+# a chunked data write carries FUA on its last chunk only (SPEC §6): FUA writes, fewer than chunks
+fua=$(grep -c '^sg: WRITE(16) 8a [0-9a-f][89a-f] .*-> GOOD$' /tmp/avfsd-spio.log)
+wc=$(grep -c '^sg: WRITE(16) \([0-9a-f][0-9a-f] \)\{10\}00 00 02 00 .*-> GOOD$' /tmp/avfsd-spio.log)
+[ "$fua" -gt 0 ] && [ "$fua" -lt "$wc" ]
+check $? "chunked data writes: $fua WRITE(16) with FUA among $wc chunks of 256 KiB"
 say "$nchecks checks, $fail failed, $(awk -v a="$t0" '{ printf "%.1f", $1 - a }' /proc/uptime) s"
 [ $fail -eq 0 ]
