@@ -16,6 +16,7 @@
  * With AVFS_NVME_TRACE=1 the backend prints every command it issues on stderr.
  */
 #include "disk.h"
+#include "guest.h"
 #include "nvme.h"
 
 #include <dirent.h>
@@ -26,21 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define FAIL(...)                                                                              \
-	do {                                                                                   \
-		printf("FAIL ");                                                               \
-		printf(__VA_ARGS__);                                                           \
-		printf("\n");                                                                  \
-		failures++;                                                                    \
-	} while (0)
-#define INFO(...)                                                                              \
-	do {                                                                                   \
-		printf(__VA_ARGS__);                                                           \
-		printf("\n");                                                                  \
-	} while (0)
 
 /* One request, synchronously. raw: straight to the backend, so that the device itself judges
  * it (avfs_disk_submit refuses an out-of-range request before any command). The completion's
@@ -53,17 +39,8 @@ static int64_t io(struct avfs_disk *d, enum avfs_disk_op op, uint64_t lba, uint3
 		.op = op, .flags = flags, .lba = lba, .len = len, .buf = buf, .buf_index = -1,
 		.cookie = cookie++,
 	};
-	struct avfs_disk_cqe cqe;
-	int ret;
 
-	if (!raw)
-		return avfs_disk_io_sync(d, &r);
-	ret = d->ops->submit(d->ctx, &r);
-	while (!ret && (ret = avfs_disk_reap(d, &cqe, 1)) == 0)
-		ret = avfs_disk_wait(d);
-	if (ret < 0)
-		return ret;
-	return cqe.cookie == r.cookie ? cqe.res : -EPROTO;
+	return guest_io(d, &r, raw);
 }
 
 static void pattern(uint8_t *p, size_t len, unsigned seed)
@@ -171,19 +148,25 @@ static void check_out_of_range(const char *ng, struct avfs_disk *d, uint8_t *buf
 		FAIL("%s: READ of the last block: %" PRId64 " (%s)", ng, res, err_str(res));
 }
 
+/* the result of the queued read with this cookie: cookie 0 is the big one */
+static int64_t expect_len(uint64_t cookie, void *len)
+{
+	const uint32_t *big_lbs = len;
+
+	return big_lbs[cookie == 0 ? 0 : 1];
+}
+
 /* AVFS_NVME_QUEUE requests (one of them split into several commands) queued at once; the next
  * gets -EBUSY; every completion comes back through the poll fd. */
 static void check_queue(const char *ng, struct avfs_disk *d)
 {
 	const uint32_t lbs = d->info.lbs, big = 2 * d->ident.max_transfer + lbs;
 	uint8_t *buf = avfs_disk_alloc_buf(d, (size_t)lbs * AVFS_NVME_QUEUE + big);
-	struct avfs_disk_cqe cqe[AVFS_NVME_QUEUE];
-	struct pollfd p = { .fd = avfs_disk_poll_fd(d), .events = POLLIN };
 	struct avfs_disk_req r = { .op = AVFS_DISK_READ, .len = lbs, .buf_index = -1 };
-	unsigned got = 0, bad = 0;
+	uint32_t lens[2] = { big, lbs };
 	int ret;
 
-	if (!buf || p.fd < 0) {
+	if (!buf || avfs_disk_poll_fd(d) < 0) {
 		FAIL("%s: no buffer or no poll fd", ng);
 		free(buf);
 		return;
@@ -200,24 +183,7 @@ static void check_queue(const char *ng, struct avfs_disk *d)
 	r.buf = buf + big;
 	if ((ret = avfs_disk_submit(d, &r)) != -EBUSY)
 		FAIL("%s: submit past the queue bound: %d, expected -EBUSY", ng, ret);
-	while (got < AVFS_NVME_QUEUE) {
-		int n;
-
-		if (poll(&p, 1, 30000) != 1) {
-			FAIL("%s: poll fd not readable with %u completions due", ng,
-			     AVFS_NVME_QUEUE - got);
-			break;
-		}
-		n = avfs_disk_reap(d, cqe, 7);	/* an odd batch: completions stay for the next */
-		for (int i = 0; i < n; i++)
-			bad += cqe[i].res != (cqe[i].cookie == 0 ? big : lbs);
-		got += n > 0 ? (unsigned)n : 0;
-	}
-	if (avfs_disk_inflight(d) || avfs_disk_wait(d) != -EAGAIN)
-		FAIL("%s: requests left in flight after reaping all", ng);
-	if (bad)
-		FAIL("%s: %u of the queued reads failed", ng, bad);
-	if (got == AVFS_NVME_QUEUE && !bad)
+	if (guest_drain(ng, d, AVFS_NVME_QUEUE, expect_len, lens))
 		INFO("  queue: %u reads queued (one of %" PRIu32 " bytes, split), the next -EBUSY, "
 		     "all completed through the poll fd", AVFS_NVME_QUEUE, big);
 	free(buf);

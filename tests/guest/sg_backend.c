@@ -18,6 +18,7 @@
 #define _GNU_SOURCE	/* memfd_create: meson defines it, a hand build may not */
 #endif
 #include "disk.h"
+#include "guest.h"
 #include "sg.h"
 
 #include <dirent.h>
@@ -33,46 +34,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int failures;
-
-#define FAIL(...)                                                                              \
-	do {                                                                                   \
-		printf("FAIL ");                                                               \
-		printf(__VA_ARGS__);                                                           \
-		printf("\n");                                                                  \
-		failures++;                                                                    \
-	} while (0)
-#define INFO(...)                                                                              \
-	do {                                                                                   \
-		printf(__VA_ARGS__);                                                           \
-		printf("\n");                                                                  \
-	} while (0)
-
 #define CHUNK (256u * 1024)	/* the caller's chunk of the 1 MiB write */
 #define NCHUNK 4
-
-/* Submit req and wait for its completion. The completion's result, or the submit error. */
-static int64_t run1(struct avfs_disk *d, const struct avfs_disk_req *req, bool bypass_check)
-{
-	struct avfs_disk_cqe cqe;
-	int ret, n;
-
-	/* bypass_check: straight to the backend, so the device itself judges the request
-	 * (avfs_disk_submit would refuse an out-of-range one before any command) */
-	ret = bypass_check ? d->ops->submit(d->ctx, req) : avfs_disk_submit(d, req);
-	if (ret)
-		return ret;
-	while ((n = avfs_disk_reap(d, &cqe, 1)) == 0) {
-		ret = avfs_disk_wait(d);
-		if (ret)
-			return ret;
-	}
-	if (n < 0)
-		return n;
-	if (cqe.cookie != req->cookie)
-		return -EPROTO;
-	return cqe.res;
-}
 
 static struct avfs_disk_req mkreq(enum avfs_disk_op op, uint64_t lba, uint32_t len, void *buf,
 				  uint32_t flags)
@@ -234,7 +197,7 @@ static void check_other_node(const char *path, const char *serial, uint64_t size
 	if (strcmp(id.serial, serial) || d->info.size != size)
 		FAIL("%s: another disk than its sg node ('%s', %" PRIu64 " bytes)", path, id.serial,
 		     d->info.size);
-	else if (!buf || run1(d, &r, false) != d->info.lbs)
+	else if (!buf || guest_io(d, &r, false) != d->info.lbs)
 		FAIL("%s: READ(16) of LBA 0 through this node", path);
 	else
 		INFO("  %s node %s: same disk, READ(16) of LBA 0 GOOD", id.node, path);
@@ -301,10 +264,10 @@ static void check_writes(const char *path, struct avfs_disk *d, const struct avf
 	fill(w, 8 * lbs, 1);
 	memset(rd, 0, 8 * lbs);
 	r = mkreq(AVFS_DISK_WRITE, lba, 8 * lbs, w, AVFS_DISK_FUA);
-	if ((res = run1(d, &r, false)) != 8 * lbs)
+	if ((res = guest_io(d, &r, false)) != 8 * lbs)
 		FAIL("%s: WRITE FUA at LBA %" PRIu64 ": %" PRId64, path, lba, res);
 	r = mkreq(AVFS_DISK_READ, lba, 8 * lbs, rd, 0);
-	if ((res = run1(d, &r, false)) != 8 * lbs)
+	if ((res = guest_io(d, &r, false)) != 8 * lbs)
 		FAIL("%s: READ at LBA %" PRIu64 ": %" PRId64, path, lba, res);
 	else if (memcmp(w, rd, 8 * lbs))
 		FAIL("%s: READ after WRITE FUA: data differs", path);
@@ -313,7 +276,7 @@ static void check_writes(const char *path, struct avfs_disk *d, const struct avf
 
 	/* FLUSH: SYNCHRONIZE CACHE(10) */
 	r = mkreq(AVFS_DISK_FLUSH, 0, 0, NULL, 0);
-	if ((res = run1(d, &r, false)) != 0)
+	if ((res = guest_io(d, &r, false)) != 0)
 		FAIL("%s: FLUSH: %" PRId64, path, res);
 	else
 		INFO("  FLUSH (SYNCHRONIZE CACHE(10)): GOOD");
@@ -353,7 +316,7 @@ static void check_writes(const char *path, struct avfs_disk *d, const struct avf
 	free(trace);
 	memset(rd, 0, NCHUNK * CHUNK);
 	r = mkreq(AVFS_DISK_READ, lba, NCHUNK * CHUNK, rd, 0);
-	if ((res = run1(d, &r, false)) != NCHUNK * CHUNK || memcmp(w, rd, NCHUNK * CHUNK))
+	if ((res = guest_io(d, &r, false)) != NCHUNK * CHUNK || memcmp(w, rd, NCHUNK * CHUNK))
 		FAIL("%s: reading the chunked write back in one request: %" PRId64 "%s", path, res,
 		     res == NCHUNK * CHUNK ? ", data differs" : "");
 	else
@@ -364,13 +327,13 @@ static void check_writes(const char *path, struct avfs_disk *d, const struct avf
 	fill(w, big, 3);
 	memset(rd, 0, big);
 	r = mkreq(AVFS_DISK_WRITE, lba, big, w, AVFS_DISK_FUA);
-	res = run1(d, &r, false);
+	res = guest_io(d, &r, false);
 	if (res != big) {
 		FAIL("%s: WRITE of %" PRIu32 " bytes (max transfer %" PRIu32 "): %" PRId64, path,
 		     big, id->max_transfer, res);
 	} else {
 		r = mkreq(AVFS_DISK_READ, lba, big, rd, 0);
-		res = run1(d, &r, false);
+		res = guest_io(d, &r, false);
 		if (res != big || memcmp(w, rd, big))
 			FAIL("%s: READ of %" PRIu32 " bytes: %" PRId64, path, big, res);
 		else
@@ -382,18 +345,21 @@ out:
 	free(rd);
 }
 
+static int64_t expect_lbs(uint64_t cookie, void *lbs)
+{
+	(void)cookie;
+	return *(const uint32_t *)lbs;
+}
+
 /* Fill the queue, see -EBUSY past it, the eventfd readable, every completion come back. */
 static void check_queue(const char *path, struct avfs_disk *d)
 {
 	const uint32_t lbs = d->info.lbs;
 	uint8_t *buf = avfs_disk_alloc_buf(d, (size_t)lbs * AVFS_SG_QUEUE);
-	struct avfs_disk_cqe cqe[AVFS_SG_QUEUE];
 	struct avfs_disk_req r;
-	struct pollfd p = { .fd = avfs_disk_poll_fd(d), .events = POLLIN };
-	unsigned got = 0, bad = 0;
 	int ret;
 
-	if (!buf || p.fd < 0) {
+	if (!buf || avfs_disk_poll_fd(d) < 0) {
 		FAIL("%s: no buffer or no poll fd", path);
 		free(buf);
 		return;
@@ -406,24 +372,7 @@ static void check_queue(const char *path, struct avfs_disk *d)
 	r = mkreq(AVFS_DISK_READ, 0, lbs, buf, 0);
 	if ((ret = avfs_disk_submit(d, &r)) != -EBUSY)
 		FAIL("%s: submit past the queue bound: %d, expected -EBUSY", path, ret);
-	while (got < AVFS_SG_QUEUE) {
-		int n;
-
-		if (poll(&p, 1, 30000) != 1) {
-			FAIL("%s: poll fd not readable with %u completions due", path,
-			     AVFS_SG_QUEUE - got);
-			break;
-		}
-		n = avfs_disk_reap(d, cqe, 7);	/* an odd batch: completions stay for the next */
-		for (int i = 0; i < n; i++)
-			bad += cqe[i].res != lbs;
-		got += n > 0 ? (unsigned)n : 0;
-	}
-	if (avfs_disk_inflight(d) || avfs_disk_wait(d) != -EAGAIN)
-		FAIL("%s: requests left in flight after reaping all", path);
-	if (bad)
-		FAIL("%s: %u of the queued reads failed", path, bad);
-	if (got == AVFS_SG_QUEUE && !bad)
+	if (guest_drain(path, d, AVFS_SG_QUEUE, expect_lbs, (void *)&lbs))
 		INFO("  queue: %u reads queued, the next -EBUSY, all completed through the poll fd",
 		     AVFS_SG_QUEUE);
 	free(buf);
@@ -454,20 +403,20 @@ static void check_disk(const char *path, bool scratch)
 	/* SEEK(10): in range GOOD; beyond the end the device's 5/21/00, decoded */
 	if (id.has_seek) {
 		r = mkreq(AVFS_DISK_SEEK, blocks / 2, 0, NULL, 0);
-		if ((res = run1(d, &r, false)) != 0)
+		if ((res = guest_io(d, &r, false)) != 0)
 			FAIL("%s: SEEK to LBA %" PRIu64 ": %" PRId64, path, blocks / 2, res);
 		r = mkreq(AVFS_DISK_SEEK, blocks - 1, 0, NULL, 0);
-		if ((res = run1(d, &r, false)) != 0)
+		if ((res = guest_io(d, &r, false)) != 0)
 			FAIL("%s: SEEK to the last LBA: %" PRId64, path, res);
 		r = mkreq(AVFS_DISK_SEEK, blocks + 10, 0, NULL, 0);
-		res = run1(d, &r, true);
+		res = guest_io(d, &r, true);
 		if (blocks + 10 > UINT32_MAX ? res != -EOVERFLOW : res != -EINVAL)
 			FAIL("%s: SEEK beyond the end: %" PRId64 ", expected -EINVAL", path, res);
 		else
 			INFO("  SEEK(10) in range GOOD; beyond the end: clean %s", strerror((int)-res));
 	} else {
 		r = mkreq(AVFS_DISK_SEEK, 0, 0, NULL, 0);
-		if ((res = run1(d, &r, false)) != -EOPNOTSUPP)
+		if ((res = guest_io(d, &r, false)) != -EOPNOTSUPP)
 			FAIL("%s: SEEK on a disk without it: %" PRId64, path, res);
 		INFO("  SEEK(10) not supported: SEEK requests refused with -EOPNOTSUPP");
 	}
@@ -475,9 +424,9 @@ static void check_disk(const char *path, bool scratch)
 	/* out of range: refused before any command by the disk layer, and, sent anyway, the
 	 * device's ILLEGAL REQUEST / LBA OUT OF RANGE decoded into -EINVAL */
 	r = mkreq(AVFS_DISK_READ, blocks - 1, 2 * d->info.lbs, buf, 0);
-	if ((res = run1(d, &r, false)) != -EINVAL)
+	if ((res = guest_io(d, &r, false)) != -EINVAL)
 		FAIL("%s: avfs_disk_submit of a read past the end: %" PRId64, path, res);
-	res = run1(d, &r, true);
+	res = guest_io(d, &r, true);
 	if (res != -EINVAL)
 		FAIL("%s: READ(16) past the end sent to the device: %" PRId64 ", expected -EINVAL",
 		     path, res);
@@ -494,7 +443,7 @@ static void check_disk(const char *path, bool scratch)
 		r.buf_index = 0;
 		if ((ret = avfs_disk_register_buffers(d, &iov, 1)))
 			FAIL("%s: register_buffers: %d", path, ret);
-		else if ((res = run1(d, &r, false)) != d->info.lbs)
+		else if ((res = guest_io(d, &r, false)) != d->info.lbs)
 			FAIL("%s: READ into a registered buffer: %" PRId64, path, res);
 		else
 			INFO("  registered buffer: READ(16) into it GOOD");
@@ -514,7 +463,7 @@ static void check_disk(const char *path, bool scratch)
 		if ((ret = avfs_disk_submit(ro, &r)) != -EBADF)
 			FAIL("%s: write on a read-only open: %d, expected -EBADF", path, ret);
 		r = mkreq(AVFS_DISK_READ, 0, d->info.lbs, buf, 0);
-		if ((res = run1(ro, &r, false)) != d->info.lbs)
+		if ((res = guest_io(ro, &r, false)) != d->info.lbs)
 			FAIL("%s: read on a read-only open: %" PRId64, path, res);
 		avfs_disk_close(ro);
 	}
