@@ -7,30 +7,7 @@
 # io_uring on the lsi disk's block device, NVMe passthrough on /dev/ngXnY and io_uring on
 # /dev/nvmeXnY (non-rotational mode). Devices are found by serial.
 # Prints "ok|FAIL SERIAL ..." per check; exit 0 iff all pass.
-fail=0
-check() {	# check OK SERIAL TEXT: OK is 0 for success
-	if [ "$1" -eq 0 ]; then
-		echo "ok $2 $3"
-	else
-		echo "FAIL $2 $3"
-		fail=1
-	fi
-}
-
-block_device() {	# block_device SERIAL: /dev/NAME of the disk with that serial
-	for b in /sys/block/*; do
-		if [ -f "$b/device/vpd_pg80" ]; then	# SCSI: VPD page 80, after its 4-byte header
-			s=$(tail -c +5 "$b/device/vpd_pg80")
-		elif [ -f "$b/device/serial" ]; then	# NVMe: the controller's serial
-			s=$(cat "$b/device/serial")
-		else
-			continue
-		fi
-		s=$(echo $s)	# trim
-		[ "$s" = "$1" ] && { echo "/dev/${b##*/}"; return 0; }
-	done
-	return 1
-}
+. /bin/guest_lib.sh	# check, block_device
 
 mixer() {	# mixer SERIAL ARG...: mixer_run ARG..., its lines indented, one check
 	serial=$1

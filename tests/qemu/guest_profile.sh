@@ -6,30 +6,7 @@
 # the disk is wiped, with the write figures in the JSON; mkfs.avfs --profile measuring through
 # sg, and mkfs.avfs --profile FILE from a profile of the NVMe namespace; fsck after each.
 # Prints "ok|FAIL SERIAL ..." per check; exit 0 iff all pass.
-fail=0
-check() {	# check OK SERIAL TEXT: OK is 0 for success
-	if [ "$1" -eq 0 ]; then
-		echo "ok $2 $3"
-	else
-		echo "FAIL $2 $3"
-		fail=1
-	fi
-}
-
-block_device() {	# block_device SERIAL: /dev/NAME of the disk with that serial
-	for b in /sys/block/*; do
-		if [ -f "$b/device/vpd_pg80" ]; then	# SCSI: VPD page 80, after its 4-byte header
-			s=$(tail -c +5 "$b/device/vpd_pg80")
-		elif [ -f "$b/device/serial" ]; then	# NVMe: the controller's serial
-			s=$(cat "$b/device/serial")
-		else
-			continue
-		fi
-		s=$(echo $s)	# trim
-		[ "$s" = "$1" ] && { echo "/dev/${b##*/}"; return 0; }
-	done
-	return 1
-}
+. /bin/guest_lib.sh	# check, block_device
 
 # profile SERIAL EXPECT ARG...: avfs-admin profile --quick --quiet ARG...; its output indented;
 # passes when it exits 0 and its output matches the grep -E pattern EXPECT
