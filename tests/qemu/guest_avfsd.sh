@@ -3,10 +3,14 @@
 # mount from the virtio-scsi disk (serial vscsi0) with every CDB traced (AVFS_SG_TRACE=1); dvr
 # runs two streams through libavio, each with a reservation, and must miss no deadline;
 # avfs-admin status; umount; fsck.avfs -n; then the SCSI commands the backend issued, counted
-# by kind. A second, shorter run adds chunk, jit and split (SEEK(10) before long seeks).
+# by kind. A second, shorter run adds chunk, jit and split (SEEK(10) before long seeks). A
+# third serves the NVMe namespace through avfsd --backend nvme (passthrough on /dev/ngXnY,
+# non-rotational mode, the controller's identity in avfs-admin status).
 # It tests the daemon end to end, not the scheduler's figures (host tests and avfs-sim do).
-# Prints "guest-avfsd: ..." per step and "ok|FAIL vscsi0 ..." per check; exit 0 iff all pass.
+# Prints "guest-avfsd: ..." per step and "ok|FAIL SERIAL ..." per check; exit 0 iff all pass.
+. /bin/guest_lib.sh	# block_device
 SERIAL=vscsi0
+BACKEND=sg
 MNT=/mnt/avfs
 fail=0
 nchecks=0
@@ -22,35 +26,27 @@ check() {	# check OK TEXT: OK is 0 for success
 	fi
 }
 
-block_device() {	# block_device SERIAL: /dev/NAME of the SCSI disk with that serial
-	for b in /sys/block/sd*; do
-		[ -f "$b/device/vpd_pg80" ] || continue
-		s=$(tail -c +5 "$b/device/vpd_pg80")	# VPD page 80, after its 4-byte header
-		s=$(echo $s)	# trim
-		[ "$s" = "$1" ] && { echo "/dev/${b##*/}"; return 0; }
-	done
-	return 1
-}
 
 # start TAG [AVFSD OPTION]...: avfsd in the background, its stderr in /tmp/avfsd-TAG.log; waits
 # for the FUSE mount (10 s), prints avfsd's own lines. Sets pid, log and shown; 0 when mounted.
 start() {
 	log=/tmp/avfsd-$1.log
 	shift
-	say "avfsd --backend sg ${*:+$* }--foreground $dev $MNT (AVFS_SG_TRACE=1)"
-	AVFS_SG_TRACE=1 avfsd --backend sg "$@" --foreground "$dev" $MNT 2>"$log" &
+	say "avfsd --backend $BACKEND ${*:+$* }--foreground $dev $MNT (AVFS_SG_TRACE=1 AVFS_NVME_TRACE=1)"
+	AVFS_SG_TRACE=1 AVFS_NVME_TRACE=1 avfsd --backend $BACKEND "$@" --foreground "$dev" $MNT \
+		2>"$log" &
 	pid=$!
 	i=0
 	while ! grep -q " $MNT fuse" /proc/mounts; do
 		i=$((i + 1))
 		if [ $i -gt 100 ] || ! kill -0 $pid 2>/dev/null; then
-			grep -v '^sg: ' "$log" | sed 's/^/  /'
+			grep -v -e '^sg: ' -e '^nvme: ' "$log" | sed 's/^/  /'
 			return 1
 		fi
 		sleep 0.1
 	done
-	grep -v '^sg: ' "$log" | sed 's/^/  /'
-	shown=$(grep -vc '^sg: ' "$log")
+	grep -v -e '^sg: ' -e '^nvme: ' "$log" | sed 's/^/  /'
+	shown=$(grep -vc -e '^sg: ' -e '^nvme: ' "$log")
 	say "mounted: $(grep " $MNT " /proc/mounts)"
 	return 0
 }
@@ -68,7 +64,7 @@ stop() {
 	kill -0 $pid 2>/dev/null && { say "avfsd still runs 20 s after umount: killing it"; kill -9 $pid; }
 	wait $pid
 	rc=$?
-	grep -v '^sg: ' "$log" | tail -n +$((shown + 1)) | sed 's/^/  /'
+	grep -v -e '^sg: ' -e '^nvme: ' "$log" | tail -n +$((shown + 1)) | sed 's/^/  /'
 	return $rc
 }
 
@@ -88,7 +84,7 @@ dvr_run() {
 	[ "$rc" -eq 0 ] && [ "${req:-0}" -gt 0 ] && [ "$miss" = 0 ] && [ "$err" = 0 ] && ok=0
 	say "dvr $wl through libavio, reserved: ${req:-?} requests, ${miss:-?} deadline misses," \
 		"${err:-?} I/O errors, min margin ${margin:-?} ms, exit $rc"
-	check $ok "dvr $wl (libavio, --reserve) on avfsd --backend sg: ${req:-?} requests, ${miss:-?} misses"
+	check $ok "dvr $wl (libavio, --reserve) on avfsd --backend $BACKEND: ${req:-?} requests, ${miss:-?} misses"
 }
 
 # sg_summary LOG LBS: the commands the SG_IO backend issued, by kind, the transfer sizes of
@@ -242,5 +238,40 @@ fua=$(grep -c '^sg: WRITE(16) 8a [0-9a-f][89a-f] .*-> GOOD$' /tmp/avfsd-spio.log
 wc=$(grep -c '^sg: WRITE(16) \([0-9a-f][0-9a-f] \)\{10\}00 00 02 00 .*-> GOOD$' /tmp/avfsd-spio.log)
 [ "$fua" -gt 0 ] && [ "$fua" -lt "$wc" ]
 check $? "chunked data writes: $fua WRITE(16) with FUA among $wc chunks of 256 KiB"
+# run 3: the NVMe passthrough backend on the NVMe namespace's generic node: the mixer in its
+# non-rotational mode, the controller's identification (libnvme) in avfs-admin status
+SERIAL=nvme0
+BACKEND=nvme
+blk=$(block_device $SERIAL) || { check 1 "no NVMe namespace with serial $SERIAL"; blk=none; }
+dev=/dev/ng${blk#/dev/nvme}
+if [ -c "$dev" ] && mkfs.avfs --block-size 1M "$blk" >/dev/null 2>&1 && start nvme; then
+	dvr_run 1r1w --rate 8M --io 256K --depth 8 --duration 5 --file-size 8M
+	avfs-admin --socket /run/avfs/${dev#/dev/}.sock status >/tmp/status.out 2>&1
+	rc=$?
+	sed 's/^/  /' /tmp/status.out
+	grep -q '^backend  *nvme$' /tmp/status.out && grep -q 'identity  *nvme 0x1b36 QEMU NVMe Ctrl' \
+		/tmp/status.out && grep -q '^mixer mode  *non-rotational' /tmp/status.out || rc=1
+	check $rc "avfs-admin status: backend nvme, the controller's identity, non-rotational mode"
+	stop
+	check $? "umount $MNT: avfsd --backend nvme drained, committed and exited 0"
+	dev=$blk
+	fsck_check "after avfsd --backend nvme"
+	awk '/^nvme: [A-Z]+ .* -> status/ {
+		k = $2
+		for (i = 3; i <= NF && $i != "->"; i++)
+			if ($i == "fua") k = k " FUA"
+		c[k]++
+	}
+	END { printf "guest-avfsd: nvme trace: READ %d, WRITE %d, WRITE FUA %d, FLUSH %d\n",
+		c["READ"], c["WRITE"], c["WRITE FUA"], c["FLUSH"] }' /tmp/avfsd-nvme.log
+	grep -m 3 -e '^nvme: READ' -e '^nvme: FLUSH' /tmp/avfsd-nvme.log | sed 's/^/guest-avfsd: nvme trace sample: /'
+	grep -m 1 '^nvme: WRITE' /tmp/avfsd-nvme.log | sed 's/^/guest-avfsd: nvme trace sample: /'
+	bad=$(grep '^nvme: .* -> status' /tmp/avfsd-nvme.log | grep -vc 'status 0x0000')
+	[ "$bad" -eq 0 ] && grep -q '^nvme: WRITE' /tmp/avfsd-nvme.log
+	check $? "NVMe passthrough carried the run: every command status 0x0000 ($bad others)"
+else
+	check 1 "avfsd --backend nvme mounted $dev on $MNT"
+	kill $pid 2>/dev/null
+fi
 say "$nchecks checks, $fail failed, $(awk -v a="$t0" '{ printf "%.1f", $1 - a }' /proc/uptime) s"
 [ $fail -eq 0 ]
