@@ -1143,6 +1143,7 @@ static int apply_setting(struct daemon *dm, struct avfs_sched_conf *c, const cha
 		avfsd_log(dm, 0, "%s", why);
 		return -EINVAL;
 	}
+	dm->depth_set |= !strcmp(name, "depth");
 	return 0;
 }
 
@@ -1298,6 +1299,8 @@ int main(int argc, char **argv)
 			conf.model = mc.model, conf.model.lmax = dm->d->info.size;
 	}
 	conf.rotational = dm->d->info.rotational || !dm->d->info.is_blockdev;
+	if (!conf.rotational && !dm->depth_set)	/* SPEC §5.6: several commands in flight */
+		conf.depth = AVFSD_FLASH_DEPTH;
 	if (conf.jit || conf.split_bytes) {	/* papers/003 §3.2: a predictor of the platter */
 		struct avfs_rotpred_params rp;
 		struct avfs_hdd_params hp;

@@ -96,6 +96,9 @@ struct dstream {
 	struct cio *park_head, *park_tail;	/* reads above its rate, in order */
 };
 
+/* Commands in flight on a non-rotational device unless "depth" says otherwise (SPEC §5.6). */
+#define AVFSD_FLASH_DEPTH 16
+
 struct daemon {
 	const char *dev_path, *mnt_path;
 	struct avfs_disk *d;
@@ -103,6 +106,7 @@ struct daemon {
 	struct avfs_sched sched;
 	struct avfs_rotpred rotpred;	/* jit/split on a real disk: the platter's phase */
 	bool predicting;		/* rotpred is the scheduler's predictor */
+	bool depth_set;			/* "depth" was given (--set, --config) */
 	struct io_uring ring;
 	struct fuse_session *se;
 	struct fuse_buf fbuf;
