@@ -24,7 +24,7 @@ for serial in vscsi0 lsi0 nvme0; do
 	vscsi0) mixer $serial --backend sg --set chunk=64K --set jit=on --set split=32M "$dev" ;;
 	lsi0) mixer $serial --backend uring --set chunk=64K "$dev" ;;
 	nvme0)
-		mixer $serial --backend nvme "/dev/ng${dev#/dev/nvme}"
+		mixer $serial --backend nvme --set depth=16 "/dev/ng${dev#/dev/nvme}"
 		mixer $serial --backend uring "$dev"
 		;;
 	esac
