@@ -704,14 +704,16 @@ int avfs_profile_run(struct avfs_disk *d, const struct avfs_profile_clock *clk,
 	r->tr_ns = r->rot_measured ? r->rotation_ns : 0;
 	r->dmax = r->outer;
 	r->dmin = r->inner;
-	if (!r->rotational || r->dmin > r->dmax) {
-		/* no zones on flash: the model's line is flat at the slowest rate seen */
+	if (!r->rotational || !r->rot_measured || r->dmin > r->dmax) {
+		/* no zones on flash, nor on a "rotational" device whose timing shows no platter (an
+		 * emulated disk, a file): the model's line is flat at the slowest rate seen, not
+		 * drawn between two noisy end points */
 		double mn = r->rate[0];
 
 		for (unsigned i = 1; i < r->nrate; i++)
 			mn = fmin(mn, r->rate[i]);
 		r->dmin = mn;
-		r->dmax = r->rotational ? r->dmax : mn;
+		r->dmax = r->rotational && r->rot_measured ? r->dmax : mn;
 	}
 	r->elapsed_ns = now(&p) - t0;
 out:

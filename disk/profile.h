@@ -119,7 +119,8 @@ struct avfs_profile {
 	/* the service-time model of SPEC §5.2 (struct avfs_svc_model's fields) */
 	double tr_ns;		/* T_r: rotation period (0 when not rotating or not measured) */
 	double tk_ns;		/* T_k: mean seek; without mechanics, the mean access latency */
-	double dmax, dmin;	/* bytes/s at LBA 0 and at the end */
+	double dmax, dmin;	/* bytes/s at LBA 0 and at the end; equal (the slowest rate seen) when
+				 * the device shows no rotation: no zones to draw a line through */
 	uint64_t lmax;		/* bytes */
 	/* the cost of the measurement */
 	uint64_t requests;	/* commands of every kind */
