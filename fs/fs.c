@@ -226,7 +226,15 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	sb->alloc_policy = o->alloc_policy;
 	sb->root_ino = AVFS_ROOT_INO;
 	sb->mkfs_time_ns = (uint64_t)o->now_ns;
-	model_params(sb, o->disk_model ? o->disk_model : "avfs-250g");
+	if (o->measured) {
+		snprintf(sb->disk_model, sizeof(sb->disk_model), "profiled");
+		sb->rate_max = o->measured->rate_max;
+		sb->rate_min = o->measured->rate_min;
+		sb->seek_avg_ns = o->measured->seek_avg_ns;
+		sb->rotation_ns = o->measured->rotation_ns;
+	} else {
+		model_params(sb, o->disk_model ? o->disk_model : "avfs-250g");
+	}
 	if (!sb->disk_model[0]) {
 		why_to(why, whylen, "unknown disk model '%s'", o->disk_model);
 		return -EINVAL;

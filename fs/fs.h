@@ -20,6 +20,12 @@ struct avfs_fs;
 
 /* ---- format ---- */
 
+/* A measured service-time model (mkfs.avfs --profile), in the superblock's units. */
+struct avfs_mkfs_measured {
+	uint64_t rate_max, rate_min;	/* bytes/s at LBA 0 and at the end */
+	uint64_t seek_avg_ns, rotation_ns;
+};
+
 struct avfs_mkfs_opts {
 	uint64_t size;		/* device bytes */
 	uint32_t block_shift;	/* data block size log2, 16..32 (0 = 22, 4 MiB) */
@@ -30,6 +36,7 @@ struct avfs_mkfs_opts {
 	uint64_t dyn_blocks;	/* dynamic metadata blocks, 0 = default */
 	uint32_t alloc_policy;	/* 0 ZRR, 1 contiguous first-fit (baseline) */
 	const char *disk_model;	/* fills the service-time parameters; NULL = avfs-250g */
+	const struct avfs_mkfs_measured *measured;	/* or these, as model "profiled" */
 	int64_t now_ns;		/* format time (for timestamps) */
 };
 

@@ -221,46 +221,6 @@ static int measure(const char *path, enum avfs_backend b, bool show, struct svc 
 	return err ? 1 : 0;
 }
 
-/* avfs_fsio_mkfs, with m's figures in the superblock in place of a named model's: the same
- * steps through the core's public calls (the core's options name models only). */
-static int format_with(struct avfs_disk *d, const struct avfs_mkfs_opts *o, const struct svc *m,
-		       struct avfs_super *out, char *why, size_t whylen)
-{
-	struct avfs_mkfs_opts opts = *o;
-	struct avfs_super sb;
-	struct avfs_fs *fs;
-	struct avfs_plan *p;
-	int err;
-
-	if (opts.size > d->info.size) {
-		snprintf(why, whylen, "--size %" PRIu64 " is larger than the device (%" PRIu64
-			 " bytes)", opts.size, d->info.size);
-		return -EINVAL;
-	}
-	if (!opts.now_ns)
-		opts.now_ns = avfs_fsio_now();
-	err = avfs_fs_geometry(&opts, &sb, why, whylen);
-	if (err)
-		return err;
-	snprintf(sb.disk_model, sizeof(sb.disk_model), "profiled");
-	sb.rate_max = (uint64_t)llround(m->dmax);
-	sb.rate_min = (uint64_t)llround(m->dmin);
-	sb.seek_avg_ns = (uint64_t)llround(m->tk_ns);
-	sb.rotation_ns = (uint64_t)llround(m->tr_ns);
-	err = avfs_fs_format(&sb, opts.now_ns, &fs, &p);
-	if (err) {
-		snprintf(why, whylen, "cannot build the format in memory: %s", strerror(-err));
-		return err;
-	}
-	err = avfs_fsio_run(d, p);
-	if (err)
-		snprintf(why, whylen, "writing the format failed: %s", strerror(-err));
-	*out = *avfs_fs_super(fs);
-	avfs_plan_free(p);
-	avfs_fs_close(fs);
-	return err;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -287,6 +247,7 @@ int main(int argc, char **argv)
 	const char *profile_file = NULL;
 	struct avfs_disk *d = NULL;
 	struct svc m = { 0 };
+	struct avfs_mkfs_measured measured;
 	struct avfs_super sb;
 	struct stat st;
 	char why[256] = "";
@@ -433,9 +394,12 @@ int main(int argc, char **argv)
 	}
 	o.size = size ? size : d->info.size;
 	if (profile)
-		err = format_with(d, &o, &m, &sb, why, sizeof(why));
-	else
-		err = avfs_fsio_mkfs(d, &o, &sb, why, sizeof(why));
+		o.measured = &measured;
+	measured = (struct avfs_mkfs_measured){ .rate_max = (uint64_t)llround(m.dmax),
+						 .rate_min = (uint64_t)llround(m.dmin),
+						 .seek_avg_ns = (uint64_t)llround(m.tk_ns),
+						 .rotation_ns = (uint64_t)llround(m.tr_ns) };
+	err = avfs_fsio_mkfs(d, &o, &sb, why, sizeof(why));
 	avfs_disk_close(d);
 	if (err) {
 		fprintf(stderr, "mkfs.avfs: %s: %s\n", path, why[0] ? why : strerror(-err));
