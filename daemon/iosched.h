@@ -112,6 +112,14 @@ const struct avfs_sched_setting_info *avfs_sched_settings(size_t *n);
  * in execution order ended. */
 double avfs_svc_time(const struct avfs_svc_model *m, uint64_t off, uint64_t len, bool sequential);
 
+/* What semi-preemptible I/O did (papers/003), for statistics; all zero for policies without it. */
+struct avfs_sched_counters {
+	uint64_t jit_waits;	/* JIT: a command held back for its predicted rotational slack */
+	int64_t jit_wait_ns;	/* the slack so waited, as predicted (less the JIT offset) */
+	uint64_t seek_splits;	/* SEEK commands issued halfway before a long seek */
+	uint64_t chunks;	/* commands that carried part of a larger request */
+};
+
 struct avfs_sched_ops {
 	const char *name;
 	int (*init)(void **ctx, const struct avfs_sched_conf *conf);
@@ -127,6 +135,8 @@ struct avfs_sched_ops {
 	/* withdraw a request no command of which is on the device: 0 (it is forgotten; the
 	 * caller completes it), -EBUSY (a command is out), -ENOENT. NULL: not supported. */
 	int (*cancel)(void *ctx, struct avfs_io *io);
+	/* the counters so far. NULL: the policy has none (all zero). */
+	void (*counters)(void *ctx, struct avfs_sched_counters *out);
 };
 
 extern const struct avfs_sched_ops avfs_sched_tm;
@@ -156,6 +166,8 @@ int avfs_sched_submit(struct avfs_sched *s, struct avfs_io *io, int64_t now);
 /* The next thing to do, honouring the in-flight limit (IDLE while the device is full). */
 void avfs_sched_next(struct avfs_sched *s, int64_t now, struct avfs_sched_cmd *cmd);
 bool avfs_sched_done(struct avfs_sched *s, const struct avfs_sched_cmd *cmd, int64_t now, int res);
+/* The policy's semi-preemptible I/O counters (zero where it has none). */
+void avfs_sched_counters(const struct avfs_sched *s, struct avfs_sched_counters *out);
 /* Withdraw a queued request (see ops.cancel). -EOPNOTSUPP for policies without it. */
 int avfs_sched_cancel(struct avfs_sched *s, struct avfs_io *io);
 

@@ -56,6 +56,7 @@ struct tm {
 	struct node *jit_node;
 	size_t npending;
 	int64_t be_forced;	/* when a starving BE request was last put before RT */
+	struct avfs_sched_counters cnt;
 };
 
 /* ---- treap ---- */
@@ -445,6 +446,7 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 		if (t->c.split_bytes && dist > t->c.split_bytes && !n->split_done &&
 		    rot > 2 * half - seek) {
 			n->split_done = true;
+			t->cnt.seek_splits++;
 			take(t, n, tr);
 			fly(t, n);
 			*cmd = (struct avfs_sched_cmd){ .kind = AVFS_SCHED_DISPATCH, .io = io,
@@ -454,6 +456,10 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 		/* papers/003 §3.2: JIT seek — wait out the rotational slack, preemptibly */
 		if (t->c.jit && rot > t->c.jit_offset_ns + 100000 &&
 		    !(t->jit_node == n && n->jit_until_off == io->off && now >= t->jit_until)) {
+			if (t->jit_node != n || n->jit_until_off != io->off) {
+				t->cnt.jit_waits++;
+				t->cnt.jit_wait_ns += rot - t->c.jit_offset_ns;
+			}
 			t->jit_node = n;
 			n->jit_until_off = io->off;
 			t->jit_until = now + rot - t->c.jit_offset_ns;
@@ -468,6 +474,7 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 					.len = cmd_len(t, io), .write = io->write };
 	/* papers/003 §3.1.3: only the last chunk of a write carries FUA */
 	cmd->fua = io->fua && cmd->len == io->len;
+	t->cnt.chunks += cmd->len < io->orig_len;
 	return true;
 }
 
@@ -667,6 +674,11 @@ static int tm_cancel(void *ctx, struct avfs_io *io)
 	return 0;
 }
 
+static void tm_counters(void *ctx, struct avfs_sched_counters *out)
+{
+	*out = ((struct tm *)ctx)->cnt;
+}
+
 const struct avfs_sched_ops avfs_sched_tm = {
 	.name = "tm",
 	.init = tm_init,
@@ -676,6 +688,7 @@ const struct avfs_sched_ops avfs_sched_tm = {
 	.done = tm_done,
 	.pending = tm_pending,
 	.cancel = tm_cancel,
+	.counters = tm_counters,
 };
 
 /* exported for tests: the current hold time (NAN when nothing is held) */

@@ -294,6 +294,13 @@ bool avfs_sched_done(struct avfs_sched *s, const struct avfs_sched_cmd *cmd, int
 	return s->ops->done(s->ctx, cmd, now, res);
 }
 
+void avfs_sched_counters(const struct avfs_sched *s, struct avfs_sched_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (s->ops->counters)
+		s->ops->counters(s->ctx, out);
+}
+
 int avfs_sched_cancel(struct avfs_sched *s, struct avfs_io *io)
 {
 	if (!s->ops->cancel)

@@ -370,6 +370,13 @@ static void test_mixer_chunking(void **state)
 	assert_int_equal(fua, 1);
 	assert_true(urgent_between);
 	assert_int_equal(w.len, 0);
+	{
+		struct avfs_sched_counters k;
+
+		avfs_sched_counters(&s, &k);
+		assert_int_equal(k.chunks, 4);	/* the urgent request was whole */
+		assert_int_equal(k.jit_waits + k.seek_splits, 0);
+	}
 	avfs_sched_destroy(&s);
 }
 
@@ -417,6 +424,16 @@ static void test_mixer_jit_and_split(void **state)
 	avfs_sched_next(&s, cmd.at, &cmd);
 	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
 	assert_ptr_equal(cmd.io, &a);
+	{
+		struct avfs_sched_counters k;
+
+		/* a's slack was waited twice (before and after u), u's once, asked again
+		 * and again during the slack without counting twice */
+		avfs_sched_counters(&s, &k);
+		assert_int_equal(k.jit_waits, 3);
+		assert_int_equal(k.jit_wait_ns, 3 * (7 * MS - c.jit_offset_ns));
+		assert_int_equal(k.seek_splits, 0);
+	}
 	avfs_sched_destroy(&s);
 
 	c.jit = false;
@@ -432,6 +449,13 @@ static void test_mixer_jit_and_split(void **state)
 	avfs_sched_next(&s, 9 * MS, &cmd);
 	assert_false(cmd.seek);
 	assert_ptr_equal(cmd.io, &a);
+	{
+		struct avfs_sched_counters k;
+
+		avfs_sched_counters(&s, &k);
+		assert_int_equal(k.seek_splits, 1);
+		assert_int_equal(k.jit_waits + k.chunks, 0);
+	}
 	avfs_sched_destroy(&s);
 }
 
