@@ -788,6 +788,16 @@ static json_object *admin_stats(struct daemon *dm, int64_t now)
 	json_object_object_add(mx, "margin_ms", jd((double)dm->sched.conf.margin_ns / 1e6));
 	json_object_object_add(mx, "urgent_ms", jd((double)dm->sched.conf.urgent_ns / 1e6));
 	json_object_object_add(mx, "chunk", json_object_new_int64(dm->sched.conf.chunk));
+	{
+		struct avfs_sched_counters k;
+
+		avfs_sched_counters(&dm->sched, &k);
+		json_object_object_add(mx, "chunks", json_object_new_int64((int64_t)k.chunks));
+		json_object_object_add(mx, "jit_waits", json_object_new_int64((int64_t)k.jit_waits));
+		json_object_object_add(mx, "jit_wait_ms", jd((double)k.jit_wait_ns / 1e6));
+		json_object_object_add(mx, "seek_splits",
+				       json_object_new_int64((int64_t)k.seek_splits));
+	}
 	json_object_object_add(o, "mixer", mx);
 	return o;
 }

@@ -4,7 +4,9 @@
  * per request, one recording stream (writes with FUA: the mixer puts it on the last chunk),
  * and one greedy best-effort reader at random places, all scheduled by the same avfs_sched_tm
  * that avfsd and avfs-sim run, issued through avfs_disk_open's backend (uring, sg, nvme).
- * Prints the QoS figures and the commands issued by kind; exit 0 when every real-time request
+ * Prints the QoS figures, the expected wait of a newly arriving urgent request for the command
+ * on the device, E(T_wait) = ½ ΣT_i² / elapsed (papers/003 eq. (2), T_i the commands' times on
+ * the device), and the commands issued by kind; exit 0 when every real-time request
  * met its deadline and every command succeeded, 1 otherwise, 2 for bad usage.
  *
  * Usage: mixer_run [--backend B] [--duration S] [--streams N] [--rate R] [--io SIZE]
@@ -52,8 +54,9 @@ static struct {
 	bool predicting;
 	struct avfs_sched_cmd slots[256];
 	uint64_t rt, misses, etime, be, be_bytes, errors;
-	uint64_t cmds_read, cmds_write, cmds_fua, cmds_seek, chunked;
+	uint64_t cmds_read, cmds_write, cmds_fua, cmds_seek;
 	int64_t margin_min, busy_ns, started_at[256];
+	double busy2;		/* Σ T_i² over commands, ns² (papers/003 eq. (2)) */
 	unsigned be_out;
 	uint64_t seed;
 } g = { .margin_min = INT64_MAX, .seed = 88172645463325252ull };
@@ -150,8 +153,6 @@ static int64_t kick(struct stream *st)
 			;
 		g.slots[s] = cmd;
 		g.started_at[s] = now_ns();
-		if (cmd.len && cmd.len < q->io.orig_len)
-			g.chunked++;
 		g.cmds_seek += cmd.seek;
 		g.cmds_read += !cmd.seek && !cmd.write;
 		g.cmds_write += !cmd.seek && cmd.write;
@@ -181,6 +182,8 @@ static void reap(struct stream *st)
 
 			g.slots[c[i].cookie].io = NULL;
 			g.busy_ns += t - g.started_at[c[i].cookie];
+			g.busy2 += (double)(t - g.started_at[c[i].cookie]) *
+				   (double)(t - g.started_at[c[i].cookie]);
 			if (g.predicting && c[i].res >= 0)
 				avfs_rotpred_observe(&g.rp, t, cmd.off + cmd.len, !cmd.seek);
 			if (avfs_sched_done(&g.s, &cmd, t, (int)c[i].res))
@@ -343,12 +346,22 @@ int main(int argc, char **argv)
 		reap(st);
 	}
 	printf("mixer_run: RT requests %" PRIu64 ", misses %" PRIu64 " (-ETIME %" PRIu64 "), "
-	       "margin min %.1f ms; BE %" PRIu64 " requests, %.2f MB/s; disk busy %.1f %%\n",
+	       "margin min %.1f ms; BE %" PRIu64 " requests, %.2f MB/s; disk busy %.1f %%; "
+	       "E(T_wait) %.3f ms\n",
 	       g.rt, g.misses, g.etime, g.margin_min == INT64_MAX ? 0 : g.margin_min / 1e6, g.be,
-	       g.be_bytes / 1e6 / duration, 100.0 * (double)g.busy_ns / (double)(now_ns() - t0));
+	       g.be_bytes / 1e6 / duration, 100.0 * (double)g.busy_ns / (double)(now_ns() - t0),
+	       0.5 * g.busy2 / (double)(now_ns() - t0) / 1e6);
 	printf("mixer_run: commands READ %" PRIu64 ", WRITE %" PRIu64 " (FUA %" PRIu64 "), SEEK %"
-	       PRIu64 ", chunks of split requests %" PRIu64 ", errors %" PRIu64 "\n", g.cmds_read,
-	       g.cmds_write, g.cmds_fua, g.cmds_seek, g.chunked, g.errors);
+	       PRIu64 ", errors %" PRIu64 "\n", g.cmds_read, g.cmds_write, g.cmds_fua, g.cmds_seek,
+	       g.errors);
+	{
+		struct avfs_sched_counters k;
+
+		avfs_sched_counters(&g.s, &k);
+		printf("mixer_run: mixer: %" PRIu64 " chunk commands, %" PRIu64 " JIT waits (%.1f ms "
+		       "predicted slack), %" PRIu64 " seek splits\n", k.chunks, k.jit_waits,
+		       k.jit_wait_ns / 1e6, k.seek_splits);
+	}
 	avfs_sched_destroy(&g.s);
 	avfs_disk_close(g.d);
 	return g.misses || g.errors || !g.rt ? 1 : 0;

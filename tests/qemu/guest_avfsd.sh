@@ -219,6 +219,10 @@ if start spio --set chunk=256K --set jit=on --set split=32M; then
 	say "avfs-admin status: $mode"
 	echo "$mode" | grep -q 'jit on'
 	check $? "avfs-admin status: $(echo $mode)"
+	spio=$(avfs-admin --socket /run/avfs/${dev#/dev/}.sock stats 2>&1 | grep '^semi-preemptive')
+	say "avfs-admin stats: $spio"
+	echo "$spio" | grep -q ' [1-9][0-9]* chunk commands, [1-9][0-9]* JIT waits'
+	check $? "the mixer chunked and waited out predicted rotational slack (JIT)"
 	stop
 	rc=$?
 	say "avfsd exited $rc"
