@@ -8,6 +8,7 @@
  * Each scenario runs in a child process: a libavio connection is per process, and lost for good.
  */
 #include <avio.h>
+#include "daemon_harness.h"
 #include "proto.h"
 
 #include <errno.h>
@@ -34,9 +35,6 @@
 #define NCLIENTS 32
 #define NOBODY 1000		/* the uid of the access-control checks */
 
-static const char *avfsd_bin, *mkfs_bin, *fsck_bin;
-static char dir[64], img[96], mnt[96], sock[96], logf[96];
-static pid_t daemon_pid = -1;
 static struct { int passed, failed; int64_t kill_ns; int aux; } *shared;	/* counted across children */
 
 /* ---- results ---- */
@@ -52,18 +50,6 @@ static void check(bool ok, const char *fmt, ...)
 	putchar('\n');
 	fflush(stdout);
 	__atomic_add_fetch(ok ? &shared->passed : &shared->failed, 1, __ATOMIC_SEQ_CST);
-}
-
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("  ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
 }
 
 static int64_t mono_ns(void)
@@ -94,170 +80,7 @@ static long long bad_byte(const uint8_t *p, uint64_t off, size_t n, uint8_t salt
 	return -1;
 }
 
-/* ---- the daemon ---- */
-
-static int run(int timeout_s, const char *const argv[])
-{
-	pid_t pid = fork();
-	int st, i;
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(logf, O_WRONLY | O_APPEND | O_CREAT, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	for (i = 0; i < timeout_s * 100; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
-}
-
-static bool is_mounted(void)
-{
-	char line[512], want[128];
-	FILE *f = fopen("/proc/mounts", "r");
-	bool yes = false;
-
-	if (!f)
-		return false;
-	snprintf(want, sizeof(want), " %s fuse", mnt);
-	while (!yes && fgets(line, sizeof(line), f))
-		yes = strstr(line, want) != NULL;
-	fclose(f);
-	return yes;
-}
-
-static int daemon_wait(int timeout_s)
-{
-	int st, i;
-
-	for (i = 0; i < timeout_s * 100; i++) {
-		if (waitpid(daemon_pid, &st, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		}
-		usleep(10000);
-	}
-	return -1;
-}
-
-static bool daemon_alive(void)
-{
-	int st;
-
-	if (daemon_pid <= 0)
-		return false;
-	if (waitpid(daemon_pid, &st, WNOHANG) == daemon_pid) {
-		note("avfsd died: %s %d", WIFSIGNALED(st) ? "signal" : "exit status",
-		     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-		daemon_pid = -1;
-		return false;
-	}
-	return true;
-}
-
-static bool daemon_start(void)
-{
-	int i;
-
-	daemon_pid = fork();
-	if (daemon_pid < 0)
-		return false;
-	if (daemon_pid == 0) {
-		int fd = open(logf, O_WRONLY | O_APPEND | O_CREAT, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		/* --allow-other: the access-control checks run as another uid */
-		execl(avfsd_bin, avfsd_bin, "--foreground", "--allow-other", "--socket", sock, img,
-		      mnt, (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 1000; i++) {
-		if (is_mounted())
-			return true;
-		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			return false;
-		}
-		usleep(10000);
-	}
-	return false;
-}
-
-/* fusermount3 -u; the daemon must exit 0 */
-static bool daemon_stop(void)
-{
-	const char *const um[] = { "fusermount3", "-u", mnt, NULL };
-	int rc;
-
-	if (run(30, um) != 0)
-		return false;
-	rc = daemon_wait(30);
-	if (rc != 0)
-		note("avfsd exit status %d after unmount", rc);
-	return rc == 0;
-}
-
-static bool fsck_clean(void)
-{
-	const char *const argv[] = { fsck_bin, "-n", img, NULL };
-	int rc = run(120, argv);
-
-	if (rc != 0)
-		note("fsck.avfs -n exit %d (output in the daemon log)", rc);
-	return rc == 0;
-}
-
-static void cleanup(void)
-{
-	const char *const um[] = { "fusermount3", "-u", "-z", mnt, NULL };
-	char cmd[160];
-
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		if (daemon_wait(10) < 0) {
-			kill(daemon_pid, SIGKILL);
-			daemon_wait(10);
-		}
-	}
-	if (is_mounted())
-		run(10, um);
-	if (getenv("AVFS_KEEP")) {
-		printf("kept %s\n", dir);
-		return;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		fprintf(stderr, "cannot remove %s\n", dir);
-}
-
-static void dump_log(void)
-{
-	char buf[4096];
-	FILE *f = fopen(logf, "r");
-	size_t n;
-
-	if (!f)
-		return;
-	fputs("---- daemon log ----\n", stdout);
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		fwrite(buf, 1, n, stdout);
-	fclose(f);
-}
+/* ---- files on the mount ---- */
 
 static void path_of(char *p, size_t len, const char *name)
 {
@@ -401,7 +224,7 @@ static int basics(void *arg)
 		char p[128];
 		int other;
 
-		snprintf(p, sizeof(p), "%s/not-avfs", dir);
+		snprintf(p, sizeof(p), "%s/not-avfs", work_dir);
 		other = open(p, O_RDWR | O_CREAT, 0644);
 		r = other >= 0 && !ftruncate(other, MiB) ?
 		    avio_sync(other, AVFS_READ, plain, 0, 4096, 0) : -1;
@@ -1326,44 +1149,21 @@ static void test_kill_mid_request(void)
 
 int main(void)
 {
-	const char *mkfs_argv[] = { NULL, "--size", "2G", "--block-size", "1M", img, NULL };
 	uint8_t *b;
-	int fd;
+	int fd, rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	avfsd_bin = getenv("AVFSD");
-	mkfs_bin = mkfs_argv[0] = getenv("MKFS");
-	fsck_bin = getenv("FSCK");
-	if (!avfsd_bin || !mkfs_bin || !fsck_bin) {
-		fprintf(stderr, "set AVFSD, MKFS and FSCK to the built binaries\n");
-		return 1;
-	}
-	if (geteuid() != 0) {
-		printf("SKIP: needs root (FUSE mounts, other uids)\n");
-		return 77;
-	}
-	if (access("/dev/fuse", R_OK | W_OK)) {
-		printf("SKIP: no /dev/fuse\n");
-		return 77;
-	}
+	rc = harness_setup("avio");
+	if (rc)
+		return rc;
+	daemon_allow_other = true;	/* the access-control checks run as another uid */
 	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED)
 		return 1;
 	unsetenv("AVFS_SOCKET");	/* found through the mount's extended attribute */
-	snprintf(dir, sizeof(dir), "/var/tmp/avfs-avio-XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	chmod(dir, 0755);	/* uid 1000 reaches the mount and the socket */
-	snprintf(img, sizeof(img), "%s/img", dir);
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(logf, sizeof(logf), "%s/avfsd.log", dir);
-	mkdir(mnt, 0755);
-	signal(SIGPIPE, SIG_IGN);
+	chmod(work_dir, 0755);	/* uid 1000 reaches the mount and the socket */
 
-	check(run(60, mkfs_argv) == 0, "mkfs.avfs --size 2G --block-size 1M");
+	check(harness_mkfs(), "mkfs.avfs --size 2G --block-size 1M");
 	if (!daemon_start()) {
 		check(false, "avfsd mounts the image");
 		goto out;

@@ -6,6 +6,8 @@
  * Not the POSIX surface (test_daemon_posix.sh) nor libavio (test_daemon_avio.c).
  * env: AVFSD, MKFS, FSCK (the built binaries); AVFS_SEED (optional). Exit 77 without root/FUSE.
  */
+#include "daemon_harness.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -24,9 +26,6 @@
 #define MiB (1u << 20)
 #define PAGE 4096u
 
-static const char *avfsd_bin, *mkfs_bin, *fsck_bin;
-static char dir[64], img[96], mnt[96], sock[96], logf[96];
-static pid_t daemon_pid = -1;
 static int passed, failed;
 
 /* ---- results ---- */
@@ -45,17 +44,6 @@ static void check(bool ok, const char *fmt, ...)
 		passed++;
 	else
 		failed++;
-}
-
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("  ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
 }
 
 /* ---- random numbers (xorshift64*, seeded: a failure can be replayed with AVFS_SEED) ---- */
@@ -81,168 +69,6 @@ static void rnd_fill(uint8_t *p, size_t n)
 	}
 	for (; i < n; i++)
 		p[i] = (uint8_t)rnd();
-}
-
-/* ---- the daemon ---- */
-
-/* run argv, at most timeout_s seconds; its exit status, or -1 (killed, not run) */
-static int run(int timeout_s, const char *const argv[])
-{
-	pid_t pid = fork();
-	int st, i;
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(logf, O_WRONLY | O_APPEND | O_CREAT, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	for (i = 0; i < timeout_s * 100; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
-}
-
-static bool is_mounted(void)
-{
-	char line[512], want[128];
-	FILE *f = fopen("/proc/mounts", "r");
-	bool yes = false;
-
-	if (!f)
-		return false;
-	snprintf(want, sizeof(want), " %s fuse", mnt);
-	while (!yes && fgets(line, sizeof(line), f))
-		yes = strstr(line, want) != NULL;
-	fclose(f);
-	return yes;
-}
-
-/* the daemon's exit status once it is gone within timeout_s, else -1 */
-static int daemon_wait(int timeout_s)
-{
-	int st, i;
-
-	for (i = 0; i < timeout_s * 100; i++) {
-		if (waitpid(daemon_pid, &st, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		}
-		usleep(10000);
-	}
-	return -1;
-}
-
-static bool daemon_start(void)
-{
-	int i;
-
-	daemon_pid = fork();
-	if (daemon_pid < 0)
-		return false;
-	if (daemon_pid == 0) {
-		int fd = open(logf, O_WRONLY | O_APPEND | O_CREAT, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execl(avfsd_bin, avfsd_bin, "--foreground", "--socket", sock, img, mnt, (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 1000; i++) {
-		if (is_mounted())
-			return true;
-		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			return false;
-		}
-		usleep(10000);
-	}
-	return false;
-}
-
-/* fusermount3 -u; the daemon must exit 0 */
-static bool daemon_stop(void)
-{
-	const char *const um[] = { "fusermount3", "-u", mnt, NULL };
-	int rc;
-
-	if (run(30, um) != 0)
-		return false;
-	rc = daemon_wait(30);
-	if (rc != 0)
-		note("avfsd exit status %d after unmount", rc);
-	return rc == 0;
-}
-
-/* kill -9, then detach the dead connection's mount */
-static bool daemon_kill9(void)
-{
-	const char *const um[] = { "fusermount3", "-u", "-z", mnt, NULL };
-
-	kill(daemon_pid, SIGKILL);
-	if (daemon_wait(10) != 128 + SIGKILL)
-		return false;
-	run(10, um);
-	return !is_mounted();
-}
-
-static bool fsck_clean(void)
-{
-	const char *const argv[] = { fsck_bin, "-n", img, NULL };
-	int rc = run(120, argv);
-
-	if (rc != 0)
-		note("fsck.avfs -n exit %d (output in the daemon log)", rc);
-	return rc == 0;
-}
-
-static void cleanup(void)
-{
-	const char *const um[] = { "fusermount3", "-u", "-z", mnt, NULL };
-	char cmd[160];
-
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		if (daemon_wait(10) < 0) {
-			kill(daemon_pid, SIGKILL);
-			daemon_wait(10);
-		}
-	}
-	if (is_mounted())
-		run(10, um);
-	if (getenv("AVFS_KEEP")) {
-		printf("kept %s\n", dir);
-		return;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		fprintf(stderr, "cannot remove %s\n", dir);
-}
-
-static void dump_log(void)
-{
-	char buf[4096];
-	FILE *f = fopen(logf, "r");
-	size_t n;
-
-	if (!f)
-		return;
-	fputs("---- daemon log ----\n", stdout);
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		fwrite(buf, 1, n, stdout);
-	fclose(f);
 }
 
 /* ---- files against references ---- */
@@ -647,41 +473,18 @@ out:
 int main(void)
 {
 	const char *seed = getenv("AVFS_SEED");
-	const char *mkfs_argv[] = { NULL, "--size", "2G", "--block-size", "1M", img, NULL };
+	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	avfsd_bin = getenv("AVFSD");
-	mkfs_bin = mkfs_argv[0] = getenv("MKFS");
-	fsck_bin = getenv("FSCK");
-	if (!avfsd_bin || !mkfs_bin || !fsck_bin) {
-		fprintf(stderr, "set AVFSD, MKFS and FSCK to the built binaries\n");
-		return 1;
-	}
-	if (geteuid() != 0) {
-		printf("SKIP: needs root (FUSE mounts)\n");
-		return 77;
-	}
-	if (access("/dev/fuse", R_OK | W_OK)) {
-		printf("SKIP: no /dev/fuse\n");
-		return 77;
-	}
+	rc = harness_setup("integrity");
+	if (rc)
+		return rc;
 	rng_state = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL) * 2654435761u;
 	if (!rng_state)
 		rng_state = 1;
 	printf("seed %llu (AVFS_SEED replays it)\n", (unsigned long long)rng_state);
-	snprintf(dir, sizeof(dir), "/var/tmp/avfs-integrity-XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	snprintf(img, sizeof(img), "%s/img", dir);
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(logf, sizeof(logf), "%s/avfsd.log", dir);
-	mkdir(mnt, 0755);
-	signal(SIGPIPE, SIG_IGN);
 
-	check(run(60, mkfs_argv) == 0, "mkfs.avfs --size 2G --block-size 1M");
+	check(harness_mkfs(), "mkfs.avfs --size 2G --block-size 1M");
 	if (!daemon_start()) {
 		check(false, "avfsd mounts the image");
 		goto out;
