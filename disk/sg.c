@@ -53,6 +53,7 @@ struct sg_ctx {
 	int efd;			/* eventfd: readable iff cq holds completions (see sg_reap) */
 	struct sg_pt_base *pt;		/* the pass-through object; the I/O thread's after open */
 	bool rdonly;
+	bool identify_only;	/* AVFS_SG_IDENTIFY: no SEEK probe */
 	bool trace;			/* AVFS_SG_TRACE was set at open */
 	uint32_t logged;		/* SG_LOG_* / sense-key bits already printed; I/O thread's */
 	unsigned inflight;		/* submitted, not yet reaped; the user's thread only */
@@ -432,21 +433,6 @@ static const struct avfs_disk_ops sg_ops = {
 
 /* ------------------------------------------------------------------ identification ---- */
 
-/* Copy a blank-padded SCSI ASCII field, without its trailing blanks. */
-static void copy_trim(char *dst, size_t n, const char *src, size_t len)
-{
-	while (len && (src[len - 1] == ' ' || src[len - 1] == '\0'))
-		len--;
-	while (len && *src == ' ') {
-		src++;
-		len--;
-	}
-	if (len >= n)
-		len = n - 1;
-	memcpy(dst, src, len);
-	dst[len] = '\0';
-}
-
 /* A small sysfs file holding one unsigned number. The value, or -errno. */
 static int64_t read_sysfs_u64(const char *path)
 {
@@ -637,7 +623,7 @@ static void sg_vpd(struct sg_ctx *s, uint32_t *b0_max)
 
 			if (len > (int)sizeof(page) - 4)
 				len = sizeof(page) - 4;
-			copy_trim(s->ident.serial, sizeof(s->ident.serial), (char *)page + 4,
+			avfs_copy_trim(s->ident.serial, sizeof(s->ident.serial), (char *)page + 4,
 				  (size_t)len);
 		} else if (pg == 0xb0) {
 			*b0_max = sg_get_unaligned_be32(page + 8);
@@ -682,7 +668,7 @@ static void sg_probe_seek(struct sg_ctx *s)
 
 	s->ident.has_seek = !sg_exec(s, cdb, n, NULL, NULL, 0, &r, &kind);
 	if (!s->ident.has_seek)
-		fprintf(stderr, "avfs sg %s: SEEK(10) not accepted (%s): no JIT pre-positioning "
+		fprintf(stderr, "avfs sg %s: SEEK(10) not accepted (%s): no seek splitting "
 			"on this disk\n", s->path, r.text);
 }
 
@@ -699,6 +685,12 @@ static int sg_check_node(struct sg_ctx *s, const struct stat *st)
 			 minor(st->st_rdev));
 		if (!access(p, F_OK))
 			return -EINVAL;	/* SG_IO would address the whole disk, not the partition */
+		/* only an sd disk itself: a device-mapper or md volume on part of a SCSI disk
+		 * passes SG_IO down to the whole disk, at the wrong offsets */
+		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/device/scsi_disk", major(st->st_rdev),
+			 minor(st->st_rdev));
+		if (access(p, F_OK))
+			return -ENOTTY;
 	}
 	kind = check_pt_file_handle(s->fd, s->path, 0);
 	if (kind < 0)
@@ -736,9 +728,9 @@ static int sg_identify(struct sg_ctx *s, const struct stat *st)
 		return -ENXIO;	/* no logical unit behind this address */
 	if (inq.peripheral_type != 0)
 		return -EMEDIUMTYPE;	/* a CD-ROM, a tape, a host-managed zoned disk... */
-	copy_trim(s->ident.vendor, sizeof(s->ident.vendor), inq.vendor, 8);
-	copy_trim(s->ident.product, sizeof(s->ident.product), inq.product, 16);
-	copy_trim(s->ident.revision, sizeof(s->ident.revision), inq.revision, 4);
+	avfs_copy_trim(s->ident.vendor, sizeof(s->ident.vendor), inq.vendor, 8);
+	avfs_copy_trim(s->ident.product, sizeof(s->ident.product), inq.product, 16);
+	avfs_copy_trim(s->ident.revision, sizeof(s->ident.revision), inq.revision, 4);
 
 	ret = sg_test_ready(s);
 	if (ret)
@@ -749,7 +741,8 @@ static int sg_identify(struct sg_ctx *s, const struct stat *st)
 	sg_vpd(s, &b0_max);
 	sg_write_cache(s);
 	s->ident.max_transfer = max_transfer(st, b0_max, s->ident.lbs, s->ident.pbs);
-	sg_probe_seek(s);
+	if (!s->identify_only)
+		sg_probe_seek(s);
 	return 0;
 }
 
@@ -763,7 +756,8 @@ int avfs_sg_open(const char *path, unsigned flags, struct avfs_disk **out)
 	sigset_t all, old;
 	int ret;
 
-	if (!path || !out || (flags & ~AVFS_SG_RDONLY) || strlen(path) >= PATH_MAX)
+	if (!path || !out || (flags & ~(AVFS_SG_RDONLY | AVFS_SG_IDENTIFY)) ||
+	    strlen(path) >= PATH_MAX)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -771,7 +765,8 @@ int avfs_sg_open(const char *path, unsigned flags, struct avfs_disk **out)
 	s->fd = -1;
 	s->efd = -1;
 	snprintf(s->path, sizeof(s->path), "%s", path);
-	s->rdonly = flags & AVFS_SG_RDONLY;
+	s->rdonly = flags & (AVFS_SG_RDONLY | AVFS_SG_IDENTIFY);
+	s->identify_only = flags & AVFS_SG_IDENTIFY;
 	s->trace = getenv("AVFS_SG_TRACE") != NULL;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);

@@ -1,6 +1,6 @@
 /*
  * sg.h — the SG_IO backend: a SCSI disk driven by SCSI commands through libsgutils2
- * (READ(16)/WRITE(16) with FUA, SYNCHRONIZE CACHE(10), SEEK(10) for JIT pre-positioning).
+ * (READ(16)/WRITE(16) with FUA, SYNCHRONIZE CACHE(10), SEEK(10) for the sub-seeks of seek splitting).
  * It is a struct avfs_disk like the io_uring one; chunking and JIT timing stay in the mixer.
  */
 #ifndef AVFS_SG_H
@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #define AVFS_SG_RDONLY (1u << 0)	/* open read-only: writes are refused at submit (-EBADF) */
+#define AVFS_SG_IDENTIFY (1u << 1)	/* only to identify the disk (read-only, no SEEK probe,
+					 * has_seek false): for another backend's open */
 #define AVFS_SG_QUEUE 64		/* requests submitted and not yet reaped; more get -EBUSY */
 #define AVFS_SG_TIMEOUT_S 30		/* per SCSI command, as the kernel's sd uses */
 
@@ -41,10 +43,11 @@ struct avfs_sg_ident {
  * MODE SENSE(10) caching page, TEST UNIT READY, and one SEEK(10) at LBA 0 (GOOD: info.has_seek;
  * "invalid opcode": no SEEKs, noted once on stderr).
  *
- * flags: AVFS_SG_RDONLY. Returns 0 and fills *out, or -errno:
+ * flags: AVFS_SG_RDONLY, AVFS_SG_IDENTIFY. Returns 0 and fills *out, or -errno:
  *   -ENOENT, -EACCES, -EPERM  from open
  *   -ENOTTY                   not a SCSI device: a regular file, a directory, /dev/null,
- *                             a non-SCSI block device, an NVMe device (use the NVMe path)
+ *                             a non-SCSI block device, a device-mapper or md volume (even on
+ *                             a SCSI disk: SG_IO would reach the whole disk), an NVMe device
  *   -EMEDIUMTYPE              a SCSI device that is not a direct-access disk (peripheral
  *                             type 0) or whose logical block size is not a power of two
  *   -ENXIO                    no logical unit behind the address (peripheral qualifier)
