@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 int avfs_disk_check(const struct avfs_disk *d, const struct avfs_disk_req *req)
 {
@@ -171,4 +172,18 @@ int avfs_parse_size(const char *s, uint64_t *out)
 		return -EINVAL;
 	*out = (uint64_t)v << shift;
 	return 0;
+}
+
+void avfs_copy_trim(char *dst, size_t n, const char *src, size_t len)
+{
+	while (len && (src[len - 1] == ' ' || src[len - 1] == '\0'))
+		len--;
+	while (len && *src == ' ') {
+		src++;
+		len--;
+	}
+	if (len >= n)
+		len = n - 1;
+	memcpy(dst, src, len);
+	dst[len] = '\0';
 }

@@ -115,6 +115,11 @@ int64_t avfs_disk_io_sync(struct avfs_disk *d, const struct avfs_disk_req *req);
  * optional i/B/iB). 0 and *out, or -EINVAL (negative, malformed, or beyond 64 bits). */
 int avfs_parse_size(const char *s, uint64_t *out);
 
+/* A blank-padded ASCII field of a device's identification (SCSI INQUIRY, NVMe Identify: len
+ * bytes, maybe not terminated) into dst[n], without its leading and trailing blanks and NULs,
+ * cut to fit. For the backends' identification. */
+void avfs_copy_trim(char *dst, size_t n, const char *src, size_t len);
+
 /* Allocate a buffer aligned for this device (free with free()). NULL on failure. */
 void *avfs_disk_alloc_buf(const struct avfs_disk *d, size_t len);
 
@@ -140,10 +145,10 @@ int avfs_backend_parse(const char *name, enum avfs_backend *out);
 const char *avfs_backend_name(enum avfs_backend b);
 
 #define AVFS_OPEN_RDONLY (1u << 0)	/* writes are refused at submit (-EBADF) */
-#define AVFS_OPEN_SPIO (1u << 1)	/* auto: the caller will use SEEK (JIT, seek splitting) */
+#define AVFS_OPEN_SEEK (1u << 1)	/* auto: the caller will issue SEEK commands (seek splitting) */
 
 /*
- * Open path with backend b (disk/open.c). AUTO picks SG for a SCSI disk when AVFS_OPEN_SPIO asks
+ * Open path with backend b (disk/open.c). AUTO picks SG for a SCSI disk when AVFS_OPEN_SEEK asks
  * for SEEK commands, and io_uring otherwise (NVMe block devices included: the block layer path
  * is the default; NVMe passthrough only when asked by name). Whatever the backend, d->ident is
  * filled where the device can be identified: an io_uring disk on a SCSI disk gets its SCSI

@@ -448,16 +448,6 @@ static const struct avfs_disk_ops nvme_ops = {
 
 /* ------------------------------------------------------------------ identification ---- */
 
-/* An Identify string (ASCII, blank padded, not terminated) into dst[len + 1], without its
- * trailing blanks. */
-static void id_str(char *dst, const char *src, size_t len)
-{
-	while (len && (src[len - 1] == ' ' || !src[len - 1]))
-		len--;
-	memcpy(dst, src, len);
-	dst[len] = '\0';
-}
-
 /* src into dst[n], cut to fit. */
 static void set_str(char *dst, size_t n, const char *src)
 {
@@ -557,9 +547,9 @@ static int identify_fd(int fd, const struct stat *st, const char *name,
 
 	memset(out, 0, sizeof(*out));
 	out->vid = le16toh(ctrl.vid);
-	id_str(out->model, ctrl.mn, sizeof(ctrl.mn));
-	id_str(out->serial, ctrl.sn, sizeof(ctrl.sn));
-	id_str(out->firmware, ctrl.fr, sizeof(ctrl.fr));
+	avfs_copy_trim(out->model, sizeof(out->model), ctrl.mn, sizeof(ctrl.mn));
+	avfs_copy_trim(out->serial, sizeof(out->serial), ctrl.sn, sizeof(ctrl.sn));
+	avfs_copy_trim(out->firmware, sizeof(out->firmware), ctrl.fr, sizeof(ctrl.fr));
 	/* MDTS is a power of two in units of the controller's minimum memory page size,
 	 * CAP.MPSMIN. CAP is a register in the controller's PCI BAR, which libnvme cannot
 	 * read on PCIe (nvme_get_property is a Fabrics command): assume MPSMIN = 0, 4 KiB

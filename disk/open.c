@@ -49,15 +49,15 @@ static void why_to(char *why, size_t whylen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A SCSI disk's identification for a disk served by another backend: a read-only SG open
- * (INQUIRY, VPD pages, READ CAPACITY, MODE SENSE, TEST UNIT READY, the SEEK probe), closed
+/* A SCSI disk's identification for a disk served by another backend: an identify-only SG open
+ * (INQUIRY, VPD pages, READ CAPACITY, MODE SENSE, TEST UNIT READY; no SEEK probe), closed
  * again. False when path is not a SCSI disk or cannot be opened that way. */
 static bool scsi_identify(const char *path, struct avfs_disk_ident *id)
 {
 	struct avfs_disk *s;
 	char backend[sizeof(id->backend)];
 
-	if (avfs_sg_open(path, AVFS_SG_RDONLY, &s))
+	if (avfs_sg_open(path, AVFS_SG_IDENTIFY, &s))
 		return false;
 	memcpy(backend, id->backend, sizeof(backend));
 	*id = s->ident;
@@ -143,7 +143,7 @@ int avfs_disk_open(const char *path, enum avfs_backend b, unsigned flags, struct
 	case AVFS_BACKEND_AUTO:
 		/* SEEK is what only the sg backend gives: take it where the caller wants it and
 		 * the device is a SCSI disk; every other case is io_uring's */
-		if ((flags & AVFS_OPEN_SPIO) &&
+		if ((flags & AVFS_OPEN_SEEK) &&
 		    !avfs_sg_open(path, flags & AVFS_OPEN_RDONLY ? AVFS_SG_RDONLY : 0, out))
 			return 0;
 		return open_uring(path, flags, out, why, whylen);
