@@ -822,7 +822,8 @@ int avfsd_submit(struct daemon *dm, struct dreq *q)
 	/* SPEC §6, papers/003 §3.1.3: a chunked data write goes with FUA on its last chunk (the
 	 * mixer puts it there), so that the drive's write-back adds no seek behind the next
 	 * request; the commit's flush still makes everything durable */
-	q->io.fua = q->data_write && dm->sched.conf.chunk && dm->sched.conf.rotational;
+	q->io.fua = q->data_write && dm->sched.conf.chunk && q->io.len > dm->sched.conf.chunk &&
+		    dm->sched.conf.rotational;
 	err = avfs_sched_submit(&dm->sched, &q->io, avfsd_now());
 	if (err) {
 		if (q->data_write)
@@ -897,6 +898,8 @@ static void disk_completions(struct daemon *dm)
 	int n;
 
 	while ((n = avfs_disk_reap(dm->d, c, 16)) > 0) {
+		int64_t reaped = avfsd_now();
+
 		for (int i = 0; i < n; i++) {
 			if (c[i].cookie == UINT64_MAX) {	/* the commit's FLUSH */
 				dm->flush_inflight = false;
@@ -919,11 +922,12 @@ static void disk_completions(struct daemon *dm)
 				int res = c[i].res < 0 ? (int)c[i].res : 0;
 
 				dm->slots[c[i].cookie].io = NULL;
+				/* as close to the completion as we know it: the predictor's phase */
+				if (dm->predicting && c[i].res >= 0)
+					avfs_rotpred_observe(&dm->rotpred, reaped, cmd.off + cmd.len,
+							     !cmd.seek);
 				avfsd_cmd_end(dm, (unsigned)c[i].cookie, (struct dreq *)cmd.io,
 					      avfsd_now());
-				if (dm->predicting && c[i].res >= 0)
-					avfs_rotpred_observe(&dm->rotpred, avfsd_now(),
-							     cmd.off + cmd.len, !cmd.seek);
 				if (avfs_sched_done(&dm->sched, &cmd, avfsd_now(), (int)c[i].res))
 					finish_dreq(dm, (struct dreq *)cmd.io, res);
 			}
@@ -1103,9 +1107,9 @@ static void usage(FILE *f)
 		"  --set NAME=VALUE   one scheduler setting (see avfs-sim --help for the list)\n"
 		"  --backend NAME     how to drive the device (docs/ADMIN.md): uring (io_uring,\n"
 		"                     O_DIRECT: image files, any block device), sg (SCSI commands\n"
-		"                     over SG_IO: READ/WRITE(16) with FUA, SEEK(10) for jit and\n"
-		"                     split), nvme (NVMe passthrough on /dev/ngXnY), or auto\n"
-		"                     (default: sg on a SCSI disk when jit or split is set,\n"
+		"                     over SG_IO: READ/WRITE(16) with FUA, SEEK(10) for the\n"
+		"                     sub-seeks of split), nvme (NVMe passthrough on /dev/ngXnY),\n"
+		"                     or auto (default: sg on a SCSI disk when split is set,\n"
 		"                     io_uring otherwise)\n");
 }
 
@@ -1247,7 +1251,7 @@ int main(int argc, char **argv)
 		avfsd_log(dm, 0, "%s is in use by another avfsd (locked): refusing", dm->dev_path);
 		return 1;
 	}
-	err = avfs_disk_open(dm->dev_path, backend, conf.jit || conf.split_bytes ? AVFS_OPEN_SPIO : 0,
+	err = avfs_disk_open(dm->dev_path, backend, conf.split_bytes ? AVFS_OPEN_SEEK : 0,
 			     &dm->d, why, sizeof(why));
 	if (err) {
 		avfsd_log(dm, 0, "%s", why);

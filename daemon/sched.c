@@ -40,7 +40,7 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "jit", "on/off", "on, off", "just-in-time seek where the rotation is predictable (off)" },
 	{ "jit-offset", "time", "0..5ms", "JIT: arrive this much early (1ms)" },
 	{ "split", "bytes", "0 or >= 1M", "split seeks longer than this, 0 = off (0)" },
-	{ "depth", "count", "1..256", "commands in flight on non-rotational devices (1)" },
+	{ "depth", "count", "1..256", "commands in flight on non-rotational devices (1; avfsd: 16)" },
 	{ "read-expire", "time", "1ms..60s", "cscan baseline: read expiry (500ms)" },
 	{ "write-expire", "time", "1ms..600s", "cscan baseline: write expiry (5s)" },
 	{ "fifo-batch", "count", "1..1024", "cscan baseline: requests per sorted batch (16)" },

@@ -252,7 +252,7 @@ static void probe_scsi(const char *sgname, const char *serial)
 	check(ok, serial, "MODE SENSE(10) caching page: WCE=%d RCD=%d", ok && (ms[off + 2] & 0x04),
 	      ok && (ms[off + 2] & 0x01));
 
-	/* SEEK(10) is how the SG backend pre-positions the head (JIT seeks, seek splitting) */
+	/* SEEK(10) is how the SG backend moves the head for the sub-seeks of seek splitting */
 	cdb_seek10(cdb, (uint32_t)(last_lba / 2));
 	r = pt_cmd(fd, "SEEK(10)", cdb, 10, NULL, 0, NULL, 0);
 	check(r.ret >= 0, serial, "SEEK(10) to LBA %llu accepted%s%s",
