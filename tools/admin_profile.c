@@ -60,8 +60,8 @@ static void usage(FILE *f)
 		"  --seed N      the profiler's random choices and, for sim:, the model's seed\n"
 		"  --out FILE    also write the profile, as the JSON below, to FILE (for mkfs.avfs\n"
 		"                --profile FILE, which stores its svc_model in the superblock)\n"
-		"  --quiet       no progress on stderr (otherwise: a line at most every second, or\n"
-		"                one line redrawn five times a second on a terminal)\n"
+		"  --quiet       no progress (otherwise, when stderr is a terminal, one line\n"
+		"                'profile: STEP DONE/TOTAL' redrawn five times a second)\n"
 		"  --no-map      sim: only: measure without the model's block mapping, with seek\n"
 		"                distances in bytes, as on a real disk\n"
 		"  --write       also measure writes, after the reads: sequential write throughput\n"
@@ -143,8 +143,9 @@ static int open_target(struct target *t, uint64_t seed)
 			     sizeof(why));
 	if (err) {
 		fprintf(stderr, "avfs-admin: profile: %s%s\n", why[0] ? why : strerror(-err),
-			err == -EINVAL ? " (not an image file or block device, or its file system "
-			"has no O_DIRECT)" : "");
+			err == -EINVAL && t->backend != AVFS_BACKEND_SG &&
+			t->backend != AVFS_BACKEND_NVME ? " (not an image file or block device, or "
+			"its file system has no O_DIRECT)" : "");
 		return 1;
 	}
 	return 0;
@@ -181,14 +182,14 @@ static uint32_t le32(const uint8_t *p)
 }
 
 /* What the device holds that --write would destroy, or NULL: head is its first HEAD_BYTES, tail
- * its last tail_len bytes from avfs_fs_backup_super_off() (the AVFS backup superblock, and in
- * the last logical block GPT's backup header). */
-static const char *recognise(const uint8_t *head, const uint8_t *tail, uint32_t tail_len,
-			     uint32_t lbs)
+ * its last tail_len bytes (whole logical blocks), holding the AVFS backup superblock at byte
+ * backup of it (avfs_fs_backup_super_off()) and in its last logical block GPT's backup header. */
+static const char *recognise(const uint8_t *head, const uint8_t *tail, uint32_t backup,
+			     uint32_t tail_len, uint32_t lbs)
 {
 	/* AVFS: the superblock header's magic, in the primary or the backup copy (a damaged
 	 * primary is still somebody's file system: fsck.avfs repairs it from the backup) */
-	if (le32(head) == AVFS_MAGIC || le32(tail) == AVFS_MAGIC)
+	if (le32(head) == AVFS_MAGIC || le32(tail + backup) == AVFS_MAGIC)
 		return "an AVFS file system";
 	for (size_t i = 0; i < sizeof(signatures) / sizeof(signatures[0]); i++)
 		if (!memcmp(head + signatures[i].off, signatures[i].magic, signatures[i].len))
@@ -207,7 +208,8 @@ static const char *recognise(const uint8_t *head, const uint8_t *tail, uint32_t 
 static int scratch_check(const struct target *t, bool force)
 {
 	struct avfs_disk *d = t->d;
-	uint64_t tail_off = avfs_fs_backup_super_off(d->info.size);
+	uint64_t backup = avfs_fs_backup_super_off(d->info.size);
+	uint64_t tail_off = backup - backup % d->info.lbs;	/* logical blocks, whatever lbs */
 	uint32_t tail_len = (uint32_t)(d->info.size - tail_off);
 	uint8_t *buf = avfs_disk_alloc_buf(d, HEAD_BYTES + tail_len);
 	struct avfs_disk_req head = { .op = AVFS_DISK_READ, .len = HEAD_BYTES, .buf = buf,
@@ -220,7 +222,8 @@ static int scratch_check(const struct target *t, bool force)
 	if (res >= 0)
 		res = avfs_disk_io_sync(d, &tail);
 	if (res >= 0)
-		what = recognise(buf, buf + HEAD_BYTES, tail_len, d->info.lbs);
+		what = recognise(buf, buf + HEAD_BYTES, (uint32_t)(backup - tail_off), tail_len,
+				 d->info.lbs);
 	free(buf);
 	if (res < 0) {
 		fprintf(stderr, "avfs-admin: profile: %s: cannot read it to see whether it is a "
@@ -240,8 +243,8 @@ static int scratch_check(const struct target *t, bool force)
 
 /* ---- progress ---- */
 
-/* At most one line every `every` ns on stderr (redrawn in place on a terminal): the profiler
- * reports every percent, thousands of times a second on a fast device. */
+/* On a terminal, one line redrawn in place at most every `every` ns: the profiler reports
+ * every percent, thousands of times a second on a fast device. */
 struct progress {
 	bool tty;
 	uint64_t every, last;	/* ns, CLOCK_MONOTONIC */
@@ -265,10 +268,7 @@ static void progress(void *arg, const char *step, unsigned done, unsigned total)
 		return;
 	g->last = t;
 	g->shown = true;
-	if (g->tty)
-		fprintf(stderr, "\rprofile: %-38s %6u/%-6u", step, done, total);
-	else
-		fprintf(stderr, "profile: %s %u/%u\n", step, done, total);
+	fprintf(stderr, "\rprofile: %-38s %6u/%-6u", step, done, total);
 	fflush(stderr);
 }
 
@@ -647,11 +647,11 @@ int admin_profile(int argc, char **argv)
 		avfs_profile_real_clock(&clk);
 	}
 	po.steps = t.write ? AVFS_PROFILE_WRITE : 0;	/* and every read step */
-	if (!quiet) {
-		pg.every = pg.tty ? 200000000ull : 1000000000ull;
+	if (!quiet && pg.tty) {	/* SPEC §10: progress on a terminal, quiet elsewhere */
+		pg.every = 200000000ull;
 		po.progress = progress;
 		po.progress_arg = &pg;
-		if (pg.tty && !t.sim)
+		if (!t.sim)
 			fprintf(stderr, "avfs-admin: profiling %s (%s) in real time%s\n", t.name,
 				t.d->info.rotational ? "rotational" : "non-rotational",
 				po.quick ? "" : "; --quick takes a fraction of the time");
