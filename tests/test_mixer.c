@@ -513,6 +513,12 @@ static void test_mixer_settings(void **state)
 	assert_int_equal(avfs_sched_conf_set(&c, "margin", "61s", why, sizeof(why)), -ERANGE);
 	assert_int_equal(avfs_sched_conf_set(&c, "chunk", "1000", why, sizeof(why)), -ERANGE);
 	assert_int_equal(avfs_sched_conf_set(&c, "colour", "blue", why, sizeof(why)), -ENOENT);
+	/* split: 0 (off) or from 1 MiB up */
+	assert_int_equal(avfs_sched_conf_set(&c, "split", "512K", why, sizeof(why)), -ERANGE);
+	assert_int_equal(avfs_sched_conf_set(&c, "split", "1M", why, sizeof(why)), 0);
+	assert_int_equal(c.split_bytes, 1 << 20);
+	assert_int_equal(avfs_sched_conf_set(&c, "split", "0", why, sizeof(why)), 0);
+	assert_int_equal(c.split_bytes, 0);
 	assert_int_equal(avfs_sched_conf_set(&c, "urgent", "300ms", why, sizeof(why)), 0);
 	assert_int_equal(avfs_sched_conf_check(&c, why, sizeof(why)), -EINVAL);	/* e >= m */
 	c.urgent_ns = 100 * MS;
