@@ -8,23 +8,12 @@
 # non-rotational mode, the controller's identity in avfs-admin status).
 # It tests the daemon end to end, not the scheduler's figures (host tests and avfs-sim do).
 # Prints "guest-avfsd: ..." per step and "ok|FAIL SERIAL ..." per check; exit 0 iff all pass.
-. /bin/guest_lib.sh	# block_device
+. /bin/guest_lib.sh	# check, block_device
 SERIAL=vscsi0
 BACKEND=sg
 MNT=/mnt/avfs
-fail=0
-nchecks=0
 t0=$(cut -d' ' -f1 /proc/uptime)
 say() { echo "guest-avfsd: $*"; }
-check() {	# check OK TEXT: OK is 0 for success
-	nchecks=$((nchecks + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $SERIAL $2"
-	else
-		echo "FAIL $SERIAL $2"
-		fail=$((fail + 1))
-	fi
-}
 
 
 # start TAG [AVFSD OPTION]...: avfsd in the background, its stderr in /tmp/avfsd-TAG.log; waits
@@ -84,7 +73,7 @@ dvr_run() {
 	[ "$rc" -eq 0 ] && [ "${req:-0}" -gt 0 ] && [ "$miss" = 0 ] && [ "$err" = 0 ] && ok=0
 	say "dvr $wl through libavio, reserved: ${req:-?} requests, ${miss:-?} deadline misses," \
 		"${err:-?} I/O errors, min margin ${margin:-?} ms, exit $rc"
-	check $ok "dvr $wl (libavio, --reserve) on avfsd --backend $BACKEND: ${req:-?} requests, ${miss:-?} misses"
+	check $ok $SERIAL "dvr $wl (libavio, --reserve) on avfsd --backend $BACKEND: ${req:-?} requests, ${miss:-?} misses"
 }
 
 # sg_summary LOG LBS: the commands the SG_IO backend issued, by kind, the transfer sizes of
@@ -151,8 +140,8 @@ sg_summary() {
 	}' "$1"
 }
 
-dev=$(block_device $SERIAL) || { check 1 "no SCSI disk with serial $SERIAL"; exit 1; }
-[ -c /dev/fuse ] || { check 1 "no /dev/fuse (is the fuse module in the initramfs?)"; exit 1; }
+dev=$(block_device $SERIAL) || { check 1 $SERIAL "no SCSI disk with serial $SERIAL"; exit 1; }
+[ -c /dev/fuse ] || { check 1 $SERIAL "no /dev/fuse (is the fuse module in the initramfs?)"; exit 1; }
 lbs=$(cat /sys/block/${dev#/dev/}/queue/logical_block_size)
 say "$SERIAL is $dev, $(($(cat /sys/block/${dev#/dev/}/size) / 2048)) MiB, $lbs-byte blocks"
 mkdir -p $MNT /run	# avfsd makes /run/avfs for its client socket
@@ -161,7 +150,7 @@ mkdir -p $MNT /run	# avfsd makes /run/avfs for its client socket
 out=$(mkfs.avfs --block-size 1M --zones 4 "$dev" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/  /'
-check $rc "mkfs.avfs --block-size 1M --zones 4 $dev"
+check $rc $SERIAL "mkfs.avfs --block-size 1M --zones 4 $dev"
 [ $rc -eq 0 ] || exit 1
 
 # fsck_check WHEN: fsck.avfs -n on the disk, its report indented, clean required
@@ -171,7 +160,7 @@ fsck_check() {
 	echo "$out" | sed 's/^/  /'
 	echo "$out" | grep -q ': clean$' || rc=$((rc + 1))
 	say "fsck.avfs -n $dev: $(echo "$out" | tail -1 | sed 's/^[^:]*: //'), exit $rc"
-	check $rc "fsck.avfs -n $dev $1"
+	check $rc $SERIAL "fsck.avfs -n $dev $1"
 }
 
 # io_check LOG WHAT: READ(16) and WRITE(16) were issued, and every command but TEST UNIT READY
@@ -181,7 +170,7 @@ io_check() {
 	w=$(grep -c '^sg: WRITE(16) .* -> GOOD$' "$1")
 	bad=$(grep '^sg: [A-Z].* -> ' "$1" | grep -v -e ' -> GOOD$' -e '^sg: TEST UNIT READY' | wc -l)
 	[ "$n" -gt 0 ] && [ "$w" -gt 0 ] && [ "$bad" -eq 0 ]
-	check $? "$2: $n READ(16), $w WRITE(16) over SG_IO, $bad failed"
+	check $? $SERIAL "$2: $n READ(16), $w WRITE(16) over SG_IO, $bad failed"
 }
 
 # run 1: the sg backend as it comes; one playback and one recording of 8 Mbit/s in 256 KiB
@@ -189,20 +178,20 @@ io_check() {
 # request until 500 ms before it, its margin). TCG sustains far more; the admission's model of
 # the disk (mkfs's avfs-250g) is what bounds the rate.
 if start plain; then
-	check 0 "avfsd --backend sg mounted $dev on $MNT"
+	check 0 $SERIAL "avfsd --backend sg mounted $dev on $MNT"
 	dvr_run 1r1w --rate 8M --io 256K --depth 8 --duration 10 --file-size 8M
 	say "avfs-admin status"
 	avfs-admin --socket /run/avfs/${dev#/dev/}.sock status >/tmp/status.out 2>&1
 	rc=$?
 	sed 's/^/  /' /tmp/status.out
 	grep -q '^backend  *sg$' /tmp/status.out && grep -q 'QEMU HARDDISK' /tmp/status.out || rc=1
-	check $rc "avfs-admin status: backend sg, the disk's identity"
+	check $rc $SERIAL "avfs-admin status: backend sg, the disk's identity"
 	stop
 	rc=$?
 	say "avfsd exited $rc"
-	check $rc "umount $MNT: avfsd drained, committed and exited 0"
+	check $rc $SERIAL "umount $MNT: avfsd drained, committed and exited 0"
 else
-	check 1 "avfsd --backend sg mounted $dev on $MNT"
+	check 1 $SERIAL "avfsd --backend sg mounted $dev on $MNT"
 	kill $pid 2>/dev/null
 fi
 fsck_check "after avfsd --backend sg"
@@ -218,17 +207,17 @@ if start spio --set chunk=256K --set jit=on --set split=32M; then
 	mode=$(avfs-admin --socket /run/avfs/${dev#/dev/}.sock status 2>&1 | grep '^mixer mode')
 	say "avfs-admin status: $mode"
 	echo "$mode" | grep -q 'jit on'
-	check $? "avfs-admin status: $(echo $mode)"
+	check $? $SERIAL "avfs-admin status: $(echo $mode)"
 	spio=$(avfs-admin --socket /run/avfs/${dev#/dev/}.sock stats 2>&1 | grep '^semi-preemptive')
 	say "avfs-admin stats: $spio"
 	echo "$spio" | grep -q ' [1-9][0-9]* chunk commands, [1-9][0-9]* JIT waits'
-	check $? "the mixer chunked and waited out predicted rotational slack (JIT)"
+	check $? $SERIAL "the mixer chunked and waited out predicted rotational slack (JIT)"
 	stop
 	rc=$?
 	say "avfsd exited $rc"
-	check $rc "umount $MNT after the chunk/jit/split run: avfsd drained, committed and exited 0"
+	check $rc $SERIAL "umount $MNT after the chunk/jit/split run: avfsd drained, committed and exited 0"
 else
-	check 1 "avfsd --backend sg --set chunk=256K --set jit=on --set split=32M mounted $dev"
+	check 1 $SERIAL "avfsd --backend sg --set chunk=256K --set jit=on --set split=32M mounted $dev"
 	kill $pid 2>/dev/null
 fi
 fsck_check "after the chunk/jit/split run"
@@ -236,17 +225,17 @@ sg_summary /tmp/avfsd-spio.log $lbs | sed 's/^guest-avfsd: sg trace/& (chunk, ji
 io_check /tmp/avfsd-spio.log "the sg backend carried the chunked run"
 c=$(grep -c '^sg: \(READ\|WRITE\)(16) \([0-9a-f][0-9a-f] \)\{10\}00 00 02 00 .*-> GOOD$' /tmp/avfsd-spio.log)
 [ "$c" -gt 0 ]
-check $? "chunk=256K: $c READ(16)/WRITE(16) of exactly 256 KiB (512 blocks)"
+check $? $SERIAL "chunk=256K: $c READ(16)/WRITE(16) of exactly 256 KiB (512 blocks)"
 # a chunked data write carries FUA on its last chunk only (SPEC §6): FUA writes, fewer than chunks
 fua=$(grep -c '^sg: WRITE(16) 8a [0-9a-f][89a-f] .*-> GOOD$' /tmp/avfsd-spio.log)
 wc=$(grep -c '^sg: WRITE(16) \([0-9a-f][0-9a-f] \)\{10\}00 00 02 00 .*-> GOOD$' /tmp/avfsd-spio.log)
 [ "$fua" -gt 0 ] && [ "$fua" -lt "$wc" ]
-check $? "chunked data writes: $fua WRITE(16) with FUA among $wc chunks of 256 KiB"
+check $? $SERIAL "chunked data writes: $fua WRITE(16) with FUA among $wc chunks of 256 KiB"
 # run 3: the NVMe passthrough backend on the NVMe namespace's generic node: the mixer in its
 # non-rotational mode, the controller's identification (libnvme) in avfs-admin status
 SERIAL=nvme0
 BACKEND=nvme
-blk=$(block_device $SERIAL) || { check 1 "no NVMe namespace with serial $SERIAL"; blk=none; }
+blk=$(block_device $SERIAL) || { check 1 $SERIAL "no NVMe namespace with serial $SERIAL"; blk=none; }
 dev=/dev/ng${blk#/dev/nvme}
 if [ -c "$dev" ] && mkfs.avfs --block-size 1M "$blk" >/dev/null 2>&1 && start nvme; then
 	dvr_run 1r1w --rate 8M --io 256K --depth 8 --duration 5 --file-size 8M
@@ -255,9 +244,9 @@ if [ -c "$dev" ] && mkfs.avfs --block-size 1M "$blk" >/dev/null 2>&1 && start nv
 	sed 's/^/  /' /tmp/status.out
 	grep -q '^backend  *nvme$' /tmp/status.out && grep -q 'identity  *nvme 0x1b36 QEMU NVMe Ctrl' \
 		/tmp/status.out && grep -q '^mixer mode  *non-rotational' /tmp/status.out || rc=1
-	check $rc "avfs-admin status: backend nvme, the controller's identity, non-rotational mode"
+	check $rc $SERIAL "avfs-admin status: backend nvme, the controller's identity, non-rotational mode"
 	stop
-	check $? "umount $MNT: avfsd --backend nvme drained, committed and exited 0"
+	check $? $SERIAL "umount $MNT: avfsd --backend nvme drained, committed and exited 0"
 	dev=$blk
 	fsck_check "after avfsd --backend nvme"
 	awk '/^nvme: [A-Z]+ .* -> status/ {
@@ -272,9 +261,9 @@ if [ -c "$dev" ] && mkfs.avfs --block-size 1M "$blk" >/dev/null 2>&1 && start nv
 	grep -m 1 '^nvme: WRITE' /tmp/avfsd-nvme.log | sed 's/^/guest-avfsd: nvme trace sample: /'
 	bad=$(grep '^nvme: .* -> status' /tmp/avfsd-nvme.log | grep -vc 'status 0x0000')
 	[ "$bad" -eq 0 ] && grep -q '^nvme: WRITE' /tmp/avfsd-nvme.log
-	check $? "NVMe passthrough carried the run: every command status 0x0000 ($bad others)"
+	check $? $SERIAL "NVMe passthrough carried the run: every command status 0x0000 ($bad others)"
 else
-	check 1 "avfsd --backend nvme mounted $dev on $MNT"
+	check 1 $SERIAL "avfsd --backend nvme mounted $dev on $MNT"
 	kill $pid 2>/dev/null
 fi
 say "$nchecks checks, $fail failed, $(awk -v a="$t0" '{ printf "%.1f", $1 - a }' /proc/uptime) s"

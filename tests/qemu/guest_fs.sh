@@ -9,23 +9,30 @@
 # Prints "ok|FAIL SERIAL ..." per check; exit 0 iff all pass.
 . /bin/guest_lib.sh	# check, block_device
 
-mixer() {	# mixer SERIAL ARG...: mixer_run ARG..., its lines indented, one check
-	serial=$1
-	shift
+# mixer SERIAL EXPECT ARG...: mixer_run ARG..., its lines indented; one check: exit 0 and a line
+# matching the grep -E pattern EXPECT
+mixer() {
+	serial=$1 expect=$2
+	shift 2
 	out=$(mixer_run --duration 3 --streams 2 --rate 1M --io 256K "$@" 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/  /'
-	check $rc $serial "mixer_run $*: $(echo "$out" | grep -o 'misses [0-9]*' | head -1)"
+	echo "$out" | grep -Eq "$expect" || rc=1
+	check $rc $serial "mixer_run $*: $(echo "$out" | grep -o 'misses [0-9]*' | head -1), shows /$expect/"
 }
 
 for serial in vscsi0 lsi0 nvme0; do
 	dev=$(block_device $serial) || { check 1 $serial "no block device"; continue; }
 	case $serial in
-	vscsi0) mixer $serial --backend sg --set chunk=64K --set jit=on --set split=32M "$dev" ;;
-	lsi0) mixer $serial --backend uring --set chunk=64K "$dev" ;;
+	vscsi0)	# the mixer's counters: it chunked, waited out slack and split seeks (SEEK(10))
+		mixer $serial ' [1-9][0-9]* chunk commands, [1-9][0-9]* JIT waits .* [1-9][0-9]* seek splits' \
+			--backend sg --set chunk=64K --set jit=on --set split=32M "$dev"
+		;;
+	lsi0) mixer $serial ' [1-9][0-9]* chunk commands' --backend uring --set chunk=64K "$dev" ;;
 	nvme0)
-		mixer $serial --backend nvme --set depth=16 "/dev/ng${dev#/dev/nvme}"
-		mixer $serial --backend uring "$dev"
+		mixer $serial 'non-rotational mode' --backend nvme --set depth=16 \
+			"/dev/ng${dev#/dev/nvme}"
+		mixer $serial 'non-rotational mode' --backend uring "$dev"
 		;;
 	esac
 	sys=/sys/block/${dev#/dev/}/queue
@@ -42,4 +49,4 @@ for serial in vscsi0 lsi0 nvme0; do
 	echo "$out" | grep -q ': clean$' && dirty=0
 	check $((rc + dirty)) $serial "fsck.avfs -n $dev: $(echo "$out" | tail -1 | sed 's/^[^:]*: //'), exit $rc"
 done
-exit $fail
+[ $fail -eq 0 ]

@@ -1,14 +1,16 @@
 # guest_lib.sh — sourced by the guest suite's shell scripts (run.sh puts it in the guest's /bin):
 # the "ok|FAIL SERIAL what" check lines run.sh groups by device, and finding a disk by serial
 # (device names are not stable between boots).
-fail=0
+fail=0		# checks failed so far
+nchecks=0	# checks made
 
-check() {	# check OK SERIAL TEXT: OK is 0 for success; a failure sets fail=1
+check() {	# check OK SERIAL TEXT: OK is 0 for success
+	nchecks=$((nchecks + 1))
 	if [ "$1" -eq 0 ]; then
 		echo "ok $2 $3"
 	else
 		echo "FAIL $2 $3"
-		fail=1
+		fail=$((fail + 1))
 	fi
 }
 

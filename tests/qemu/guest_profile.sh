@@ -55,4 +55,4 @@ echo "$out" | grep -E 'model|service time' | sed 's/^/  /'
 check $rc nvme0 "mkfs.avfs --profile FILE (avfs-admin profile --out of the same namespace)"
 fsck.avfs -n "$nvme" >/dev/null 2>&1
 check $? nvme0 "fsck.avfs -n after mkfs.avfs --profile FILE"
-exit $fail
+[ $fail -eq 0 ]
