@@ -10,14 +10,23 @@
  * met its deadline and every command succeeded, 1 otherwise, 2 for bad usage.
  *
  * Usage: mixer_run [--backend B] [--duration S] [--streams N] [--rate R] [--io SIZE]
- *                  [--buffer S] [--set NAME=VALUE]... DEVICE
+ *                  [--buffer S] [--disk-model NAME] [--set NAME=VALUE]... DEVICE
  * It writes: give it a scratch device or image file only. Runs in the QEMU guest suite on each
  * emulated disk, and on the host over an image file so that it keeps working.
+ *
+ * --disk-model NAME: the device is that model of SPEC §11 (e.g. hddemu's disk seen through
+ * QEMU, bench/guest-jit.sh): the service-time model and the rotational predictor take its
+ * parameters as avfsd --disk-model does (rpm, rates, mean seek; track and full-stroke seek and
+ * command overhead for the predictor). A device smaller than the model is its outer part
+ * (hddemu --size): then the rates, the full-stroke seek and the mean seek are those of the part
+ * the device spans, from the model's geometry — the whole model's would put the inner zone's
+ * rate and the full stroke at the device's end and misplace every sector's angle.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
@@ -26,6 +35,7 @@
 #include <time.h>
 
 #include "disk.h"
+#include "hddmodel.h"
 #include "iosched.h"
 #include "rotpred.h"
 
@@ -195,8 +205,60 @@ static void reap(struct stream *st)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: mixer_run [--backend auto|uring|sg|nvme] [--duration S] [--streams N]\n"
-		"                 [--rate BYTES/S] [--io SIZE] [--buffer S] [--set NAME=VALUE]...\n"
-		"                 DEVICE   (a scratch device or image file: it is written)\n");
+		"                 [--rate BYTES/S] [--io SIZE] [--buffer S] [--disk-model NAME]\n"
+		"                 [--set NAME=VALUE]... DEVICE   (a scratch device or image file: it is "
+		"written)\n");
+}
+
+/* --disk-model: the named model's parameters for a device of `size` bytes, its outer part when
+ * it is smaller than the model (see the head of this file). 0, or -ENOENT (no such rotating
+ * model) / -ENOMEM. */
+static int disk_model(const char *name, uint64_t size, struct avfs_svc_model *m,
+		      struct avfs_rotpred_params *rp)
+{
+	struct avfs_hdd_params hp;
+	struct avfs_hdd *h;
+	uint64_t last;
+	unsigned z = 0;
+
+	if (avfs_hdd_params_lookup(name, &hp) || hp.ssd)
+		return -ENOENT;
+	/* avfsd --disk-model (daemon/avfsd.c) */
+	*m = (struct avfs_svc_model){ .tr_ns = 60e9 / hp.rpm, .tk_ns = hp.seek_mean_ms * 1e6,
+				      .dmax = hp.rate_outer, .dmin = hp.rate_inner, .lmax = size };
+	avfs_rotpred_params_from_model(m, rp);
+	rp->track_ns = hp.seek_track_ms * 1e6;
+	rp->full_ns = hp.seek_full_ms * 1e6;
+	rp->overhead_ns = hp.overhead_ms * 1e6;
+	if (size >= hp.capacity)
+		return 0;
+	/* the outer part: the geometry says what the device's end and span are */
+	if (avfs_hdd_new(&hp, &h))
+		return -ENOMEM;
+	last = size / AVFS_HDD_SECTOR - 1;
+	while (z + 1 < avfs_hdd_nzones(h) && avfs_hdd_zone_first_sector(h, z + 1) <= last)
+		z++;
+	m->dmax = avfs_hdd_zone_rate(h, 0);
+	m->dmin = avfs_hdd_zone_rate(h, z);
+	{	/* mean seek over random pairs of a grid of the device's sectors */
+		enum { K = 256 };
+		uint32_t cyl[K];
+		double sum = 0;
+
+		for (unsigned i = 0; i < K; i++)
+			cyl[i] = avfs_hdd_cyl_of(h, (uint64_t)((i + 0.5) / K * (double)last));
+		for (unsigned i = 0; i < K; i++)
+			for (unsigned j = 0; j < K; j++)
+				sum += avfs_hdd_seek_ms(h, cyl[i] > cyl[j] ? cyl[i] - cyl[j]
+									    : cyl[j] - cyl[i]);
+		m->tk_ns = sum / (K * K) * 1e6;
+	}
+	avfs_rotpred_params_from_model(m, rp);
+	rp->track_ns = avfs_hdd_seek_ms(h, 1) * 1e6;
+	rp->full_ns = fmax(avfs_hdd_seek_ms(h, avfs_hdd_cyl_of(h, last)) * 1e6, rp->track_ns);
+	rp->overhead_ns = hp.overhead_ms * 1e6;
+	avfs_hdd_free(h);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -209,11 +271,14 @@ int main(int argc, char **argv)
 		{ "io", required_argument, NULL, 'i' },
 		{ "buffer", required_argument, NULL, 'B' },
 		{ "set", required_argument, NULL, 's' },
+		{ "disk-model", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	enum avfs_backend backend = AVFS_BACKEND_AUTO;
 	struct avfs_sched_conf conf;
+	struct avfs_rotpred_params rpp;
+	const char *model = NULL;
 	struct stream st[MAX_STREAMS] = { 0 };
 	double duration = 5, buffer = 1;
 	uint64_t rate = 2000000, io = 256u << 10, v;
@@ -235,6 +300,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'd': duration = atof(optarg); break;
+		case 'm': model = optarg; break;
 		case 'B': buffer = atof(optarg); break;
 		case 'n': nstreams = (unsigned)atoi(optarg); break;
 		case 'r':
@@ -267,7 +333,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	err = avfs_disk_open(argv[optind], backend,
-			     conf.jit || conf.split_bytes ? AVFS_OPEN_SPIO : 0, &g.d, why, sizeof(why));
+			     conf.split_bytes ? AVFS_OPEN_SEEK : 0, &g.d, why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "mixer_run: %s\n", why);
 		return 1;
@@ -279,12 +345,20 @@ int main(int argc, char **argv)
 	}
 	io -= io % g.d->info.lbs;
 	conf.model.lmax = g.d->info.size;
+	avfs_rotpred_params_from_model(&conf.model, &rpp);
+	if (model && (err = disk_model(model, g.d->info.size, &conf.model, &rpp))) {
+		fprintf(stderr, "mixer_run: --disk-model %s: %s\n", model,
+			err == -ENOENT ? "not a rotating disk model (avfs-250g, barracuda-500g, "
+			"st318437, travelstar-20g)" : strerror(-err));
+		return 2;
+	}
 	conf.rotational = g.d->info.rotational || !g.d->info.is_blockdev;
 	if (conf.jit || conf.split_bytes) {
-		struct avfs_rotpred_params p;
-
-		avfs_rotpred_params_from_model(&conf.model, &p);
-		avfs_rotpred_init(&g.rp, &p);
+		if (avfs_rotpred_init(&g.rp, &rpp)) {
+			fprintf(stderr, "mixer_run: jit/split: the disk model has no rotation to "
+				"predict\n");
+			return 2;
+		}
 		conf.pred = (struct avfs_sched_predictor){ .ctx = &g.rp,
 							   .predict = avfs_rotpred_predict };
 		g.predicting = true;
@@ -301,6 +375,12 @@ int main(int argc, char **argv)
 	       *g.d->ident.product ? " " : "", g.d->ident.product, g.d->info.size / 1e6,
 	       conf.rotational ? "rotational" : "non-rotational", nstreams, rate / 1e6, io >> 10,
 	       buffer, conf.chunk, conf.jit ? "on" : "off", conf.split_bytes, duration);
+	if (model)
+		printf("mixer_run: disk model %s: T_r %.3f ms, mean seek %.2f ms, %.1f-%.1f MB/s; "
+		       "predictor seek %.2f-%.2f ms, overhead %.2f ms, jit offset %.2f ms\n", model,
+		       conf.model.tr_ns / 1e6, conf.model.tk_ns / 1e6, conf.model.dmax / 1e6,
+		       conf.model.dmin / 1e6, rpp.track_ns / 1e6, rpp.full_ns / 1e6,
+		       rpp.overhead_ns / 1e6, conf.jit_offset_ns / 1e6);
 	/* streams spread over the disk; the last one records */
 	nstreams++;
 	for (unsigned i = 0; i < nstreams; i++) {
@@ -342,7 +422,12 @@ int main(int argc, char **argv)
 		if (hold && hold < wake)
 			wake = hold;
 		t = now_ns();
-		poll(&pfd, 1, !running ? 10 : wake > t ? (int)((wake - t) / 1000000) + 1 : 0);
+		{	/* to the ns: a JIT wait woken a millisecond late misses its sector */
+			int64_t w = !running ? 10000000 : wake > t ? wake - t : 0;
+			struct timespec ts = { .tv_sec = w / NS, .tv_nsec = w % NS };
+
+			ppoll(&pfd, 1, &ts, NULL);
+		}
 		reap(st);
 	}
 	printf("mixer_run: RT requests %" PRIu64 ", misses %" PRIu64 " (-ETIME %" PRIu64 "), "
@@ -352,8 +437,10 @@ int main(int argc, char **argv)
 	       g.be_bytes / 1e6 / duration, 100.0 * (double)g.busy_ns / (double)(now_ns() - t0),
 	       0.5 * g.busy2 / (double)(now_ns() - t0) / 1e6);
 	printf("mixer_run: commands READ %" PRIu64 ", WRITE %" PRIu64 " (FUA %" PRIu64 "), SEEK %"
-	       PRIu64 ", errors %" PRIu64 "\n", g.cmds_read, g.cmds_write, g.cmds_fua, g.cmds_seek,
-	       g.errors);
+	       PRIu64 ", errors %" PRIu64 "; mean command time %.3f ms\n", g.cmds_read,
+	       g.cmds_write, g.cmds_fua, g.cmds_seek, g.errors,
+	       g.cmds_read + g.cmds_write + g.cmds_seek ?
+	       g.busy_ns / 1e6 / (double)(g.cmds_read + g.cmds_write + g.cmds_seek) : 0.0);
 	{
 		struct avfs_sched_counters k;
 

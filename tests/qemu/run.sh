@@ -8,7 +8,9 @@
 # --expect N REGEX requires N console lines matching REGEX (grep -E), the evidence a TEST prints.
 # Exit 0 iff every TEST exited 0 and every --expect held; 77 (SKIP) as prepare.sh.
 # Env: QEMU_TIMEOUT (s, default 120), QEMU_DISK_MB (256), QEMU_LOG (keep the console log there),
-# QEMU_KEEP=1 (keep the work directory), QEMU_APPEND (more kernel arguments, e.g. guestdebug).
+# QEMU_KEEP=1 (keep the work directory), QEMU_APPEND (more kernel arguments, e.g. guestdebug),
+# QEMU_VSCSI_FILE=PATH (vscsi0 is that existing file, e.g. hddemu's MOUNTDIR/disk, raw, opened
+# with cache=none (O_DIRECT) and aio=threads, its size its own; the guest writes to it).
 set -euo pipefail
 shopt -s extglob
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -74,6 +76,14 @@ cat "$CACHE/base.cpio" "$W/overlay.cpio" >"$W/initrd.cpio"
 for d in vscsi0 lsi0 nvme0; do
 	truncate -s "${QEMU_DISK_MB:-256}M" "$W/$d.img"
 done
+vscsi_drive=file=$W/vscsi0.img,format=raw
+if [ -n "${QEMU_VSCSI_FILE:-}" ]; then	# a given file instead: O_DIRECT, blocking I/O in threads
+	if [ ! -f "$QEMU_VSCSI_FILE" ] || [ ! -r "$QEMU_VSCSI_FILE" ] || [ ! -w "$QEMU_VSCSI_FILE" ]; then
+		echo "run.sh: QEMU_VSCSI_FILE=$QEMU_VSCSI_FILE: not a readable and writable file" >&2
+		exit 1
+	fi
+	vscsi_drive="file=${QEMU_VSCSI_FILE//,/,,},format=raw,cache=none,aio=threads"
+fi
 
 # TCG only: KVM here is a nested device that hangs guests (docs/TESTING.md)
 log=${QEMU_LOG:-$W/console.log}
@@ -83,7 +93,7 @@ timeout -k 5 "${QEMU_TIMEOUT:-120}" qemu-system-x86_64 \
 	-accel tcg -cpu max -m 512 -smp 1 -nodefaults -nographic -serial stdio -no-reboot \
 	-kernel "$kernel" -initrd "$W/initrd.cpio" \
 	-append "console=ttyS0 loglevel=4 panic=-1 ${QEMU_APPEND:-}" \
-	-drive if=none,id=d0,file="$W/vscsi0.img",format=raw \
+	-drive if=none,id=d0,"$vscsi_drive" \
 	-device virtio-scsi-pci,id=vs0 \
 	-device scsi-hd,bus=vs0.0,scsi-id=0,lun=0,drive=d0,serial=vscsi0,write-cache=on \
 	-drive if=none,id=d1,file="$W/lsi0.img",format=raw \
