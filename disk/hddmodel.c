@@ -370,6 +370,55 @@ void avfs_hdd_free(struct avfs_hdd *h)
 	free(h);
 }
 
+/* ---- for predictors outside the model ---- */
+
+static uint64_t sector_of(const struct avfs_hdd *h, uint64_t off)
+{
+	uint64_t s = off / AVFS_HDD_SECTOR;
+
+	return s < h->nsect ? s : h->nsect - 1;
+}
+
+double avfs_hdd_angle_of(const void *hv, uint64_t off)
+{
+	const struct avfs_hdd *h = hv;
+	struct chs c;
+
+	locate(h, sector_of(h, off), &c);
+	return (double)slot_of(h, &c) / h->zones[c.z].spt;
+}
+
+double avfs_hdd_seek_between(const void *hv, uint64_t from, uint64_t to)
+{
+	const struct avfs_hdd *h = hv;
+	struct chs a, b;
+
+	locate(h, sector_of(h, from), &a);
+	locate(h, sector_of(h, to), &b);
+	if (a.cyl != b.cyl)
+		return avfs_hdd_seek_ms(h, a.cyl > b.cyl ? a.cyl - b.cyl : b.cyl - a.cyl) * MS;
+	return a.head != b.head ? h->p.head_switch_ms * MS : 0;
+}
+
+void avfs_hdd_part(const struct avfs_hdd *h, uint64_t bytes, double *rate_first, double *rate_last,
+		   double *seek_mean_ns, double *seek_full_ns)
+{
+	enum { K = 256 };	/* the mean seek over a grid of K x K sector pairs */
+	uint64_t last = sector_of(h, bytes ? bytes - 1 : 0);
+	uint32_t cyl[K];
+	double sum = 0;
+
+	*rate_first = h->zones[0].rate;
+	*rate_last = h->zones[zone_of(h, last)].rate;
+	for (unsigned i = 0; i < K; i++)
+		cyl[i] = avfs_hdd_cyl_of(h, (uint64_t)((i + 0.5) / K * (double)last));
+	for (unsigned i = 0; i < K; i++)
+		for (unsigned j = 0; j < K; j++)
+			sum += avfs_hdd_seek_ms(h, cyl[i] > cyl[j] ? cyl[i] - cyl[j] : cyl[j] - cyl[i]);
+	*seek_mean_ns = sum / (K * K) * MS;
+	*seek_full_ns = avfs_hdd_seek_ms(h, avfs_hdd_cyl_of(h, last) - avfs_hdd_cyl_of(h, 0)) * MS;
+}
+
 /* ---- service ---- */
 
 static double seek_ns(struct avfs_hdd *h, uint32_t d, bool jitter)

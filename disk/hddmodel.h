@@ -79,6 +79,21 @@ int avfs_hdd_service(struct avfs_hdd *h, uint64_t now, enum avfs_hdd_op op, uint
 int avfs_hdd_predict(const struct avfs_hdd *h, uint64_t now, uint64_t sector, double *seek,
 		     double *rot, double *half_seek, uint64_t *mid_sector);
 
+/* The model's mechanics for a predictor outside it (daemon/rotpred.h, which takes them as
+ * callbacks, hence the const void *): the angle, in turns [0, 1), under which the sector holding
+ * byte off passes (skew included: the rotational wait for it from time t is the fraction of a
+ * turn from t / T_r to this angle), and the positioning time in ns from the track holding byte
+ * from to the one holding byte to (seek, or head switch, or 0). Bytes beyond the model's end
+ * are taken at its last sector. */
+double avfs_hdd_angle_of(const void *h, uint64_t off);
+double avfs_hdd_seek_between(const void *h, uint64_t from, uint64_t to);
+
+/* Figures of the model's first `bytes` bytes (a device smaller than the model is its outer
+ * part, like hddemu --size): the transfer rate (bytes/s) at its start and at its end, the mean
+ * seek over random pairs of its sectors and its full stroke, in ns. */
+void avfs_hdd_part(const struct avfs_hdd *h, uint64_t bytes, double *rate_first, double *rate_last,
+		   double *seek_mean_ns, double *seek_full_ns);
+
 /* Geometry queries (the profiler's view of the mapping, papers/003 §3.4). */
 uint64_t avfs_hdd_sectors(const struct avfs_hdd *h);
 uint32_t avfs_hdd_cylinders(const struct avfs_hdd *h);	/* cylinders holding sectors */
