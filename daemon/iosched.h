@@ -60,7 +60,10 @@ struct avfs_svc_model {
 /* Optional knowledge of the disk's mechanics (the simulated disk has it; an SG_IO disk with a
  * profile will): for JIT seek and seek splitting. predict(): for a command at byte off issued
  * at `now`, the seek and rotational wait it would see, and the seek time over half the
- * distance (for splitting). 0 or -errno. */
+ * distance (for splitting). 0, AVFS_PRED_ROT_MEAN (the seeks are predicted but the rotational
+ * wait is only its expectation, half a turn: good enough to judge a split, not to time a JIT
+ * wait), or -errno (nothing predicted). */
+#define AVFS_PRED_ROT_MEAN 1
 struct avfs_sched_predictor {
 	void *ctx;
 	int (*predict)(void *ctx, int64_t now, uint64_t off, int64_t *seek_ns, int64_t *rot_ns,

@@ -437,9 +437,11 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 	struct avfs_io *io = n->io;
 	int64_t seek = 0, rot = 0, half = 0;
 	uint64_t mid = 0;
+	int known = -1;
 
-	if ((t->c.jit || t->c.split_bytes) && t->c.pred.predict &&
-	    !t->c.pred.predict(t->c.pred.ctx, now, io->off, &seek, &rot, &half, &mid)) {
+	if ((t->c.jit || t->c.split_bytes) && t->c.pred.predict)
+		known = t->c.pred.predict(t->c.pred.ctx, now, io->off, &seek, &rot, &half, &mid);
+	if (known >= 0) {
 		uint64_t dist = io->off > t->last_end ? io->off - t->last_end : t->last_end - io->off;
 
 		/* papers/003 §3.3: split a long seek when the rotational slack hides the cost */
@@ -454,7 +456,7 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 			return true;
 		}
 		/* papers/003 §3.2: JIT seek — wait out the rotational slack, preemptibly */
-		if (t->c.jit && rot > t->c.jit_offset_ns + 100000 &&
+		if (t->c.jit && known == 0 && rot > t->c.jit_offset_ns + 100000 &&
 		    !(t->jit_node == n && n->jit_until_off == io->off && now >= t->jit_until)) {
 			if (t->jit_node != n || n->jit_until_off != io->off) {
 				t->cnt.jit_waits++;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "hddmodel.h"
 #include "rotpred.h"
 
 #define NS 1e9
@@ -14,7 +15,8 @@
 int avfs_rotpred_init(struct avfs_rotpred *r, const struct avfs_rotpred_params *p)
 {
 	if (!(p->tr_ns > 0) || !(p->dmax > 0) || !(p->dmin > 0) || p->dmin > p->dmax ||
-	    !p->lmax || p->track_ns < 0 || p->full_ns < p->track_ns || p->overhead_ns < 0)
+	    !p->lmax || p->track_ns < 0 || p->full_ns < p->track_ns || p->overhead_ns < 0 ||
+	    !p->angle != !p->seek)
 		return -EINVAL;
 	*r = (struct avfs_rotpred){ .p = *p };
 	return 0;
@@ -52,6 +54,8 @@ static double frac(double v)
 
 double avfs_rotpred_angle(const struct avfs_rotpred *r, uint64_t off)
 {
+	if (r->p.angle)
+		return r->p.angle(r->p.geom, off);
 	return frac(tracks_before(&r->p, (double)off));
 }
 
@@ -67,8 +71,12 @@ void avfs_rotpred_observe(struct avfs_rotpred *r, int64_t now, uint64_t end_off,
 	r->busy_until = now;
 }
 
-static double seek_ns(const struct avfs_rotpred_params *p, uint64_t dist)
+static double seek_ns(const struct avfs_rotpred_params *p, uint64_t from, uint64_t to)
 {
+	uint64_t dist = from > to ? from - to : to - from;
+
+	if (p->seek)
+		return p->seek(p->geom, from, to);
 	if (!dist)
 		return 0;
 	return p->track_ns + (p->full_ns - p->track_ns) * sqrt((double)dist / (double)p->lmax);
@@ -90,12 +98,38 @@ int avfs_rotpred_predict(void *ctx, int64_t now, uint64_t off, int64_t *seek_out
 	if (off == r->head)
 		return 0;	/* the head is there already: streaming */
 	dist = off > r->head ? off - r->head : r->head - off;
-	seek = seek_ns(&r->p, dist);
+	seek = seek_ns(&r->p, r->head, off);
+	*seek_out = (int64_t)seek;
+	*mid_out = (off < r->head ? off : r->head) + dist / 2;
+	*half_out = (int64_t)seek_ns(&r->p, r->head, *mid_out);
+	if (!r->p.angle && dist > AVFS_ROTPRED_NEAR) {
+		*rot_out = (int64_t)(r->p.tr_ns / 2);
+		return AVFS_PRED_ROT_MEAN;
+	}
 	arrive = (double)(now > r->busy_until ? now : r->busy_until) + r->p.overhead_ns + seek;
 	at_angle = frac(r->phase + frac(arrive / r->p.tr_ns));
-	*seek_out = (int64_t)seek;
 	*rot_out = (int64_t)(frac(avfs_rotpred_angle(r, off) - at_angle) * r->p.tr_ns);
-	*half_out = (int64_t)seek_ns(&r->p, dist / 2);
-	*mid_out = (off < r->head ? off : r->head) + dist / 2;
+	return 0;
+}
+
+int avfs_rotpred_named(const char *name, uint64_t bytes, struct avfs_svc_model *m,
+		       struct avfs_rotpred_params *p, struct avfs_hdd **geom)
+{
+	struct avfs_hdd_params hp;
+	double full;
+
+	if (avfs_hdd_params_lookup(name, &hp) || hp.ssd)
+		return -ENOENT;
+	if (avfs_hdd_new(&hp, geom))
+		return -ENOMEM;
+	*m = (struct avfs_svc_model){ .tr_ns = 60e9 / hp.rpm, .lmax = bytes };
+	avfs_hdd_part(*geom, bytes, &m->dmax, &m->dmin, &m->tk_ns, &full);
+	avfs_rotpred_params_from_model(m, p);
+	p->track_ns = hp.seek_track_ms * 1e6;
+	p->full_ns = full > p->track_ns ? full : p->track_ns;
+	p->overhead_ns = hp.overhead_ms * 1e6;
+	p->geom = *geom;
+	p->angle = avfs_hdd_angle_of;
+	p->seek = avfs_hdd_seek_between;
 	return 0;
 }

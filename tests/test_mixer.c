@@ -459,6 +459,48 @@ static void test_mixer_jit_and_split(void **state)
 	avfs_sched_destroy(&s);
 }
 
+/* Like fake_pred, but the rotational wait is only an expectation (a predictor too far from
+ * where it knows the platter's angle). */
+static int fake_pred_mean(void *ctx, int64_t now, uint64_t off, int64_t *seek, int64_t *rot,
+			  int64_t *half, uint64_t *mid)
+{
+	fake_pred(ctx, now, off, seek, rot, half, mid);
+	return AVFS_PRED_ROT_MEAN;
+}
+
+/* AVFS_PRED_ROT_MEAN: no JIT wait on a guessed rotational delay, but the split decision
+ * may use it. */
+static void test_mixer_pred_rot_mean(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	struct avfs_io a = { .off = 200 * GB, .len = 65536 };
+	struct avfs_sched_counters k;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	c.pred = (struct avfs_sched_predictor){ .predict = fake_pred_mean };
+	c.jit = true;
+	s = mk(&c);
+	assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
+	avfs_sched_next(&s, 0, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);	/* at once: no wait */
+	assert_ptr_equal(cmd.io, &a);
+	avfs_sched_counters(&s, &k);
+	assert_int_equal(k.jit_waits, 0);
+	avfs_sched_destroy(&s);
+
+	assert_int_equal(avfs_sched_conf_set(&c, "split", "100G", NULL, 0), 0);
+	s = mk(&c);
+	a = (struct avfs_io){ .off = 200 * GB, .len = 65536 };
+	assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
+	avfs_sched_next(&s, 0, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+	assert_true(cmd.seek);			/* the expected 7 ms still hide the 4 ms */
+	avfs_sched_destroy(&s);
+}
+
 /* Non-rotational devices (SPEC §5.6): no holding, EDF for RT before BE, several commands in
  * flight up to the depth. */
 static void test_mixer_non_rotational(void **state)
@@ -658,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_mixer_hold_time),
 		cmocka_unit_test(test_mixer_holds_until_h),
 		cmocka_unit_test(test_mixer_jit_and_split),
+		cmocka_unit_test(test_mixer_pred_rot_mean),
 		cmocka_unit_test(test_mixer_no_miss_when_it_fits),
 		cmocka_unit_test(test_mixer_non_rotational),
 		cmocka_unit_test(test_mixer_reduced_window_order),
