@@ -1171,6 +1171,7 @@ int main(int argc, char **argv)
 	struct avfs_sched_conf conf;
 	const char *sock = NULL, *config = NULL, *model = NULL;
 	enum avfs_backend backend = AVFS_BACKEND_AUTO;
+	struct avfs_rotpred_params named = { 0 };
 	bool foreground = false;
 	struct avfs_fsio *io = NULL;
 	struct avfs_mount_report rep;
@@ -1285,19 +1286,14 @@ int main(int argc, char **argv)
 						      .dmax = (double)sb->rate_max,
 						      .dmin = (double)sb->rate_min,
 						      .lmax = dm->d->info.size };
-		if (model) {	/* a named model's service-time parameters (SPEC §5.2) */
-			struct avfs_hdd_params hp;
-
-			if (avfs_hdd_params_lookup(model, &hp) || hp.ssd) {
-				avfsd_log(dm, 0, "--disk-model %s: not a rotating disk model (%s)",
-					  model, "see avfs-sim --help for the names");
-				goto out;
-			}
-			conf.model = (struct avfs_svc_model){ .tr_ns = 60e9 / hp.rpm,
-							      .tk_ns = hp.seek_mean_ms * 1e6,
-							      .dmax = hp.rate_outer,
-							      .dmin = hp.rate_inner,
-							      .lmax = dm->d->info.size };
+		/* a named model's service-time parameters (SPEC §5.2), of the part of it the
+		 * device is (its outer part when smaller: an emulated disk, hddemu --size), and its
+		 * mechanics for the predictor */
+		if (model && avfs_rotpred_named(model, dm->d->info.size, &conf.model, &named,
+						&dm->geom)) {
+			avfsd_log(dm, 0, "--disk-model %s: not a rotating disk model (%s)", model,
+				  "see avfs-sim --help for the names");
+			goto out;
 		}
 		if (conf.model.dmax <= 0 || conf.model.dmin <= 0)
 			conf.model = mc.model, conf.model.lmax = dm->d->info.size;
@@ -1306,15 +1302,10 @@ int main(int argc, char **argv)
 	if (!conf.rotational && !dm->depth_set)	/* SPEC §5.6: several commands in flight */
 		conf.depth = AVFSD_FLASH_DEPTH;
 	if (conf.jit || conf.split_bytes) {	/* papers/003 §3.2: a predictor of the platter */
-		struct avfs_rotpred_params rp;
-		struct avfs_hdd_params hp;
+		struct avfs_rotpred_params rp = named;
 
-		avfs_rotpred_params_from_model(&conf.model, &rp);
-		if (model && !avfs_hdd_params_lookup(model, &hp)) {
-			rp.track_ns = hp.seek_track_ms * 1e6;
-			rp.full_ns = hp.seek_full_ms * 1e6;
-			rp.overhead_ns = hp.overhead_ms * 1e6;
-		}
+		if (!model)
+			avfs_rotpred_params_from_model(&conf.model, &rp);
 		if (avfs_rotpred_init(&dm->rotpred, &rp)) {
 			avfsd_log(dm, 0, "jit/split: the disk model has no rotation to predict");
 			goto out;
@@ -1513,6 +1504,7 @@ out:
 	}
 	free(dm->clients);
 	avfsd_streams_fini(dm);
+	avfs_hdd_free(dm->geom);
 	for (int i = 0; i < 8; i++)
 		free(dm->ra[i].buf);
 	if (dm->listen_fd >= 0) {

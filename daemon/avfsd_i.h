@@ -105,6 +105,7 @@ struct daemon {
 	struct avfs_fs *fs;
 	struct avfs_sched sched;
 	struct avfs_rotpred rotpred;	/* jit/split on a real disk: the platter's phase */
+	struct avfs_hdd *geom;		/* --disk-model's mechanics, for rotpred */
 	bool predicting;		/* rotpred is the scheduler's predictor */
 	bool depth_set;			/* "depth" was given (--set, --config) */
 	struct io_uring ring;

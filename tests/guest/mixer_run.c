@@ -15,18 +15,14 @@
  * emulated disk, and on the host over an image file so that it keeps working.
  *
  * --disk-model NAME: the device is that model of SPEC §11 (e.g. hddemu's disk seen through
- * QEMU, bench/guest-jit.sh): the service-time model and the rotational predictor take its
- * parameters as avfsd --disk-model does (rpm, rates, mean seek; track and full-stroke seek and
- * command overhead for the predictor). A device smaller than the model is its outer part
- * (hddemu --size): then the rates, the full-stroke seek and the mean seek are those of the part
- * the device spans, from the model's geometry — the whole model's would put the inner zone's
- * rate and the full stroke at the device's end and misplace every sector's angle.
+ * QEMU, bench/guest-jit.sh): the service-time model and the rotational predictor take it as
+ * avfsd --disk-model does (avfs_rotpred_named: the figures of the part of the model the device
+ * is, its outer part when smaller, like hddemu --size; the model's own angles and seek curve).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
@@ -35,7 +31,7 @@
 #include <time.h>
 
 #include "disk.h"
-#include "hddmodel.h"
+#include "hddmodel.h"	/* avfs_hdd_free */
 #include "iosched.h"
 #include "rotpred.h"
 
@@ -210,57 +206,6 @@ static void usage(FILE *f)
 		"written)\n");
 }
 
-/* --disk-model: the named model's parameters for a device of `size` bytes, its outer part when
- * it is smaller than the model (see the head of this file). 0, or -ENOENT (no such rotating
- * model) / -ENOMEM. */
-static int disk_model(const char *name, uint64_t size, struct avfs_svc_model *m,
-		      struct avfs_rotpred_params *rp)
-{
-	struct avfs_hdd_params hp;
-	struct avfs_hdd *h;
-	uint64_t last;
-	unsigned z = 0;
-
-	if (avfs_hdd_params_lookup(name, &hp) || hp.ssd)
-		return -ENOENT;
-	/* avfsd --disk-model (daemon/avfsd.c) */
-	*m = (struct avfs_svc_model){ .tr_ns = 60e9 / hp.rpm, .tk_ns = hp.seek_mean_ms * 1e6,
-				      .dmax = hp.rate_outer, .dmin = hp.rate_inner, .lmax = size };
-	avfs_rotpred_params_from_model(m, rp);
-	rp->track_ns = hp.seek_track_ms * 1e6;
-	rp->full_ns = hp.seek_full_ms * 1e6;
-	rp->overhead_ns = hp.overhead_ms * 1e6;
-	if (size >= hp.capacity)
-		return 0;
-	/* the outer part: the geometry says what the device's end and span are */
-	if (avfs_hdd_new(&hp, &h))
-		return -ENOMEM;
-	last = size / AVFS_HDD_SECTOR - 1;
-	while (z + 1 < avfs_hdd_nzones(h) && avfs_hdd_zone_first_sector(h, z + 1) <= last)
-		z++;
-	m->dmax = avfs_hdd_zone_rate(h, 0);
-	m->dmin = avfs_hdd_zone_rate(h, z);
-	{	/* mean seek over random pairs of a grid of the device's sectors */
-		enum { K = 256 };
-		uint32_t cyl[K];
-		double sum = 0;
-
-		for (unsigned i = 0; i < K; i++)
-			cyl[i] = avfs_hdd_cyl_of(h, (uint64_t)((i + 0.5) / K * (double)last));
-		for (unsigned i = 0; i < K; i++)
-			for (unsigned j = 0; j < K; j++)
-				sum += avfs_hdd_seek_ms(h, cyl[i] > cyl[j] ? cyl[i] - cyl[j]
-									    : cyl[j] - cyl[i]);
-		m->tk_ns = sum / (K * K) * 1e6;
-	}
-	avfs_rotpred_params_from_model(m, rp);
-	rp->track_ns = avfs_hdd_seek_ms(h, 1) * 1e6;
-	rp->full_ns = fmax(avfs_hdd_seek_ms(h, avfs_hdd_cyl_of(h, last)) * 1e6, rp->track_ns);
-	rp->overhead_ns = hp.overhead_ms * 1e6;
-	avfs_hdd_free(h);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -278,6 +223,7 @@ int main(int argc, char **argv)
 	enum avfs_backend backend = AVFS_BACKEND_AUTO;
 	struct avfs_sched_conf conf;
 	struct avfs_rotpred_params rpp;
+	struct avfs_hdd *geom = NULL;
 	const char *model = NULL;
 	struct stream st[MAX_STREAMS] = { 0 };
 	double duration = 5, buffer = 1;
@@ -346,7 +292,7 @@ int main(int argc, char **argv)
 	io -= io % g.d->info.lbs;
 	conf.model.lmax = g.d->info.size;
 	avfs_rotpred_params_from_model(&conf.model, &rpp);
-	if (model && (err = disk_model(model, g.d->info.size, &conf.model, &rpp))) {
+	if (model && (err = avfs_rotpred_named(model, g.d->info.size, &conf.model, &rpp, &geom))) {
 		fprintf(stderr, "mixer_run: --disk-model %s: %s\n", model,
 			err == -ENOENT ? "not a rotating disk model (avfs-250g, barracuda-500g, "
 			"st318437, travelstar-20g)" : strerror(-err));
@@ -450,6 +396,7 @@ int main(int argc, char **argv)
 		       k.jit_wait_ns / 1e6, k.seek_splits);
 	}
 	avfs_sched_destroy(&g.s);
+	avfs_hdd_free(geom);
 	avfs_disk_close(g.d);
 	return g.misses || g.errors || !g.rt ? 1 : 0;
 }
