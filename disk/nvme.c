@@ -629,18 +629,27 @@ static int64_t queue_attr(const char *name, const char *file)
 	return got == 1 && v <= INT64_MAX ? (int64_t)v : -1;
 }
 
-/* Bytes per command: MDTS, the kernel's own limit for the queue (passthrough goes through
- * it: it refuses larger commands), the 16-bit NLB field, AVFS_DISK_MAX_IO; a multiple of
- * lbs. */
+/* Bytes per command: MDTS, the kernel's own limits for the queue (passthrough goes through
+ * them: it refuses larger commands with -EINVAL), the 16-bit NLB field, AVFS_DISK_MAX_IO; a
+ * multiple of lbs. The segment limit counts one page less than max_segments: a buffer that
+ * starts inside a page (mem_align is only lbs) spans one page more than its length. */
 static uint32_t transfer_limit(const struct avfs_nvme_ident *id, const char *blk)
 {
 	uint64_t max = AVFS_DISK_MAX_IO;
 	int64_t kb = queue_attr(blk, "max_hw_sectors_kb");
+	int64_t segs = queue_attr(blk, "max_segments"), segsz = queue_attr(blk, "max_segment_size");
+	long page = sysconf(_SC_PAGESIZE);
 
+	if (page <= 0)
+		page = 4096;
+	if (segsz > 0 && segsz < page)
+		page = segsz;
 	if (id->mdts && id->mdts < max)
 		max = id->mdts;
 	if (kb > 0 && (uint64_t)kb * 1024 < max)
 		max = (uint64_t)kb * 1024;
+	if (segs > 1 && (uint64_t)(segs - 1) * (uint64_t)page < max)
+		max = (uint64_t)(segs - 1) * (uint64_t)page;
 	if (!id->mdts && kb <= 0 && max > NVME_DEFAULT_XFER)
 		max = NVME_DEFAULT_XFER;
 	if (max > (uint64_t)NVME_NLB_MAX * id->lba_data)

@@ -506,8 +506,10 @@ static uint32_t max_transfer(const struct stat *st, uint32_t dev_blocks, uint32_
 			page = segsz;
 		if (kb > 0 && (uint64_t)kb * 1024 < max)
 			max = (uint64_t)kb * 1024;
-		if (segs > 0 && (uint64_t)segs * (uint64_t)page < max)
-			max = (uint64_t)segs * (uint64_t)page;
+		/* one page less: a buffer starting inside a page (mem_align is only lbs) spans
+		 * one page more than its length */
+		if (segs > 1 && (uint64_t)(segs - 1) * (uint64_t)page < max)
+			max = (uint64_t)(segs - 1) * (uint64_t)page;
 		kernel_known = kb > 0 && segs > 0;
 	}
 	if (!kernel_known && max > SG_DEFAULT_MAX_XFER)

@@ -161,7 +161,9 @@ static int64_t expect_len(uint64_t cookie, void *len)
 static void check_queue(const char *ng, struct avfs_disk *d)
 {
 	const uint32_t lbs = d->info.lbs, big = 2 * d->ident.max_transfer + lbs;
-	uint8_t *buf = avfs_disk_alloc_buf(d, (size_t)lbs * AVFS_NVME_QUEUE + big);
+	/* the big read starts one block into a page: its pieces span a page more than their
+	 * length (max_transfer must leave room for that) */
+	uint8_t *buf = avfs_disk_alloc_buf(d, (size_t)lbs * (AVFS_NVME_QUEUE + 1) + big);
 	struct avfs_disk_req r = { .op = AVFS_DISK_READ, .len = lbs, .buf_index = -1 };
 	uint32_t lens[2] = { big, lbs };
 	int ret;
@@ -174,13 +176,13 @@ static void check_queue(const char *ng, struct avfs_disk *d)
 	for (unsigned i = 0; i < AVFS_NVME_QUEUE; i++) {
 		r.lba = i == 0 ? 1024 : i;
 		r.len = i == 0 ? big : lbs;	/* the first one in several commands */
-		r.buf = buf + (i == 0 ? 0 : big + (size_t)i * lbs);
+		r.buf = buf + (i == 0 ? lbs : big + (size_t)(i + 1) * lbs);
 		r.cookie = i;
 		if ((ret = avfs_disk_submit(d, &r)))
 			FAIL("%s: submit %u of %u: %s", ng, i, AVFS_NVME_QUEUE, strerror(-ret));
 	}
 	r.len = lbs;
-	r.buf = buf + big;
+	r.buf = buf + big + lbs;
 	if ((ret = avfs_disk_submit(d, &r)) != -EBUSY)
 		FAIL("%s: submit past the queue bound: %d, expected -EBUSY", ng, ret);
 	if (guest_drain(ng, d, AVFS_NVME_QUEUE, expect_len, lens))
