@@ -883,6 +883,8 @@ static void kick(struct daemon *dm)
 
 			if (!err)
 				avfsd_cmd_start(dm, s, &cmd, avfsd_now());
+			if (!err && dm->predicting && !cmd.seek)	/* the transport, learned */
+				avfs_rotpred_issued(&dm->rotpred, avfsd_now(), cmd.off, cmd.len);
 			if (err) {
 				dm->slots[s].io = NULL;
 				avfs_sched_done(&dm->sched, &cmd, avfsd_now(), err);

@@ -59,10 +59,32 @@ double avfs_rotpred_angle(const struct avfs_rotpred *r, uint64_t off)
 	return frac(tracks_before(&r->p, (double)off));
 }
 
+/* bytes/s at byte off: the linear rate of the model */
+static double rate_at(const struct avfs_rotpred_params *p, uint64_t off)
+{
+	return p->dmax + (p->dmin - p->dmax) * (double)off / (double)p->lmax;
+}
+
 void avfs_rotpred_observe(struct avfs_rotpred *r, int64_t now, uint64_t end_off, bool transfer)
 {
 	if (end_off > r->p.lmax)
 		end_off = r->p.lmax;
+	if (r->pending && transfer && end_off == r->pend_end) {
+		/* On time, a command completes when predicted: the delays on the way to the drive
+		 * and back are inside the learned phase, and a late arrival within the slack only
+		 * shortens the wait. Later than the slack, it loses a turn and comes T_r late.
+		 * So only the lost turns tell: more slip for each, a little less for each on time
+		 * (about one command in 17 loses its turn, the price of finding the edge). */
+		r->slip_samples++;
+		if ((double)now - r->pend_done > r->p.tr_ns / 2) {
+			r->slip_lost++;
+			r->slip_ns += r->p.tr_ns / 32;
+		} else {
+			r->slip_ns -= r->p.tr_ns / 512;
+		}
+		r->slip_ns = fmax(0, fmin(r->p.tr_ns / 2, r->slip_ns));
+	}
+	r->pending = false;
 	if (transfer) {
 		r->phase = frac(avfs_rotpred_angle(r, end_off) - frac((double)now / r->p.tr_ns));
 		r->known = true;
@@ -106,7 +128,8 @@ int avfs_rotpred_predict(void *ctx, int64_t now, uint64_t off, int64_t *seek_out
 		*rot_out = (int64_t)(r->p.tr_ns / 2);
 		return AVFS_PRED_ROT_MEAN;
 	}
-	arrive = (double)(now > r->busy_until ? now : r->busy_until) + r->p.overhead_ns + seek;
+	arrive = (double)(now > r->busy_until ? now : r->busy_until) + r->p.overhead_ns + seek +
+		 r->slip_ns;
 	at_angle = frac(r->phase + frac(arrive / r->p.tr_ns));
 	*rot_out = (int64_t)(frac(avfs_rotpred_angle(r, off) - at_angle) * r->p.tr_ns);
 	return 0;
@@ -132,4 +155,18 @@ int avfs_rotpred_named(const char *name, uint64_t bytes, struct avfs_svc_model *
 	p->angle = avfs_hdd_angle_of;
 	p->seek = avfs_hdd_seek_between;
 	return 0;
+}
+
+void avfs_rotpred_issued(struct avfs_rotpred *r, int64_t now, uint64_t off, uint32_t len)
+{
+	int64_t seek, rot, half;
+	uint64_t mid;
+
+	r->pending = false;
+	if (off == r->head || avfs_rotpred_predict(r, now, off, &seek, &rot, &half, &mid))
+		return;	/* streaming, too far, or nothing known yet */
+	r->pending = true;
+	r->pend_end = off + len;
+	r->pend_done = (double)(now > r->busy_until ? now : r->busy_until) + r->p.overhead_ns +
+		       r->slip_ns + (double)(seek + rot) + (double)len / rate_at(&r->p, off) * NS;
 }

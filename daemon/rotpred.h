@@ -42,6 +42,16 @@ struct avfs_rotpred {
 	double phase;		/* angle (in turns, [0,1)) of the head at time 0 */
 	uint64_t head;		/* byte the head is over (end of the last command) */
 	int64_t busy_until;	/* the last observed completion */
+	/* The transport: how much later than the predicted time a command reaches the drive (the
+	 * host's way there and the completion's way back: microseconds on a SATA disk, a
+	 * millisecond through an emulator), beyond what the JIT offset covers. Learned from the
+	 * commands told of by avfs_rotpred_issued that lost a turn; added to every predicted
+	 * arrival. */
+	double slip_ns;
+	uint64_t slip_samples, slip_lost;	/* commands judged, and those that lost a turn */
+	bool pending;		/* a command told of by avfs_rotpred_issued is out */
+	uint64_t pend_end;	/* its end byte */
+	double pend_done;	/* its predicted completion */
 };
 
 /* Check and take the parameters. 0, or -EINVAL (a non-positive period, rates, or lmax;
@@ -55,6 +65,12 @@ void avfs_rotpred_params_from_model(const struct avfs_svc_model *m, struct avfs_
 /* A command ending at byte end_off completed at now. transfer: it moved data, so the head was
  * over end_off at now (the platter's phase); a SEEK only tells where the head is. */
 void avfs_rotpred_observe(struct avfs_rotpred *r, int64_t now, uint64_t end_off, bool transfer);
+
+/* A read or write of [off, off + len) was issued at now (one command on the device at a time,
+ * as on a rotating disk). When it completes (avfs_rotpred_observe with off + len), whether it
+ * lost a turn against the prediction feeds the transport estimate slip_ns. Sequential commands
+ * and commands too far for the angles (AVFS_ROTPRED_NEAR) are not judged. */
+void avfs_rotpred_issued(struct avfs_rotpred *r, int64_t now, uint64_t off, uint32_t len);
 
 /* Angle of byte off, in turns [0,1). */
 double avfs_rotpred_angle(const struct avfs_rotpred *r, uint64_t off);

@@ -172,6 +172,8 @@ static int64_t kick(struct stream *st)
 			g.slots[s].io = NULL;
 			avfs_sched_done(&g.s, &cmd, now_ns(), err);
 			finish(q, st, err, now_ns());
+		} else if (g.predicting && !cmd.seek) {
+			avfs_rotpred_issued(&g.rp, g.started_at[s], cmd.off, cmd.len);
 		}
 	}
 }
@@ -394,6 +396,10 @@ int main(int argc, char **argv)
 		printf("mixer_run: mixer: %" PRIu64 " chunk commands, %" PRIu64 " JIT waits (%.1f ms "
 		       "predicted slack), %" PRIu64 " seek splits\n", k.chunks, k.jit_waits,
 		       k.jit_wait_ns / 1e6, k.seek_splits);
+		if (g.predicting)
+			printf("mixer_run: predictor: transport slip learned %.3f ms; %" PRIu64
+			       " of %" PRIu64 " commands judged lost a turn\n", g.rp.slip_ns / 1e6,
+			       g.rp.slip_lost, g.rp.slip_samples);
 	}
 	avfs_sched_destroy(&g.s);
 	avfs_hdd_free(geom);
