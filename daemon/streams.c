@@ -797,6 +797,13 @@ static json_object *admin_stats(struct daemon *dm, int64_t now)
 		json_object_object_add(mx, "jit_wait_ms", jd((double)k.jit_wait_ns / 1e6));
 		json_object_object_add(mx, "seek_splits",
 				       json_object_new_int64((int64_t)k.seek_splits));
+		/* the predictor's transport estimate, and the turns its commands lost */
+		json_object_object_add(mx, "jit_slip_ms", dm->predicting ?
+				       jd(dm->rotpred.slip_ns / 1e6) : NULL);
+		json_object_object_add(mx, "jit_lost_turns", json_object_new_int64(
+				       (int64_t)dm->rotpred.slip_lost));
+		json_object_object_add(mx, "jit_judged", json_object_new_int64(
+				       (int64_t)dm->rotpred.slip_samples));
 	}
 	json_object_object_add(o, "mixer", mx);
 	return o;

@@ -415,8 +415,11 @@ static int cmd_query(int argc, char **argv)
 		       jstr(json_object_object_get(o, "mixer"), "policy"), jnum(o, "mixer.margin_ms"),
 		       jnum(o, "mixer.urgent_ms"), jnum(o, "mixer.chunk"));
 		printf("semi-preemptive   %.0f chunk commands, %.0f JIT waits (%.1f ms), %.0f seek "
-		       "splits\n", jnum(o, "mixer.chunks"), jnum(o, "mixer.jit_waits"),
-		       jnum(o, "mixer.jit_wait_ms"), jnum(o, "mixer.seek_splits"));
+		       "splits; %.0f of %.0f judged commands lost a turn, transport %.2f ms\n",
+		       jnum(o, "mixer.chunks"), jnum(o, "mixer.jit_waits"),
+		       jnum(o, "mixer.jit_wait_ms"), jnum(o, "mixer.seek_splits"),
+		       jnum(o, "mixer.jit_lost_turns"), jnum(o, "mixer.jit_judged"),
+		       jnum(o, "mixer.jit_slip_ms"));
 		printf("seek distance GB ");
 		for (size_t i = 0; bins && i < json_object_array_length(bins); i++)
 			printf(" %s:%s", json_object_get_string(json_object_array_get_idx(bins, i)),
