@@ -23,6 +23,7 @@
 # seek's first half never moves hddemu's head (docs/HDDEMU.md, "Under QEMU").
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/benchlib.sh"	# usage, need_arg, mounted, fuse_abort, wait_exit, kill_wait
 : "${HDDEMU:=$HERE/../build/tools/hddemu}"
 : "${MIXER_RUN:=$HERE/../build/bench/guest_mixer_run}"
 : "${QEMU_CACHE:=$HERE/../build/qemu-cache}"
@@ -46,9 +47,7 @@ IO=256K
 KEEP=0
 SMOKE=0
 
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 bad() { echo "guest-jit: $*" >&2; exit 2; }
-need_arg() { [ $# -ge 2 ] || bad "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--model) need_arg "$@"; MODEL=$2; shift ;;
@@ -142,31 +141,9 @@ mkdir "$HMNT" "$W/runs"
 
 HDD_PID=
 CHILD=
-mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
-
-wait_exit() {	# wait_exit PID SECONDS: its exit status; 124 if still running
-	local i
-	for i in $(seq $(($2 * 10))); do
-		kill -0 "$1" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$1" 2>/dev/null && return 124
-	wait "$1"
-}
-
-kill_wait() {	# kill_wait PID: TERM, then KILL after 5 s
-	kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null; return 0; }
-	kill -TERM "$1" 2>/dev/null
-	wait_exit "$1" 5 >/dev/null
-	if kill -0 "$1" 2>/dev/null; then
-		kill -KILL "$1" 2>/dev/null
-		wait "$1" 2>/dev/null
-	fi
-	return 0
-}
 
 cleanup() {
-	local rc=$? dev
+	local rc=$?
 	trap - EXIT INT TERM HUP
 	[ -n "$CHILD" ] && kill_wait "$CHILD"	# run.sh (its timeout ends QEMU)
 	if [ -n "$HDD_PID" ]; then
@@ -175,9 +152,7 @@ cleanup() {
 				sleep 1	# QEMU may still hold the disk open for a moment
 				timeout 30 fusermount3 -u "$HMNT" 2>>"$LOG"
 			} || {
-				dev=$(stat -c %d "$HMNT" 2>/dev/null)
-				[ -n "$dev" ] && [ -w "/sys/fs/fuse/connections/$dev/abort" ] &&
-					echo 1 >"/sys/fs/fuse/connections/$dev/abort"
+				fuse_abort "$HMNT"
 				timeout 10 fusermount3 -u -z "$HMNT" 2>/dev/null || umount -l "$HMNT" 2>/dev/null
 			}
 		fi

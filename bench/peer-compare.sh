@@ -22,6 +22,7 @@
 # AVFS_MKFS_ARGS: extra mkfs.avfs options for the avfsd configurations (e.g. "--alloc contig").
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/benchlib.sh"	# usage, need_arg, mounted, fuse_abort, wait_exit, kill_wait
 : "${HDDEMU:=$HERE/../build/tools/hddemu}"
 : "${HDDEMU_ATTACH:=$HERE/../tools/hddemu-attach}"
 : "${AVFSD:=$HERE/../build/daemon/avfsd}"
@@ -54,9 +55,7 @@ SMOKE=0
 IO=$((512 << 10))	# dvr's defaults: 512 KiB requests, 8 in flight per stream
 DEPTH=8
 
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 bad() { echo "peer-compare: $*" >&2; exit 2; }
-need_arg() { [ $# -ge 2 ] || bad "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--model) need_arg "$@"; MODEL=$2; shift ;;
@@ -173,36 +172,6 @@ LOG=
 WARN=$W/warnings
 : >"$WARN"
 
-mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
-
-fuse_abort() {	# fuse_abort DIR: abort a stuck FUSE connection (its requests fail with ENOTCONN)
-	local dev
-	mounted "$1" || return 0
-	dev=$(stat -c %d "$1" 2>/dev/null) || return 0
-	[ -w "/sys/fs/fuse/connections/$dev/abort" ] && echo 1 >"/sys/fs/fuse/connections/$dev/abort"
-	return 0
-}
-
-wait_exit() {	# wait_exit PID SECONDS: its exit status; 124 if still running
-	local i
-	for i in $(seq $(($2 * 10))); do
-		kill -0 "$1" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$1" 2>/dev/null && return 124
-	wait "$1"
-}
-
-kill_wait() {	# kill_wait PID: TERM, then KILL after 5 s
-	kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null; return 0; }
-	kill -TERM "$1" 2>/dev/null
-	wait_exit "$1" 5 >/dev/null
-	if kill -0 "$1" 2>/dev/null; then
-		kill -KILL "$1" 2>/dev/null
-		wait "$1" 2>/dev/null
-	fi
-	return 0
-}
 
 # run LIMIT OUT CMD...: CMD under `timeout` in the background, stdout appended to OUT, stderr
 # to the log, waited for, so that Ctrl-C reaches the trap at once (a foreground child would
