@@ -2,15 +2,14 @@
 #include "scsi.h"
 #include "sg.h"
 
+#include "spawn_capture.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <scsi/sg_lib.h>
@@ -19,8 +18,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-
-extern char **environ;
 
 /* ------------------------------------------------------------------ CDBs ---- */
 
@@ -340,33 +337,6 @@ static void test_scsi_sense_unparseable(void **state)
 
 /* ------------------------------------------------------------------ avfs_sg_open ---- */
 
-/* Run argv, capturing stdout and stderr in out. Exit status, or -1 if it could not run. */
-static int run(char *const argv[], char *out, size_t outlen)
-{
-	posix_spawn_file_actions_t fa;
-	int pfd[2], status = -1;
-	size_t used = 0;
-	ssize_t n;
-	pid_t pid;
-
-	if (pipe2(pfd, O_CLOEXEC))
-		return -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ))
-		pid = -1;
-	posix_spawn_file_actions_destroy(&fa);
-	close(pfd[1]);
-	while ((n = read(pfd[0], out + used, outlen - 1 - used)) > 0)
-		used += (size_t)n;
-	out[used] = '\0';
-	close(pfd[0]);
-	if (pid < 0 || waitpid(pid, &status, 0) < 0)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* Proves: what is not a SCSI disk is refused cleanly, with no handle and nothing leaked
  * (ASan): an image file and a directory and /dev/null give -ENOTTY, a missing path its
  * open error, bad arguments -EINVAL. */
@@ -427,7 +397,8 @@ static void test_scsi_sg_open_loop_device(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, 4 << 20), 0);
 	close(fd);
-	st = run((char *const[]){ "losetup", "--find", "--show", image, NULL }, out, sizeof(out));
+	st = spawn_capture((char *const[]){ "losetup", "--find", "--show", image, NULL }, out,
+			   sizeof(out));
 	if (st != 0) {
 		unlink(image);
 		rmdir(dir);
@@ -439,7 +410,7 @@ static void test_scsi_sg_open_loop_device(void **state)
 	memcpy(loopdev, out, strlen(out) + 1);
 
 	ret = avfs_sg_open(loopdev, AVFS_SG_RDONLY, &d);
-	run((char *const[]){ "losetup", "-d", loopdev, NULL }, out, sizeof(out));
+	spawn_capture((char *const[]){ "losetup", "-d", loopdev, NULL }, out, sizeof(out));
 	unlink(image);
 	rmdir(dir);
 	if (!ret)

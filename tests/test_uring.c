@@ -1,6 +1,7 @@
 /* test_uring.c — the io_uring backend: block-device geometry, open errors, fixed buffers, poll fd, short transfers, injected and vanishing device errors, depth limit. */
 #include "disk.h"
 
+#include "spawn_capture.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,8 +24,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-
-extern char **environ;
 
 #define MIB (1ull << 20)
 #define FAULT_SIZE (16 * MIB)
@@ -60,33 +59,6 @@ static int setup(void **state)
 	return 0;
 }
 
-/* Run argv, capturing stdout and stderr in out. Exit status, or -1 if it could not run. */
-static int run(char *const argv[], char *out, size_t outlen)
-{
-	posix_spawn_file_actions_t fa;
-	int pfd[2], status = -1;
-	size_t used = 0;
-	ssize_t n;
-	pid_t pid;
-
-	if (pipe2(pfd, O_CLOEXEC))
-		return -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ))
-		pid = -1;
-	posix_spawn_file_actions_destroy(&fa);
-	close(pfd[1]);
-	while ((n = read(pfd[0], out + used, outlen - 1 - used)) > 0)
-		used += (size_t)n;
-	out[used] = '\0';
-	close(pfd[0]);
-	if (pid < 0 || waitpid(pid, &status, 0) < 0)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* Wait up to ms for pid to exit. Its wait status, or -1 if it is still running. */
 static int wait_exit(pid_t pid, int ms)
 {
@@ -117,7 +89,7 @@ static int teardown(void **state)
 		rmdir(f->mnt);
 	}
 	if (f->loopdev[0])
-		run((char *const[]){ "losetup", "-d", f->loopdev, NULL }, out, sizeof(out));
+		spawn_capture((char *const[]){ "losetup", "-d", f->loopdev, NULL }, out, sizeof(out));
 	if (f->image[0])
 		unlink(f->image);
 	rmdir(f->dir);
@@ -189,7 +161,7 @@ static void test_uring_blockdev_geometry(void **state)
 		skip();
 	}
 	make_image(f, 64 * MIB);
-	st = run((char *const[]){ "losetup", "--find", "--show", "--direct-io=on",
+	st = spawn_capture((char *const[]){ "losetup", "--find", "--show", "--direct-io=on",
 				  f->image, NULL }, out, sizeof(out));
 	if (st != 0 && (st == 127 || strcasestr(out, "no such device"))) {
 		fprintf(stderr, "skip: losetup unavailable: %s\n", out);
