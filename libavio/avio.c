@@ -1,5 +1,5 @@
 /*
- * avio.c — libavio: the client side of daemon/proto.h. One connection per process, made on
+ * avio.c — libavio: the client side of proto/proto.h. One connection per process, made on
  * first use and shared by all threads; requests go out as tagged messages and their replies
  * are read by whichever thread waits (no library thread). Buffer memory shared with the
  * daemon through a memfd. It does not schedule, retry or reorder anything: avfsd does.

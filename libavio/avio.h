@@ -2,7 +2,7 @@
  * avio.h — libavio, the AVFS real-time I/O client library (papers/001 §3.2.3, Table 1):
  * POSIX-AIO-like calls whose requests carry an absolute deadline, served by the avfsd daemon
  * over its Unix socket. This header is the whole installed API; it is not the wire protocol
- * (daemon/proto.h) and it does no I/O itself on files of other file systems.
+ * (proto/proto.h) and it does no I/O itself on files of other file systems.
  *
  * Link with `pkg-config --cflags --libs avio`. Every call returns 0 (or a non-negative count)
  * on success and a negative errno on failure; none sets errno except avfs_buf_alloc().

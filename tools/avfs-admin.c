@@ -1,6 +1,6 @@
 /*
  * avfs-admin — the operator's command line (SPEC §10): status, streams, reserve, release,
- * stats and trace talk to a running avfsd over its client socket (daemon/proto.h); plot and
+ * stats and trace talk to a running avfsd over its client socket (proto/proto.h); plot and
  * profile work alone (tools/admin_plot.c, tools/admin_profile.c). Human output is aligned
  * tables; --json prints the daemon's JSON as it is (docs/ADMIN.md).
  */
