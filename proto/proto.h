@@ -13,6 +13,7 @@
 #define AVFS_PROTO_VERSION 1u
 #define AVFS_PROTO_MAX_IO (16u << 20)	/* largest single request */
 #define AVFS_PROTO_MAX_PAYLOAD (AVFS_PROTO_MAX_IO + 4096)
+#define AVFS_PROTO_MAX_TEXT (AVFS_PROTO_MAX_PAYLOAD + (64u << 20))	/* ADMIN, TRACE replies */
 #define AVFS_PROTO_QUEUE 256u		/* requests in flight per client; more: -EAGAIN */
 #define AVFS_PROTO_ALIGN 4096u		/* offsets and sizes of libavio I/O */
 /* the socket of a mount: readable from any file on it as this extended attribute */
