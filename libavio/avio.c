@@ -5,7 +5,7 @@
  * daemon through a memfd. It does not schedule, retry or reorder anything: avfsd does.
  */
 #include "avio.h"
-#include "proto.h"
+#include "client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,23 +27,15 @@
 #define AVIO_ST_PENDING 0x41560001
 #define AVIO_ST_DONE 0x41560002
 
-#define AVIO_CTRL_TAG (UINT64_C(1) << 63)	/* tags of HELLO, OPEN, SHM, CANCEL */
+#define AVIO_CTRL_TAG (UINT64_C(1) << 63)	/* tags of OPEN, SHM, CANCEL...; HELLO's is 0 */
 #define AVIO_SLOT_BITS 16			/* IO tag = seq << 16 | slot */
-#define AVIO_STALL_MS 10000	/* a daemon silent this long in a round trip is declared gone */
-#define AVIO_RXBUF (64u << 10)
+#define AVIO_STALL_NS ((int64_t)AVFS_PROTO_REPLY_MS * 1000000)	/* a silent daemon is gone */
 #define AVIO_SHM_DEFAULT (64u << 20)
 
 enum avio_conn_state {
 	CONN_NONE,		/* never connected, or the last attempt failed: try again */
-	CONN_HELLO,		/* connected, HELLO in flight */
 	CONN_UP,
 	CONN_DEAD,		/* lost: final; the socket stays open (see __conn_fail) */
-};
-
-enum avio_rx_phase {
-	RX_HDR,			/* reading struct avfs_msg_hdr */
-	RX_FIXED,		/* reading the reply's fixed struct */
-	RX_DATA,		/* reading the rest: a read's data into its buffer, or discarding */
 };
 
 struct avio_slot {
@@ -65,7 +55,7 @@ struct avio_conn {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* CLOCK_MONOTONIC; broadcast on completions, reader changes */
 	enum avio_conn_state state;
-	int sock;		/* non-blocking; never closed once UP (a reader may poll it) */
+	int sock;		/* used with MSG_DONTWAIT; never closed once UP (a reader may poll it) */
 	int evfd;		/* wakes the reader when another thread completed requests */
 	bool reader;		/* a thread polls sock without the lock (leader/follower) */
 	bool kick;		/* completions since the last __conn_wake() */
@@ -81,15 +71,8 @@ struct avio_conn {
 	uint64_t ctrl_tag;
 	bool ctrl_done;
 	uint16_t ctrl_type;
-	uint8_t ctrl_reply[sizeof(struct avfs_msg_reserve_reply)];	/* the largest */
-	/* the partial-read state machine: one reply at a time, fed from rxbuf or the socket */
-	enum avio_rx_phase phase;
-	size_t need, have;	/* bytes of the current phase */
-	struct avfs_msg_hdr hdr;
-	uint8_t fixed[sizeof(struct avfs_msg_reserve_reply)];
-	uint8_t *dst;		/* RX_DATA: where the data goes; NULL: discard */
-	size_t rx_start, rx_end;
-	uint8_t rxbuf[AVIO_RXBUF];
+	union avfs_proto_reply ctrl_reply;
+	struct avfs_proto_rx rx;	/* the reply being read: one at a time */
 };
 
 /* the shared buffer region; protected by lock, except base/size: set once, read lock-free */
@@ -416,171 +399,81 @@ static void __conn_fail(struct avio_conn *c)
 	__conn_wake(c);
 }
 
-/* ---- the receive state machine ---- */
+/* ---- replies ---- */
 
-static size_t reply_fixed_len(uint16_t type)
+/*
+ * A reply's head (header and fixed struct) is in c->rx: an inline read's data goes straight
+ * into its buffer, and nothing else may carry data. -EPROTO: the reply does not fit its
+ * request. Replies of no request in flight (a canceled one's, control replies) are read whole.
+ */
+static int __rx_head(struct avio_conn *c)
 {
-	switch (type) {
-	case AVFS_MSG_HELLO: return sizeof(struct avfs_msg_hello_reply);
-	case AVFS_MSG_OPEN: return sizeof(struct avfs_msg_open_reply);
-	case AVFS_MSG_IO: return sizeof(struct avfs_msg_io_reply);
-	case AVFS_MSG_CANCEL: return sizeof(struct avfs_msg_cancel_reply);
-	case AVFS_MSG_SHM: return sizeof(struct avfs_msg_shm_reply);
-	case AVFS_MSG_RESERVE: return sizeof(struct avfs_msg_reserve_reply);
-	case AVFS_MSG_RELEASE: return sizeof(struct avfs_msg_release_reply);
-	case AVFS_MSG_STATS: return sizeof(struct avfs_msg_stats_reply);
-	default: return 0;	/* unknown reply: skipped whole, for later versions */
+	struct avfs_proto_rx *rx = &c->rx;
+	int64_t res = rx->fixed.io.res;
+	struct avio_slot *s;
+	uint32_t idx;
+
+	if (rx->type != AVFS_MSG_IO || !(s = __slot_find(c, rx->hdr.tag, &idx)) || !s->aio)
+		return 0;
+	if (res > (int64_t)s->aio->aio_nbytes)
+		return -EPROTO;
+	/* an inline read carries exactly res bytes; nothing else carries data */
+	if (s->op == AVFS_IO_READ && s->where == AVFS_IO_INLINE && res > 0) {
+		if (rx->rest != (size_t)res)
+			return -EPROTO;
+		rx->dst = (void *)(uintptr_t)s->aio->aio_buf;
+	} else if (rx->rest) {
+		return -EPROTO;
 	}
-}
-
-static void __rx_reset(struct avio_conn *c)
-{
-	c->phase = RX_HDR;
-	c->need = sizeof(c->hdr);
-	c->have = 0;
-	c->dst = NULL;
+	return 0;
 }
 
 /* the whole reply is in: complete its request or its control round trip */
-static int __rx_finish(struct avio_conn *c)
+static int __rx_done(struct avio_conn *c)
 {
-	uint16_t type = c->hdr.type & ~AVFS_MSG_REPLY;
+	struct avfs_proto_rx *rx = &c->rx;
 	uint32_t idx;
 
-	if (type == AVFS_MSG_IO) {
-		struct avfs_msg_io_reply r;
-
-		memcpy(&r, c->fixed, sizeof(r));
-		if (__slot_find(c, c->hdr.tag, &idx))
-			__slot_complete(c, idx, r.res);
-	} else if (c->ctrl_tag && c->hdr.tag == c->ctrl_tag) {
-		if (type != c->ctrl_type)
+	if (rx->type == AVFS_MSG_IO) {
+		if (__slot_find(c, rx->hdr.tag, &idx))
+			__slot_complete(c, idx, rx->fixed.io.res);
+	} else if (c->ctrl_tag && rx->hdr.tag == c->ctrl_tag) {
+		if (rx->type != c->ctrl_type)
 			return -EPROTO;
-		memcpy(c->ctrl_reply, c->fixed, sizeof(c->ctrl_reply));
+		c->ctrl_reply = rx->fixed;
 		c->ctrl_done = true;
 	}
 	/* any other reply (an unknown tag, a stale round trip) is dropped */
-	__rx_reset(c);
 	return 0;
-}
-
-/* the current phase has all its bytes: move to the next one; -EPROTO on a malformed reply */
-static int __rx_step(struct avio_conn *c)
-{
-	uint16_t type = c->hdr.type & ~AVFS_MSG_REPLY;
-	struct avio_slot *s;
-	uint32_t idx;
-	size_t rest;
-
-	switch (c->phase) {
-	case RX_HDR:
-		if (c->hdr.magic != AVFS_PROTO_MAGIC || !(c->hdr.type & AVFS_MSG_REPLY) ||
-		    c->hdr.len > AVFS_PROTO_MAX_PAYLOAD ||
-		    c->hdr.len < reply_fixed_len(type))
-			return -EPROTO;
-		c->phase = RX_FIXED;
-		c->need = reply_fixed_len(type);
-		c->have = 0;
-		memset(c->fixed, 0, sizeof(c->fixed));
-		break;
-	case RX_FIXED:
-		rest = c->hdr.len - c->need;
-		c->phase = RX_DATA;
-		c->need = rest;
-		c->have = 0;
-		c->dst = NULL;
-		if (type == AVFS_MSG_IO && (s = __slot_find(c, c->hdr.tag, &idx)) && s->aio) {
-			struct avfs_msg_io_reply r;
-
-			memcpy(&r, c->fixed, sizeof(r));
-			if (r.res > (int64_t)s->aio->aio_nbytes)
-				return -EPROTO;
-			/* an inline read carries exactly res bytes; nothing else carries data */
-			if (s->op == AVFS_IO_READ && s->where == AVFS_IO_INLINE && r.res > 0) {
-				if (rest != (size_t)r.res)
-					return -EPROTO;
-				c->dst = (uint8_t *)(uintptr_t)s->aio->aio_buf;
-			} else if (rest) {
-				return -EPROTO;
-			}
-		}
-		break;
-	case RX_DATA:
-		return __rx_finish(c);
-	}
-	return 0;
-}
-
-/* consumes rxbuf; the machine may pass through phases that need no bytes (need == 0) */
-static int __rx_parse(struct avio_conn *c)
-{
-	int err;
-
-	for (;;) {
-		size_t take;
-		uint8_t *src;
-
-		while (c->have == c->need) {	/* ends: RX_HDR always needs bytes */
-			err = __rx_step(c);
-			if (err)
-				return err;
-		}
-		take = c->rx_end - c->rx_start;
-		if (!take)
-			return 0;
-		if (take > c->need - c->have)
-			take = c->need - c->have;
-		src = c->rxbuf + c->rx_start;
-		if (c->phase == RX_HDR)
-			memcpy((uint8_t *)&c->hdr + c->have, src, take);
-		else if (c->phase == RX_FIXED)
-			memcpy(c->fixed + c->have, src, take);
-		else if (c->dst)
-			memcpy(c->dst + c->have, src, take);
-		c->rx_start += take;
-		c->have += take;
-	}
 }
 
 /*
- * Reads and dispatches every reply the socket holds, never blocking. A read's data goes
- * straight from the socket into its buffer when nothing of it is buffered. Returns 0, or
- * -ENOTCONN when the connection was lost (then every request has completed).
+ * Reads and dispatches every reply the socket holds, never blocking (proto/client.c parses
+ * and validates; a read's data goes straight from the socket into its buffer when nothing of
+ * it is buffered). Returns 0, or -ENOTCONN when the connection was lost (then every request
+ * has completed).
  */
 static int __conn_drain(struct avio_conn *c)
 {
-	ssize_t n;
-	int err;
+	int ev;
 
-	if (c->state != CONN_UP && c->state != CONN_HELLO)
+	if (c->state != CONN_UP)
 		return -ENOTCONN;
 	for (;;) {
-		err = __rx_parse(c);
-		if (err)
-			goto fail;
-		c->rx_start = c->rx_end = 0;	/* __rx_parse consumed everything */
-		if (c->phase == RX_DATA && c->dst)
-			n = recv(c->sock, c->dst + c->have, c->need - c->have, MSG_DONTWAIT);
-		else
-			n = recv(c->sock, c->rxbuf, sizeof(c->rxbuf), MSG_DONTWAIT);
-		if (n > 0) {
-			if (c->phase == RX_DATA && c->dst)
-				c->have += (size_t)n;
-			else
-				c->rx_end = (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		ev = avfs_proto_rx_next(c->sock, &c->rx);
+		if (ev == AVFS_PROTO_RX_FIXED)
+			ev = __rx_head(c);
+		else if (ev == AVFS_PROTO_RX_DONE)
+			ev = __rx_done(c);
+		if (ev == -EAGAIN)
 			break;
-		goto fail;	/* EOF or a socket error: the daemon is gone */
+		if (ev) {	/* -EPROTO, EOF or a socket error: the daemon is gone to us */
+			__conn_fail(c);
+			return -ENOTCONN;
+		}
 	}
 	__conn_wake(c);
 	return 0;
-fail:
-	__conn_fail(c);
-	return -ENOTCONN;
 }
 
 /*
@@ -591,81 +484,40 @@ fail:
 static int __send_msg(struct avio_conn *c, uint16_t type, uint64_t tag, const void *msg,
 		      size_t len, const volatile void *data, size_t dlen, int fd)
 {
-	struct avfs_msg_hdr h = {
-		.magic = AVFS_PROTO_MAGIC,
-		.type = type,
-		.len = (uint32_t)(len + dlen),
-		.tag = tag,
-	};
-	struct iovec iov[3] = {
-		{ &h, sizeof(h) },
-		{ (void *)(uintptr_t)msg, len },
-		{ (void *)(uintptr_t)data, dlen },
-	};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cm;
-	struct iovec *v = iov;
-	int nv = dlen ? 3 : 2;
-	int64_t stall = mono_ns() + (int64_t)AVIO_STALL_MS * 1000000;
+	int64_t stall = mono_ns() + AVIO_STALL_NS;
+	struct avfs_proto_tx tx;
 	struct pollfd pfd;
-	ssize_t n;
+	size_t left;
 	int err;
 
-	while (nv) {
-		struct msghdr mh = { .msg_iov = v, .msg_iovlen = (size_t)nv };
-
-		if (fd >= 0) {
-			struct cmsghdr *cmsg;
-
-			memset(&cm, 0, sizeof(cm));
-			mh.msg_control = cm.buf;
-			mh.msg_controllen = sizeof(cm.buf);
-			cmsg = CMSG_FIRSTHDR(&mh);
-			cmsg->cmsg_level = SOL_SOCKET;
-			cmsg->cmsg_type = SCM_RIGHTS;
-			cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-		}
-		n = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			fd = -1;	/* the descriptor rode with the first byte */
-			while (nv && (size_t)n >= v->iov_len) {
-				n -= (ssize_t)v->iov_len;
-				v++;
-				nv--;
-			}
-			if (nv) {
-				v->iov_base = (char *)v->iov_base + n;
-				v->iov_len -= (size_t)n;
-			}
-			stall = mono_ns() + (int64_t)AVIO_STALL_MS * 1000000;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-			goto fail;
-		pfd.fd = c->sock;
-		pfd.events = POLLIN | POLLOUT;
+	err = avfs_proto_tx_init(&tx, type, tag, msg, len, data, dlen, fd);
+	if (err)
+		return err;	/* not reached: requests are checked against AVFS_PROTO_MAX_IO */
+	for (;;) {
+		left = tx.left;
+		err = avfs_proto_tx_send(c->sock, &tx);
+		if (!err)
+			return 0;
+		if (err != -EAGAIN)
+			break;
+		if (tx.left < left)
+			stall = mono_ns() + AVIO_STALL_NS;	/* it reads: progress */
+		pfd = (struct pollfd){ .fd = c->sock, .events = POLLIN | POLLOUT };
 		if (poll(&pfd, 1, ms_until(stall)) == 0)
-			goto fail;	/* the daemon neither reads nor writes: treat it as gone */
+			break;	/* the daemon neither reads nor writes: treat it as gone */
 		if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
 			err = __conn_drain(c);
 			if (err)
 				return err;
 		}
 	}
-	return 0;
-fail:
 	__conn_fail(c);
 	return -ENOTCONN;
 }
 
 /*
- * One control round trip (HELLO, OPEN, SHM, CANCEL) with the lock held throughout; IO replies
- * that arrive meanwhile complete their requests. reply gets the reply's fixed struct.
+ * One control round trip (OPEN, SHM, CANCEL, RESERVE...) with the lock held throughout; IO
+ * replies that arrive meanwhile complete their requests. reply gets the reply's fixed struct.
  */
 static int __ctrl_call(struct avio_conn *c, uint16_t type, const void *msg, size_t len, int fd,
 		       void *reply, size_t rlen)
@@ -680,7 +532,7 @@ static int __ctrl_call(struct avio_conn *c, uint16_t type, const void *msg, size
 	err = __send_msg(c, type, c->ctrl_tag, msg, len, NULL, 0, fd);
 	if (err)
 		return err;
-	stall = mono_ns() + (int64_t)AVIO_STALL_MS * 1000000;
+	stall = mono_ns() + AVIO_STALL_NS;
 	for (;;) {
 		err = __conn_drain(c);
 		if (err)
@@ -695,68 +547,40 @@ static int __ctrl_call(struct avio_conn *c, uint16_t type, const void *msg, size
 		}
 	}
 	c->ctrl_tag = 0;
-	memcpy(reply, c->ctrl_reply, rlen);
+	memcpy(reply, &c->ctrl_reply, rlen);
 	return 0;
 }
 
-/* the socket path: AVFS_SOCKET, else the mount's extended attribute on fd */
-static int socket_path(int fd, struct sockaddr_un *sun)
-{
-	const char *env = getenv("AVFS_SOCKET");
-	ssize_t n;
-
-	memset(sun, 0, sizeof(*sun));
-	sun->sun_family = AF_UNIX;
-	if (env && *env) {
-		if (strlen(env) >= sizeof(sun->sun_path))
-			return -ENOTCONN;
-		strcpy(sun->sun_path, env);
-		return 0;
-	}
-	n = fgetxattr(fd, AVFS_XATTR_SOCKET, sun->sun_path, sizeof(sun->sun_path) - 1);
-	if (n <= 0)
-		return -EBADF;	/* ENODATA, ENOTSUP...: not a file of an AVFS mount */
-	sun->sun_path[n] = '\0';	/* the value may or may not carry its NUL */
-	return 0;
-}
-
-/* connects and says HELLO; a failed attempt leaves CONN_NONE so that a later call retries */
+/*
+ * Connects to the socket named by AVFS_SOCKET, else by the mount of fd, and says HELLO; a
+ * failed attempt leaves CONN_NONE so that a later call retries. A daemon that is not there
+ * or does not answer is -ENOTCONN; one that speaks another version -EPROTO.
+ */
 static int __conn_open(struct avio_conn *c, int fd)
 {
-	struct avfs_msg_hello hello = { .version = AVFS_PROTO_VERSION };
+	const char *path = getenv("AVFS_SOCKET");
+	char xattr[AVFS_PROTO_PATH_MAX];
 	struct avfs_msg_hello_reply r;
-	struct sockaddr_un sun;
 	uint32_t i;
-	int err;
+	int s, err;
 
-	err = socket_path(fd, &sun);
-	if (err)
-		return err;
-	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->sock < 0)
-		return -errno;
-	/* a blocking connect: a non-blocking one fails with EAGAIN on a full backlog */
-	if (connect(c->sock, (struct sockaddr *)&sun, sizeof(sun))) {
-		err = -ENOTCONN;
-		goto out_sock;
+	if (!path || !*path) {
+		if (avfs_proto_socket_fd(fd, xattr, sizeof(xattr)))
+			return -EBADF;	/* ENODATA, ENOTSUP...: not a file of an AVFS mount */
+		path = xattr;
 	}
-	if (fcntl(c->sock, F_SETFL, O_NONBLOCK)) {
-		err = -errno;
-		goto out_sock;
-	}
+	s = avfs_proto_connect(path, &c->rx, &r, AVFS_PROTO_REPLY_MS);
+	if (s == -EPROTO || s == -EMFILE || s == -ENFILE || s == -ENOMEM || s == -ENOBUFS)
+		return s;	/* another version, or out of descriptors or memory */
+	if (s < 0)
+		return -ENOTCONN;	/* no daemon there, or it did not answer */
 	c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (c->evfd < 0) {
 		err = -errno;
-		goto out_sock;
+		close(s);
+		return err;
 	}
-	c->state = CONN_HELLO;
-	c->rx_start = c->rx_end = 0;
-	__rx_reset(c);
-	err = __ctrl_call(c, AVFS_MSG_HELLO, &hello, sizeof(hello), -1, &r, sizeof(r));
-	if (!err && (r.res < 0 || r.version != AVFS_PROTO_VERSION))
-		err = -EPROTO;
-	if (err)
-		goto out_evfd;
+	c->sock = s;
 	c->max_io = r.max_io && r.max_io < AVFS_PROTO_MAX_IO ? r.max_io : AVFS_PROTO_MAX_IO;
 	c->queue = r.queue && r.queue < AVFS_PROTO_QUEUE ? r.queue : AVFS_PROTO_QUEUE;
 	c->nfree = 0;
@@ -765,15 +589,6 @@ static int __conn_open(struct avio_conn *c, int fd)
 	c->shm_state = 0;
 	c->state = CONN_UP;
 	return 0;
-
-out_evfd:
-	close(c->evfd);
-	c->evfd = -1;
-out_sock:
-	close(c->sock);	/* no request was ever in flight: no thread can be polling it */
-	c->sock = -1;
-	c->state = CONN_NONE;
-	return err;
 }
 
 /* the daemon's handle of (dev, ino) for this access, asked once and cached */
