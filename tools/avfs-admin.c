@@ -13,25 +13,20 @@
 #include <glob.h>
 #include <json-c/json.h>
 #include <math.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "admin.h"
-#include "proto.h"
-
-#define REPLY_MS 10000	/* a daemon that does not answer a command in 10 s is stuck */
+#include "client.h"
 
 static const char *sock_opt;
 static uint64_t next_tag = 1;
+static struct avfs_proto_rx rx;	/* the connection's replies (one connection per run) */
 
 static void usage(FILE *f)
 {
@@ -115,14 +110,12 @@ static int find_socket(const char *file, char *path, size_t len)
 		return 0;
 	}
 	if (file) {
-		ssize_t n = getxattr(file, AVFS_XATTR_SOCKET, path, len - 1);
+		int err = avfs_proto_socket_file(file, path, len);
 
-		if (n > 0) {
-			path[n] = 0;
+		if (!err)
 			return 0;
-		}
 		fprintf(stderr, "avfs-admin: %s: not on an AVFS mount (%s)\n", file,
-			strerror(errno));
+			strerror(-err));
 		return -ENOENT;
 	}
 	if (env && *env) {
@@ -141,139 +134,56 @@ static int find_socket(const char *file, char *path, size_t len)
 	return -ENOENT;
 }
 
-static bool send_all(int s, const void *p, size_t n)
+/*
+ * One round trip: the reply's fixed struct into rep (rlen bytes) and, if text is not NULL,
+ * the rest of the reply (malloc'd, NUL-terminated) into *text. 0 or -errno, said on stderr.
+ */
+static int call(int s, uint16_t type, const void *m, size_t mlen, void *rep, size_t rlen,
+		void **text, size_t *tlen)
 {
-	while (n) {
-		ssize_t k = send(s, p, n, MSG_NOSIGNAL);
+	uint64_t tag = next_tag++;
+	int err = avfs_proto_send(s, type, tag, m, mlen, -1, AVFS_PROTO_REPLY_MS);
 
-		if (k <= 0) {
-			if (k < 0 && errno == EINTR)
-				continue;
-			return false;
-		}
-		p = (const uint8_t *)p + k;
-		n -= (size_t)k;
-	}
-	return true;
-}
-
-static bool recv_all(int s, void *p, size_t n, int ms)
-{
-	while (n) {
-		struct pollfd pfd = { .fd = s, .events = POLLIN };
-		ssize_t k;
-
-		if (poll(&pfd, 1, ms) != 1)
-			return false;
-		k = recv(s, p, n, 0);
-		if (k <= 0) {
-			if (k < 0 && errno == EINTR)
-				continue;
-			return false;
-		}
-		p = (uint8_t *)p + k;
-		n -= (size_t)k;
-	}
-	return true;
-}
-
-static uint64_t send_msg(int s, uint16_t type, const void *m, size_t len)
-{
-	struct avfs_msg_hdr h = { .magic = AVFS_PROTO_MAGIC, .type = type, .len = (uint32_t)len,
-				  .tag = next_tag++ };
-
-	if (!send_all(s, &h, sizeof(h)) || !send_all(s, m, len))
-		return 0;
-	return h.tag;
-}
-
-/* one reply of type to tag: its payload (malloc'd, *len bytes), or NULL */
-static uint8_t *recv_reply(int s, uint16_t type, uint64_t tag, size_t *len, int ms)
-{
-	struct avfs_msg_hdr h;
-	uint8_t *p;
-
-	for (;;) {
-		if (!recv_all(s, &h, sizeof(h), ms) || h.magic != AVFS_PROTO_MAGIC ||
-		    h.len > AVFS_PROTO_MAX_PAYLOAD + (64u << 20))
-			return NULL;
-		p = malloc(h.len + 1);
-		if (!p || !recv_all(s, p, h.len, ms)) {
-			free(p);
-			return NULL;
-		}
-		p[h.len] = 0;
-		if (h.type == (type | AVFS_MSG_REPLY) && h.tag == tag) {
-			*len = h.len;
-			return p;
-		}
-		free(p);	/* not ours */
-	}
-}
-
-static int call(int s, uint16_t type, const void *m, size_t mlen, void *rep, size_t rlen)
-{
-	uint64_t tag = send_msg(s, type, m, mlen);
-	size_t len = 0;
-	uint8_t *p = tag ? recv_reply(s, type, tag, &len, REPLY_MS) : NULL;
-
-	if (!p || len < rlen) {
-		free(p);
-		fprintf(stderr, "avfs-admin: the daemon did not answer\n");
-		return -EPROTO;
-	}
-	memcpy(rep, p, rlen);
-	free(p);
-	return 0;
+	if (!err)
+		err = avfs_proto_wait(s, &rx, type, tag, rep, rlen, text, tlen, AVFS_PROTO_REPLY_MS);
+	if (err)
+		fprintf(stderr, "avfs-admin: the daemon did not answer (%s)\n", strerror(-err));
+	return err;
 }
 
 static int connect_daemon(const char *file)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct avfs_msg_hello hello = { .version = AVFS_PROTO_VERSION };
-	struct avfs_msg_hello_reply hr;
-	char path[sizeof(sun.sun_path)];
+	struct avfs_msg_hello_reply hello;
+	char path[AVFS_PROTO_PATH_MAX];
 	int s;
 
 	if (find_socket(file, path, sizeof(path)))
 		return -1;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sun, sizeof(sun))) {
-		fprintf(stderr, "avfs-admin: cannot connect to %s: %s\n", path, strerror(errno));
-		if (s >= 0)
-			close(s);
-		return -1;
-	}
-	if (call(s, AVFS_MSG_HELLO, &hello, sizeof(hello), &hr, sizeof(hr)) || hr.res) {
+	s = avfs_proto_connect(path, &rx, &hello, AVFS_PROTO_REPLY_MS);
+	if (s == -EPROTO)
 		fprintf(stderr, "avfs-admin: %s does not speak protocol %u\n", path,
 			AVFS_PROTO_VERSION);
-		close(s);
-		return -1;
-	}
-	return s;
+	else if (s < 0)
+		fprintf(stderr, "avfs-admin: cannot connect to %s: %s\n", path, strerror(-s));
+	return s < 0 ? -1 : s;
 }
 
 /* ---- status, streams, stats ---- */
 
 static json_object *admin_json(int s, const char *cmd)
 {
-	uint64_t tag = send_msg(s, AVFS_MSG_ADMIN, cmd, strlen(cmd));
 	struct avfs_msg_admin_reply r;
-	size_t len = 0;
-	uint8_t *p = tag ? recv_reply(s, AVFS_MSG_ADMIN, tag, &len, REPLY_MS) : NULL;
 	json_object *o = NULL;
+	void *text = NULL;
+	size_t len = 0;
 
-	if (p && len >= sizeof(r)) {
-		memcpy(&r, p, sizeof(r));
-		if (!r.res)
-			o = json_tokener_parse((const char *)p + sizeof(r));
-		else
-			fprintf(stderr, "avfs-admin: %s: %s\n", cmd, strerror(-r.res));
-	} else {
-		fprintf(stderr, "avfs-admin: the daemon did not answer\n");
-	}
-	free(p);
+	if (call(s, AVFS_MSG_ADMIN, cmd, strlen(cmd), &r, sizeof(r), &text, &len))
+		return NULL;
+	if (!r.res)
+		o = json_tokener_parse(text);
+	else
+		fprintf(stderr, "avfs-admin: %s: %s\n", cmd, strerror(-r.res));
+	free(text);
 	return o;
 }
 
@@ -495,8 +405,12 @@ static int cmd_reserve(int argc, char **argv)
 	om.dev = st.st_dev;
 	om.ino = st.st_ino;
 	om.access = m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ;
-	if (call(s, AVFS_MSG_OPEN, &om, sizeof(om), &orp, sizeof(orp)) || orp.res) {
-		fprintf(stderr, "avfs-admin: %s: %s\n", file, strerror(orp.res ? -orp.res : EPROTO));
+	if (call(s, AVFS_MSG_OPEN, &om, sizeof(om), &orp, sizeof(orp), NULL, NULL)) {
+		close(s);
+		return 1;
+	}
+	if (orp.res) {
+		fprintf(stderr, "avfs-admin: %s: %s\n", file, strerror(-orp.res));
 		close(s);
 		return 1;
 	}
@@ -505,7 +419,7 @@ static int cmd_reserve(int argc, char **argv)
 	m.rate = rate;
 	m.buffer = buffer;
 	m.io = (uint32_t)io;
-	if (call(s, AVFS_MSG_RESERVE, &m, sizeof(m), &r, sizeof(r))) {
+	if (call(s, AVFS_MSG_RESERVE, &m, sizeof(m), &r, sizeof(r), NULL, NULL)) {
 		close(s);
 		return 1;
 	}
@@ -544,7 +458,7 @@ static int cmd_release(int argc, char **argv)
 	s = connect_daemon(NULL);
 	if (s < 0)
 		return 1;
-	if (call(s, AVFS_MSG_RELEASE, &m, sizeof(m), &r, sizeof(r))) {
+	if (call(s, AVFS_MSG_RELEASE, &m, sizeof(m), &r, sizeof(r), NULL, NULL)) {
 		close(s);
 		return 1;
 	}
@@ -570,11 +484,11 @@ static int cmd_trace(int argc, char **argv)
 	struct avfs_msg_trace m = { 0 };
 	const char *out = NULL;
 	char tmp[4096];
-	uint64_t tag, lines = 0;
+	uint64_t tag = next_tag++, lines = 0;
 	double secs = 0;
 	bool done = false;
 	FILE *f;
-	int c, s;
+	int c, s, err;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -610,32 +524,32 @@ static int cmd_trace(int argc, char **argv)
 		return 1;
 	}
 	m.duration_ns = (uint64_t)(secs * 1e9);
-	tag = send_msg(s, AVFS_MSG_TRACE, &m, sizeof(m));
-	while (tag && !done) {
+	err = avfs_proto_send(s, AVFS_MSG_TRACE, tag, &m, sizeof(m), -1, AVFS_PROTO_REPLY_MS);
+	while (!err && !done) {
 		struct avfs_msg_trace_reply r;
 		size_t len = 0;
-		uint8_t *p = recv_reply(s, AVFS_MSG_TRACE, tag, &len, (int)(secs * 1000) + REPLY_MS);
+		void *text = NULL;
 
-		if (!p || len < sizeof(r)) {
-			free(p);
+		/* the daemon sends lines as they gather, and the last reply after the duration */
+		err = avfs_proto_wait(s, &rx, AVFS_MSG_TRACE, tag, &r, sizeof(r), &text, &len,
+				      (int)(secs * 1000) + AVFS_PROTO_REPLY_MS);
+		if (err)
 			break;
-		}
-		memcpy(&r, p, sizeof(r));
 		if (r.res) {
 			fprintf(stderr, "avfs-admin: trace: %s\n", r.res == -EPERM ?
 				"only root may trace (it shows every user's requests)" :
 				strerror(-r.res));
-			free(p);
+			free(text);
 			fclose(f);
 			unlink(tmp);
 			close(s);
 			return 1;
 		}
-		fwrite(p + sizeof(r), 1, len - sizeof(r), f);
-		for (size_t i = sizeof(r); i < len; i++)
-			lines += p[i] == '\n';
+		fwrite(text, 1, len, f);
+		for (size_t i = 0; i < len; i++)
+			lines += ((const char *)text)[i] == '\n';
 		done = r.done;
-		free(p);
+		free(text);
 	}
 	close(s);
 	if (!done || fclose(f) || rename(tmp, out)) {
