@@ -955,11 +955,30 @@ static int __handle_of(struct avio_conn *c, int fd, int op, uint32_t *handle)
 	return err;
 }
 
-int avfs_reserve(int fd, const struct avfs_service *svc)
+/*
+ * A round trip about fd's file (RESERVE, RELEASE, STATS): the handle of fd (op: the access
+ * that must be there, -1 any) into *handle, a field of msg, then the call; the reply into *r.
+ */
+static int file_call(int fd, int op, uint16_t type, void *msg, size_t len, uint32_t *handle,
+		     union avfs_proto_reply *r)
 {
 	struct avio_conn *c = &conn;
+	int err;
+
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	err = __handle_of(c, fd, op, handle);
+	if (!err)
+		err = __ctrl_call(c, type, msg, len, -1, r, sizeof(*r));
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+int avfs_reserve(int fd, const struct avfs_service *svc)
+{
 	struct avfs_msg_reserve m = { 0 };
-	struct avfs_msg_reserve_reply r;
+	union avfs_proto_reply r;
 	int err;
 
 	if (!svc || (svc->direction != AVFS_READ && svc->direction != AVFS_WRITE) ||
@@ -968,61 +987,37 @@ int avfs_reserve(int fd, const struct avfs_service *svc)
 	m.rate = svc->rate;
 	m.buffer = svc->buffer;
 	m.write = svc->direction == AVFS_WRITE;
-	pthread_once(&avio_once, avio_init);
-	pthread_mutex_lock(&c->lock);
-	err = __handle_of(c, fd, svc->direction, &m.handle);
-	if (!err)
-		err = __ctrl_call(c, AVFS_MSG_RESERVE, &m, sizeof(m), -1, &r, sizeof(r));
-	if (!err)
-		err = r.res;
-	__conn_wake(c);
-	pthread_mutex_unlock(&c->lock);
-	return err;
+	err = file_call(fd, svc->direction, AVFS_MSG_RESERVE, &m, sizeof(m), &m.handle, &r);
+	return err ? err : r.reserve.res;
 }
 
 int avfs_release(int fd)
 {
-	struct avio_conn *c = &conn;
 	struct avfs_msg_release m = { 0 };
-	struct avfs_msg_release_reply r;
+	union avfs_proto_reply r;
 	int err;
 
-	pthread_once(&avio_once, avio_init);
-	pthread_mutex_lock(&c->lock);
-	err = __handle_of(c, fd, -1, &m.handle);
-	if (!err)
-		err = __ctrl_call(c, AVFS_MSG_RELEASE, &m, sizeof(m), -1, &r, sizeof(r));
-	if (!err)
-		err = r.res;
-	__conn_wake(c);
-	pthread_mutex_unlock(&c->lock);
-	return err;
+	err = file_call(fd, -1, AVFS_MSG_RELEASE, &m, sizeof(m), &m.handle, &r);
+	return err ? err : r.release.res;
 }
 
 int avfs_stream_stats(int fd, struct avfs_stream_stats *st)
 {
-	struct avio_conn *c = &conn;
 	struct avfs_msg_stats m = { 0 };
-	struct avfs_msg_stats_reply r;
+	union avfs_proto_reply r;
 	int err;
 
 	if (!st)
 		return -EINVAL;
-	pthread_once(&avio_once, avio_init);
-	pthread_mutex_lock(&c->lock);
-	err = __handle_of(c, fd, -1, &m.handle);
+	err = file_call(fd, -1, AVFS_MSG_STATS, &m, sizeof(m), &m.handle, &r);
 	if (!err)
-		err = __ctrl_call(c, AVFS_MSG_STATS, &m, sizeof(m), -1, &r, sizeof(r));
-	if (!err)
-		err = r.res;
-	if (!err) {
-		memset(st, 0, sizeof(*st));
-		st->requests = r.requests;
-		st->deadline_misses = r.misses;
-		st->bytes = r.bytes;
-		st->margin_min_ns = r.margin_min_ns;
-	}
-	__conn_wake(c);
-	pthread_mutex_unlock(&c->lock);
-	return err;
+		err = r.stats.res;
+	if (err)
+		return err;
+	memset(st, 0, sizeof(*st));
+	st->requests = r.stats.requests;
+	st->deadline_misses = r.stats.misses;
+	st->bytes = r.stats.bytes;
+	st->margin_min_ns = r.stats.margin_min_ns;
+	return 0;
 }
