@@ -49,7 +49,8 @@ int avfs_proto_socket_file(const char *file, char *path, size_t size)
 
 /*
  * The error of a sendmsg() or recv() that returned n: 0 when it moved bytes, -ENOTCONN when
- * the peer closed (n == 0), -EAGAIN when the socket is full or empty, -EINTR (try again).
+ * the peer closed (n == 0), -EAGAIN when the socket is full or empty, -EINTR (try again), or
+ * the call's other -errno.
  */
 static int io_err(ssize_t n)
 {

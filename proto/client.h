@@ -9,7 +9,8 @@
  * Not here: what a reply means (tags, requests, completions), connection policy (which socket,
  * retries, when a connection is lost) and locking. The calls keep no state but what the
  * caller passes in; a socket shared by threads needs the caller's lock around them.
- * Every call returns 0 (or a non-negative value) on success and -errno on failure.
+ * Every call returns 0 (or a non-negative value) on success and -errno on failure; a
+ * timeout_ms below 0 waits without limit.
  * Not installed: libavio.so links it in and exports none of it.
  */
 #ifndef AVFS_PROTO_CLIENT_H
