@@ -5,6 +5,8 @@
  * file system). It measures completion margins; it neither schedules nor retries.
  */
 #include <avio.h>
+#include <clock.h>
+#include <units.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #define EXIT_ARGS 2
@@ -78,22 +79,6 @@ struct stream {
 	void *priv;		/* the mode's state */
 	int err;		/* fatal: the stream stopped */
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void sleep_until(int64_t t)
-{
-	struct timespec ts = { .tv_sec = t / 1000000000, .tv_nsec = t % 1000000000 };
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
 
 /* ---- mode avio: libavio with deadlines ---- */
 
@@ -176,7 +161,7 @@ static int avio_reap(struct stream *s, int64_t until, int *slot, int64_t *res)
 		if (until == INT64_MAX) {
 			ms = -1;
 		} else {
-			int64_t left = until - mono_ns();
+			int64_t left = until - avfs_clock_ns();
 
 			if (left <= 0)
 				return 0;
@@ -265,7 +250,7 @@ static int posix_reap(struct stream *s, int64_t until, int *slot, int64_t *res)
 		if (until == INT64_MAX) {
 			r = io_uring_wait_cqe(ring, &cqe);
 		} else {
-			int64_t left = until - mono_ns();
+			int64_t left = until - avfs_clock_ns();
 			struct __kernel_timespec ts;
 
 			if (left <= 0)
@@ -340,7 +325,7 @@ static void *stream_main(void *arg)
 		next = s->t0 + k * s->period;
 		if (next >= s->end && !inflight)
 			break;
-		if (next < s->end && inflight < c->depth && mono_ns() >= next) {
+		if (next < s->end && inflight < c->depth && avfs_clock_ns() >= next) {
 			for (slot = 0; s->slot_rec[slot] >= 0; slot++)
 				;
 			rec = rec_new(s);
@@ -350,7 +335,7 @@ static void *stream_main(void *arg)
 			}
 			rec->k = k;
 			rec->deadline = s->t0 + (c->depth + k) * s->period;
-			rec->issue = mono_ns();
+			rec->issue = avfs_clock_ns();
 			r = s->ops->submit(s, slot, (uint64_t)k % slots_off * c->io, rec->deadline);
 			if (r == -EAGAIN && inflight) {
 				s->nrec--;	/* a queue bound, not a result: retry after a completion */
@@ -358,7 +343,7 @@ static void *stream_main(void *arg)
 			}
 			k++;
 			if (r) {
-				rec->complete = mono_ns();
+				rec->complete = avfs_clock_ns();
 				rec->result = r;
 				if (r != -ETIME && r != -EAGAIN) {
 					s->err = r;
@@ -371,7 +356,7 @@ static void *stream_main(void *arg)
 			continue;
 		}
 		if (!inflight) {
-			sleep_until(next);
+			avfs_clock_sleep_until(next);
 			continue;
 		}
 reap:
@@ -384,14 +369,14 @@ reap:
 		if (!r)
 			continue;
 		rec = &s->recs[s->slot_rec[slot]];
-		rec->complete = mono_ns();
+		rec->complete = avfs_clock_ns();
 		rec->result = res;
 		s->slot_rec[slot] = -1;
 		inflight--;
 	}
 	/* a stream that stopped on an error still owns requests in flight: let them land */
 	for (i = 0; inflight && i < 1000; i++) {
-		r = s->ops->reap(s, mono_ns() + 10000000, &slot, &res);
+		r = s->ops->reap(s, avfs_clock_ns() + 10000000, &slot, &res);
 		if (r < 0)
 			break;
 		if (r) {
@@ -569,25 +554,6 @@ static void usage(FILE *f)
 "are results), 1 when it could not run or a request failed, 2 for bad arguments.\n");
 }
 
-/* "512K", "1G" (binary) or "19.39M" (decimal); 0 on error */
-static double parse_num(const char *s, double unit)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !(v > 0) || !isfinite(v))
-		return 0;
-	switch (*end) {
-	case 'K': case 'k': v *= unit; end++; break;
-	case 'M': case 'm': v *= unit * unit; end++; break;
-	case 'G': case 'g': v *= unit * unit * unit; end++; break;
-	default: break;
-	}
-	return *end ? 0 : v;
-}
-
 static bool parse_workload(const char *s, int *nr, int *nw)
 {
 	char *end;
@@ -624,6 +590,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	uint64_t size;
 	double v;
 	int o;
 
@@ -653,43 +620,41 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 				return -EINVAL;
 			}
 			break;
-		case 'r':
-			c->rate = parse_num(optarg, 1000);
-			if (!c->rate) {
+		case 'r':	/* bytes/s from the parser, bits/s here */
+			if (avfs_parse_rate(optarg, true, &v) || !(v > 0)) {
 				fprintf(stderr, "dvr: --rate: a positive bit rate, e.g. 19.39M\n");
 				return -EINVAL;
 			}
+			c->rate = v * 8;
 			break;
 		case 'i':
-			v = parse_num(optarg, 1024);
-			if (!v || v > (16 << 20) || fmod(v, ALIGN)) {
+			if (avfs_parse_size(optarg, &size) || !size || size > (16 << 20) ||
+			    size % ALIGN) {
 				fprintf(stderr, "dvr: --io: a multiple of 4096 up to 16M\n");
 				return -EINVAL;
 			}
-			c->io = (size_t)v;
+			c->io = (size_t)size;
 			break;
 		case 'd':
-			v = parse_num(optarg, 1);
-			if (!v || v > 256 || v != floor(v)) {
+			if (avfs_parse_number(optarg, &v) || !v || v > 256 || v != floor(v)) {
 				fprintf(stderr, "dvr: --depth: 1 to 256\n");
 				return -EINVAL;
 			}
 			c->depth = (int)v;
 			break;
 		case 't':
-			c->duration = parse_num(optarg, 1);
-			if (!c->duration || c->duration > 1e7) {
+			if (avfs_parse_number(optarg, &c->duration) || !c->duration ||
+			    c->duration > 1e7) {
 				fprintf(stderr, "dvr: --duration: positive seconds\n");
 				return -EINVAL;
 			}
 			break;
 		case 'f':
-			v = parse_num(optarg, 1024);
-			if (!v || v > 9e18) {
+			if (avfs_parse_size(optarg, &size) || !size || size > 9000000000000000000ull) {
 				fprintf(stderr, "dvr: --file-size: a positive size, e.g. 1G\n");
 				return -EINVAL;
 			}
-			c->file_size = (uint64_t)v;
+			c->file_size = size;
 			break;
 		case 'c':
 			c->csv = optarg;
@@ -783,7 +748,7 @@ int main(int argc, char **argv)
 	}
 
 	/* streams start spread over one period, as independent recordings would */
-	t0 = mono_ns() + START_DELAY_NS;
+	t0 = avfs_clock_ns() + START_DELAY_NS;
 	for (i = 0; i < n; i++) {
 		ss[i].period = period;
 		ss[i].t0 = t0 + period * i / n;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "clock.h"
 #include "disk.h"
 #include "format.h"
 #include "fs.h"
@@ -25,6 +26,7 @@
 #include "profile.h"
 #include "simdisk.h"
 #include "simengine.h"
+#include "units.h"
 
 #define MB 1e6
 #define MS 1e6	/* ns per ms */
@@ -251,18 +253,10 @@ struct progress {
 	bool shown;		/* a line is out (on a terminal, to clear at the end) */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void progress(void *arg, const char *step, unsigned done, unsigned total)
 {
 	struct progress *g = arg;
-	uint64_t t = mono_ns();
+	uint64_t t = (uint64_t)avfs_clock_ns();
 
 	if (g->shown && t - g->last < g->every)
 		return;
@@ -594,17 +588,12 @@ int admin_profile(int argc, char **argv)
 			}
 			backend_given = true;
 			break;
-		case 's': {
-			char *end;
-
-			errno = 0;
-			po.seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg || *optarg == '-') {
+		case 's':
+			if (avfs_parse_uint(optarg, &po.seed)) {
 				fprintf(stderr, "avfs-admin: profile: --seed: not a number: '%s'\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

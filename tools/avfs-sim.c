@@ -14,6 +14,7 @@
 #include "simengine.h"
 #include "simrun.h"
 #include "sim_reserve.h"
+#include "units.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -135,17 +136,12 @@ static int cmd_disk(int argc, char **argv)
 		case 'd': model = optarg; break;
 		case 'p': probe = true; break;
 		case 'j': json = true; break;
-		case 's': {
-			char *end;
-
-			errno = 0;
-			seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg) {
+		case 's':
+			if (avfs_parse_uint(optarg, &seed)) {
 				fprintf(stderr, "avfs-sim: --seed: not a number: '%s'\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'h': usage_disk(stdout); return 0;
 		default: usage_disk(stderr); return 2;
 		}
@@ -226,27 +222,6 @@ static void usage(FILE *f)
 		fprintf(f, "  %-17s %-7s %-14s %s\n", set[i].name, set[i].unit, set[i].range, set[i].help);
 }
 
-int avfs_sim_parse_scaled(const char *s, double *out, double k)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		v *= k, end++;
-	else if (*end == 'M' || *end == 'm')
-		v *= k * k, end++;
-	else if (*end == 'G' || *end == 'g')
-		v *= k * k * k, end++;
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 struct cli {
 	struct avfs_simrun_opts o;
 	bool json;
@@ -297,6 +272,7 @@ static int parse(int argc, char **argv, struct cli *c)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	uint64_t size;
 	int ch;
 	double v;
 
@@ -316,22 +292,22 @@ static int parse(int argc, char **argv, struct cli *c)
 			break;
 		}
 		case 'r':
-			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0) {
+			if (avfs_parse_rate(optarg, true, &v) || v <= 0) {
 				fprintf(stderr, "avfs-sim: --rate '%s': bits/s, e.g. 19.39M\n", optarg);
 				return 2;
 			}
-			c->o.rate = v / 8;
+			c->o.rate = v;
 			break;
 		case 'i':
-			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20) ||
-			    fmod(v, 4096) != 0) {
+			if (avfs_parse_size(optarg, &size) || size < 4096 || size > (16 << 20) ||
+			    size % 4096) {
 				fprintf(stderr, "avfs-sim: --io '%s': a multiple of 4K up to 16M\n", optarg);
 				return 2;
 			}
-			c->o.io = (uint32_t)v;
+			c->o.io = (uint32_t)size;
 			break;
 		case 'D':
-			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1024) {
+			if (avfs_parse_scaled(optarg, 1000, &v) || v < 1 || v > 1024) {
 				fprintf(stderr, "avfs-sim: --depth '%s': 1 to 1024\n", optarg);
 				return 2;
 			}
@@ -340,22 +316,18 @@ static int parse(int argc, char **argv, struct cli *c)
 		case 'm': if (set_conf(c, "margin", optarg)) return 2; break;
 		case 'e': if (set_conf(c, "urgent", optarg)) return 2; break;
 		case 't':
-			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0 || v > 1e6) {
+			if (avfs_parse_scaled(optarg, 1000, &v) || v <= 0 || v > 1e6) {
 				fprintf(stderr, "avfs-sim: --duration '%s': seconds, up to 1e6\n", optarg);
 				return 2;
 			}
 			c->o.duration_s = v;
 			break;
-		case 'f': {
-			char *end;
-
-			c->o.fill = strtod(optarg, &end);
-			if (*end || c->o.fill < 0 || c->o.fill > 0.95) {
+		case 'f':
+			if (avfs_parse_number(optarg, &c->o.fill) || c->o.fill > 0.95) {
 				fprintf(stderr, "avfs-sim: --fill '%s': 0 to 0.95\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'p':
 			if (!avfs_sched_lookup(optarg)) {
 				fprintf(stderr, "avfs-sim: --policy '%s': tm, fifo, cscan, edf, scan-edf\n",
@@ -406,17 +378,12 @@ static int parse(int argc, char **argv, struct cli *c)
 				return 2;
 			break;
 		}
-		case 's': {
-			char *end;
-
-			errno = 0;
-			c->o.seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg) {
+		case 's':
+			if (avfs_parse_uint(optarg, &c->o.seed)) {
 				fprintf(stderr, "avfs-sim: --seed '%s': not a number\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'T': c->o.trace_path = optarg; break;
 		case 'j': c->json = true; break;
 		case 'P': c->policies = optarg; break;
@@ -428,37 +395,34 @@ static int parse(int argc, char **argv, struct cli *c)
 			}
 			break;
 		case 'M':
-			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 4096) {
+			if (avfs_parse_scaled(optarg, 1000, &v) || v < 1 || v > 4096) {
 				fprintf(stderr, "avfs-sim: --max '%s': 1 to 4096\n", optarg);
 				return 2;
 			}
 			c->max_streams = (unsigned)v;
 			break;
 		case 'B':
-			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20)) {
+			if (avfs_parse_size(optarg, &size) || size < 4096 || size > (16 << 20)) {
 				fprintf(stderr, "avfs-sim: --be-size '%s': 4K to 16M\n", optarg);
 				return 2;
 			}
-			c->o.be_size = (uint32_t)v;
+			c->o.be_size = (uint32_t)size;
 			break;
-		case 'H': {
-			char *end;
-
-			c->o.hp_rate = strtod(optarg, &end);
-			if (*end || c->o.hp_rate <= 0 || c->o.hp_rate > 1000) {
+		case 'H':
+			if (avfs_parse_number(optarg, &c->o.hp_rate) || c->o.hp_rate <= 0 ||
+			    c->o.hp_rate > 1000) {
 				fprintf(stderr, "avfs-sim: --hp-rate '%s': 0 to 1000 per second\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'K':
-			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 65536 || v > (1ull << 32) ||
-			    ((uint64_t)v & ((uint64_t)v - 1))) {
+			if (avfs_parse_size(optarg, &size) || size < 65536 || size > (1ull << 32) ||
+			    (size & (size - 1))) {
 				fprintf(stderr, "avfs-sim: --block-size '%s': a power of two, 64K..4G\n",
 					optarg);
 				return 2;
 			}
-			c->o.block_shift = (uint32_t)__builtin_ctzll((uint64_t)v);
+			c->o.block_shift = (uint32_t)__builtin_ctzll(size);
 			break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return 2;

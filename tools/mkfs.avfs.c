@@ -11,6 +11,7 @@
 #include "fs.h"
 #include "fsio.h"
 #include "profile.h"
+#include "units.h"
 #include "zrr.h"
 
 #include <errno.h>

@@ -12,6 +12,7 @@
 
 #include "admit.h"
 #include "simrun.h"
+#include "units.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -142,14 +143,13 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 	};
 	int ch, li = -1;
 	double v;
-	char *end;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
 		switch (ch) {
 		case 'n':
 		case 'q':
-			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1000 ||
+			if (!reserve || avfs_parse_scaled(optarg, 1000, &v) || v < 1 || v > 1000 ||
 			    v != floor(v))
 				goto bad;
 			*(ch == 'n' ? &c->seeds : &c->requests) = (unsigned)v;
@@ -158,16 +158,14 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 		case 's':
 			if (reserve != (ch == 'F'))
 				goto bad;
-			errno = 0;
-			c->first_seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg)
+			if (avfs_parse_uint(optarg, &c->first_seed))
 				goto bad;
 			c->o.seed = c->first_seed;
 			break;
 		case 't':
 		case 'S':
-			if ((ch == 'S' && !reserve) || avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0 ||
-			    v > 1e6)
+			if ((ch == 'S' && !reserve) || avfs_parse_scaled(optarg, 1000, &v) ||
+			    v <= 0 || v > 1e6)
 				goto bad;
 			*(ch == 't' ? &c->o.duration_s : &c->search_s) = v;
 			break;
@@ -178,18 +176,17 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 			c->isolation = !strcmp(optarg, "on");
 			break;
 		case 'Q':
-			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 8)
+			if (!reserve || avfs_parse_rate(optarg, true, &v) || v < 1)
 				goto bad;
-			c->quota_rate = (uint64_t)(v / 8);
+			c->quota_rate = (uint64_t)v;
 			break;
 		case 'N':
-			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1e6)
+			if (!reserve || avfs_parse_scaled(optarg, 1000, &v) || v < 1 || v > 1e6)
 				goto bad;
 			c->quota_streams = (uint32_t)v;
 			break;
 		case 'f':
-			c->o.fill = strtod(optarg, &end);
-			if (*end || c->o.fill < 0 || c->o.fill > 0.95)
+			if (avfs_parse_number(optarg, &c->o.fill) || c->o.fill > 0.95)
 				goto bad;
 			break;
 		case 'c':

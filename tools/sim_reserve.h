@@ -9,8 +9,4 @@
 int avfs_sim_cmd_reserve(int argc, char **argv);
 int avfs_sim_cmd_isolation(int argc, char **argv);
 
-/* "19.39M" → 19390000 with k = 1000 (K, M, G, either case); k = 1024 for sizes. 0, or -1
- * for a negative or malformed number (tools/avfs-sim.c). */
-int avfs_sim_parse_scaled(const char *s, double *out, double k);
-
 #endif
