@@ -6,6 +6,7 @@
  */
 #include <avio.h>
 #include <clock.h>
+#include <jsonout.h>
 #include <units.h>
 
 #include <errno.h>
@@ -499,6 +500,36 @@ static int summarize(struct stream *ss, int n, int64_t t0, const struct cfg *c,
 	return 0;
 }
 
+/* The summary as one JSON object (--json): 0, or -errno with the reason printed. */
+static int print_json(const struct cfg *c, const char *mode, const struct summary *sum)
+{
+	json_object *o = json_object_new_object(), *m = json_object_new_object();
+	int err;
+
+	json_object_object_add(o, "mode", json_object_new_string(mode));
+	json_object_object_add(o, "workload", json_object_new_string(c->workload));
+	json_object_object_add(o, "duration_s", avfs_json_double(c->duration, "%.3f"));
+	json_object_object_add(o, "elapsed_s", avfs_json_double(sum->elapsed, "%.3f"));
+	json_object_object_add(o, "rate_bps", avfs_json_double(c->rate, "%.0f"));
+	json_object_object_add(o, "io_bytes", json_object_new_uint64(c->io));
+	json_object_object_add(o, "depth", json_object_new_int(c->depth));
+	json_object_object_add(o, "rt_requests", json_object_new_uint64(sum->requests));
+	json_object_object_add(o, "deadline_misses", json_object_new_uint64(sum->misses));
+	json_object_object_add(o, "io_errors", json_object_new_uint64(sum->errors));
+	json_object_object_add(o, "p0", avfs_json_double(sum->p0, "%.6g"));
+	json_object_object_add(m, "min", avfs_json_double(sum->min, "%.3f"));
+	json_object_object_add(m, "p001", avfs_json_double(sum->p001, "%.3f"));
+	json_object_object_add(m, "p01", avfs_json_double(sum->p01, "%.3f"));
+	json_object_object_add(m, "p50", avfs_json_double(sum->p50, "%.3f"));
+	json_object_object_add(o, "margin_ms", m);
+	json_object_object_add(o, "read_mbs", avfs_json_double(sum->read_mbs, "%.3f"));
+	json_object_object_add(o, "write_mbs", avfs_json_double(sum->write_mbs, "%.3f"));
+	err = avfs_json_print(stdout, o, false);
+	if (err)
+		fprintf(stderr, "dvr: cannot print the JSON: %s\n", strerror(-err));
+	return err;
+}
+
 static int write_csv(const char *path, struct stream *ss, int n, int64_t t0)
 {
 	FILE *f = fopen(path, "w");
@@ -787,15 +818,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (c.json) {
-		printf("{\"mode\": \"%s\", \"workload\": \"%s\", \"duration_s\": %.3f, "
-		       "\"elapsed_s\": %.3f, \"rate_bps\": %.0f, \"io_bytes\": %zu, \"depth\": %d, "
-		       "\"rt_requests\": %" PRIu64 ", \"deadline_misses\": %" PRIu64 ", "
-		       "\"io_errors\": %" PRIu64 ", \"p0\": %.6g, "
-		       "\"margin_ms\": {\"min\": %.3f, \"p001\": %.3f, \"p01\": %.3f, \"p50\": %.3f}, "
-		       "\"read_mbs\": %.3f, \"write_mbs\": %.3f}\n",
-		       ss[0].ops->name, c.workload, c.duration, sum.elapsed, c.rate, c.io, c.depth,
-		       sum.requests, sum.misses, sum.errors, sum.p0,
-		       sum.min, sum.p001, sum.p01, sum.p50, sum.read_mbs, sum.write_mbs);
+		if (print_json(&c, ss[0].ops->name, &sum))
+			ret = 1;
 	} else {
 		printf("dvr: %s, mode %s, %.6g bit/s, %zu KiB requests, depth %d, %.1f s\n",
 		       c.workload, ss[0].ops->name, c.rate, c.io >> 10, c.depth, c.duration);
