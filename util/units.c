@@ -22,13 +22,15 @@ struct num {
 };
 
 /* The unsigned decimal number at the start of s (units.h): its value in *n and what follows
- * it in *end. 0, -EINVAL or -ERANGE (infinite as a double). */
+ * it in *end. 0, -EINVAL (also for NULL) or -ERANGE (infinite as a double). */
 static int scan(const char *s, struct num *n, const char **end)
 {
 	const char *p = s;
 	size_t digits = 0;
 	char *e;
 
+	if (!s)
+		return -EINVAL;
 	while (isdigit((unsigned char)*p))
 		p++, digits++;
 	n->whole = digits && *p != '.';
@@ -101,18 +103,36 @@ int avfs_parse_uint(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* scan(), then an optional multiplier letter (power()), its power in *pw (0: none). */
+static int scan_scaled(const char *s, struct num *n, unsigned *pw, const char **end)
+{
+	int err = scan(s, n, end);
+
+	if (err)
+		return err;
+	*pw = power(**end);
+	*end += *pw != 0;
+	return 0;
+}
+
+/* *out = v, or -ERANGE when v is not finite. */
+static int set_finite(double v, double *out)
+{
+	if (!isfinite(v))
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
 int avfs_parse_number(const char *s, double *out)
 {
 	struct num n;
 	const char *p;
-	int err = s ? scan(s, &n, &p) : -EINVAL;
+	int err = scan(s, &n, &p);
 
 	if (err)
 		return err;
-	if (*p)
-		return -EINVAL;
-	*out = n.v;
-	return 0;
+	return *p ? -EINVAL : set_finite(n.v, out);
 }
 
 int avfs_parse_scaled(const char *s, unsigned base, double *out)
@@ -120,23 +140,11 @@ int avfs_parse_scaled(const char *s, unsigned base, double *out)
 	struct num n;
 	const char *p;
 	unsigned pw;
-	double v;
-	int err;
+	int err = base == 1000 || base == 1024 ? scan_scaled(s, &n, &pw, &p) : -EINVAL;
 
-	if (!s || (base != 1000 && base != 1024))
-		return -EINVAL;
-	err = scan(s, &n, &p);
 	if (err)
 		return err;
-	pw = power(*p);
-	p += pw != 0;
-	if (*p)
-		return -EINVAL;
-	v = n.v * ipow(base, pw);
-	if (!isfinite(v))
-		return -ERANGE;
-	*out = v;
-	return 0;
+	return *p ? -EINVAL : set_finite(n.v * ipow(base, pw), out);
 }
 
 int avfs_parse_size(const char *s, uint64_t *out)
@@ -145,15 +153,11 @@ int avfs_parse_size(const char *s, uint64_t *out)
 	const char *p;
 	unsigned pw;
 	double b;
-	int err = s ? scan(s, &n, &p) : -EINVAL;
+	int err = scan_scaled(s, &n, &pw, &p);
 
 	if (err)
 		return err;
-	pw = power(*p);
-	if (pw) {
-		p++;
-		p += *p == 'i';
-	}
+	p += pw && *p == 'i';
 	p += *p == 'B';
 	if (*p)
 		return -EINVAL;
@@ -175,24 +179,17 @@ int avfs_parse_rate(const char *s, bool bits, double *out)
 	struct num n;
 	const char *p;
 	unsigned pw;
-	double v;
-	int err = s ? scan(s, &n, &p) : -EINVAL;
+	int err = scan_scaled(s, &n, &pw, &p);
 
 	if (err)
 		return err;
-	pw = power(*p);
-	p += pw != 0;
 	if (!strcmp(p, "bit") || !strcmp(p, "bps"))
 		bits = true;
 	else if (!strcmp(p, "B") || !strcmp(p, "B/s"))
 		bits = false;
 	else if (*p)
 		return -EINVAL;
-	v = n.v * ipow(1000, pw) / (bits ? 8 : 1);
-	if (!isfinite(v))
-		return -ERANGE;
-	*out = v;
-	return 0;
+	return set_finite(n.v * ipow(1000, pw) / (bits ? 8 : 1), out);
 }
 
 int avfs_parse_time(const char *s, int64_t *out)
@@ -204,7 +201,7 @@ int avfs_parse_time(const char *s, int64_t *out)
 	struct num n;
 	const char *p;
 	double t;
-	int err = s ? scan(s, &n, &p) : -EINVAL;
+	int err = scan(s, &n, &p);
 	size_t i;
 
 	if (err)
