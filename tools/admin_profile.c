@@ -25,6 +25,7 @@
 #include "iosched.h"
 #include "jsonout.h"
 #include "profile.h"
+#include "profile_json.h"
 #include "simdisk.h"
 #include "simengine.h"
 #include "units.h"
@@ -462,43 +463,17 @@ static json_object *json_chunks(unsigned n, const uint32_t *size, const double *
 	return a;
 }
 
-/* The rate across the disk: [{offset_bytes, offset_gb, mbs}]. */
-static json_object *json_rates(unsigned n, const uint64_t *off, const double *rate)
-{
-	json_object *a = json_object_new_array();
-
-	for (unsigned i = 0; i < n; i++) {
-		json_object *p = json_object_new_object();
-
-		json_object_object_add(p, "offset_bytes", json_object_new_uint64(off[i]));
-		json_object_object_add(p, "offset_gb",
-				       avfs_json_double((double)off[i] / 1e9, "%.3f"));
-		json_object_object_add(p, "mbs", avfs_json_double(rate[i] / MB, "%.3f"));
-		json_object_array_add(a, p);
-	}
-	return a;
-}
-
 /* The mechanics: seek_unit, cylinders, seek_ms and seek_curve, null and [] unmeasured. */
 static void json_seeks(json_object *o, const struct avfs_profile *r)
 {
-	const struct {
-		const char *key;
-		double ns;
-	} seek[] = {
-		{ "track", r->seek_track_ns }, { "third", r->seek_third_ns },
-		{ "full", r->seek_full_ns }, { "mean", r->seek_mean_ns },
-	};
 	bool mech = r->rot_measured;
-	json_object *sk = mech ? json_object_new_object() : NULL, *curve = json_object_new_array();
+	json_object *curve = json_object_new_array();
 
 	json_object_object_add(o, "seek_unit", !mech ? NULL :
 			       json_object_new_string(r->mapped ? "cylinders" : "bytes"));
 	json_object_object_add(o, "cylinders", mech && r->mapped ? json_object_new_int64(r->ncyl) :
 			       NULL);
-	for (size_t i = 0; mech && i < sizeof(seek) / sizeof(seek[0]); i++)
-		json_object_object_add(sk, seek[i].key, json_ms(true, seek[i].ns));
-	json_object_object_add(o, "seek_ms", sk);
+	json_object_object_add(o, "seek_ms", mech ? avfs_profile_json_seeks(r) : NULL);
 	for (unsigned i = 0; mech && i < r->nseek; i++) {
 		json_object *p = json_object_new_object();
 
@@ -537,7 +512,8 @@ static json_object *profile_json(const struct target *t, const struct avfs_profi
 	json_object_object_add(o, "chunk_bytes", json_object_new_int64(r->chunk));
 	json_object_object_add(o, "chunk_max_mbs", avfs_json_double(r->chunk_max_rate / MB,
 								      "%.3f"));
-	json_object_object_add(o, "rate_mbs", json_rates(r->nrate, r->rate_off, r->rate));
+	json_object_object_add(o, "rate_mbs", avfs_profile_json_rates(r->nrate, r->rate_off,
+								       r->rate, true));
 	json_object_object_add(o, "outer_rate_mbs", avfs_json_double(r->outer / MB, "%.3f"));
 	json_object_object_add(o, "inner_rate_mbs", avfs_json_double(r->inner / MB, "%.3f"));
 	json_object_object_add(o, "random_4k_ms", json_ms(r->nrandom, r->random_ns));
@@ -555,8 +531,8 @@ static json_object *profile_json(const struct target *t, const struct avfs_profi
 			       NULL);
 	json_object_object_add(o, "write_chunk_max_mbs", !wrote ? NULL :
 			       avfs_json_double(r->wchunk_max_rate / MB, "%.3f"));
-	json_object_object_add(o, "write_rate_mbs", json_rates(r->nwrate, r->wrate_off,
-								r->wrate));
+	json_object_object_add(o, "write_rate_mbs",
+			       avfs_profile_json_rates(r->nwrate, r->wrate_off, r->wrate, true));
 	json_object_object_add(svc, "tr_ns", avfs_json_double(m.tr_ns, "%.0f"));
 	json_object_object_add(svc, "tk_ns", avfs_json_double(m.tk_ns, "%.0f"));
 	json_object_object_add(svc, "dmax", avfs_json_double(m.dmax, "%.0f"));

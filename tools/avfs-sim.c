@@ -10,6 +10,7 @@
 #include "disk.h"
 #include "hddmodel.h"
 #include "profile.h"
+#include "profile_json.h"
 #include "simdisk.h"
 #include "simengine.h"
 #include "simrun.h"
@@ -104,15 +105,7 @@ static void print_text(const char *model, const struct avfs_disk *d, uint32_t nc
 static int print_json(const char *model, const struct avfs_disk *d, uint32_t ncyl,
 		      const struct avfs_profile *r)
 {
-	const struct {
-		const char *key;
-		double ns;
-	} seek[] = {
-		{ "track", r->seek_track_ns }, { "third", r->seek_third_ns },
-		{ "full", r->seek_full_ns }, { "mean", r->seek_mean_ns },
-	};
-	json_object *o = json_object_new_object(), *sk = json_object_new_object();
-	json_object *rates = json_object_new_array();
+	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "disk", json_object_new_string(model));
 	json_object_object_add(o, "capacity_bytes", json_object_new_uint64(d->info.size));
@@ -127,21 +120,11 @@ static int print_json(const char *model, const struct avfs_disk *d, uint32_t ncy
 			       avfs_json_double(r->rot_latency_ns / NS_PER_MS, "%.4f"));
 	json_object_object_add(o, "random_4k_ms",
 			       avfs_json_double(r->random_ns / NS_PER_MS, "%.4f"));
-	for (size_t i = 0; i < sizeof(seek) / sizeof(seek[0]); i++)
-		json_object_object_add(sk, seek[i].key, avfs_json_double(seek[i].ns / NS_PER_MS,
-									 "%.4f"));
-	json_object_object_add(o, "seek_ms", sk);
+	json_object_object_add(o, "seek_ms", avfs_profile_json_seeks(r));
 	json_object_object_add(o, "outer_rate_mbs", avfs_json_double(r->outer / MB, "%.3f"));
 	json_object_object_add(o, "inner_rate_mbs", avfs_json_double(r->inner / MB, "%.3f"));
-	for (unsigned i = 0; i < r->nrate; i++) {
-		json_object *p = json_object_new_object();
-		double gb = (double)r->rate_off[i] / 1e9;
-
-		json_object_object_add(p, "offset_gb", avfs_json_double(gb, "%.3f"));
-		json_object_object_add(p, "mbs", avfs_json_double(r->rate[i] / MB, "%.3f"));
-		json_object_array_add(rates, p);
-	}
-	json_object_object_add(o, "rate_mbs", rates);
+	json_object_object_add(o, "rate_mbs",
+			       avfs_profile_json_rates(r->nrate, r->rate_off, r->rate, false));
 	return avfs_sim_print_json(o, true);
 }
 
