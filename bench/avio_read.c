@@ -6,6 +6,8 @@
  * usage: avio_read [--bs BYTES] [--depth N] [--copy] [--deadline-ms MS] FILE
  */
 #include <avio.h>
+#include <clock.h>
+#include <units.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,18 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_DEPTH 64
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -54,12 +47,16 @@ int main(int argc, char **argv)
 	size_t bs = 4u << 20;
 	int depth = 1, copy = 0, o, fd, i, inflight = 0, err;
 	int64_t deadline_ns = 0, t0, t1;
-	uint64_t next = 0, done = 0, size;
+	uint64_t next = 0, done = 0, size, v;
 	struct stat st;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
-		case 'b': bs = strtoull(optarg, NULL, 0); break;
+		case 'b':
+			if (avfs_parse_size(optarg, &v))
+				v = 0;	/* refused below */
+			bs = (size_t)v;
+			break;
 		case 'd': depth = atoi(optarg); break;
 		case 'c': copy = 1; break;
 		case 'm': deadline_ns = strtoll(optarg, NULL, 0) * 1000000; break;
@@ -94,7 +91,7 @@ int main(int argc, char **argv)
 		aio[i].aio_buf = b;
 		aio[i].aio_nbytes = bs;
 	}
-	t0 = mono_ns();
+	t0 = avfs_clock_ns();
 	/* keep depth requests in flight; wait for the oldest (the file is read in order) */
 	for (i = 0; done < size; i = (i + 1) % depth) {
 		if (busy[i] && (inflight == depth || next >= size)) {
@@ -111,7 +108,7 @@ int main(int argc, char **argv)
 		}
 		if (next < size) {
 			aio[i].aio_offset = (off_t)next;
-			aio[i].aio_deadline = deadline_ns ? mono_ns() + deadline_ns : 0;
+			aio[i].aio_deadline = deadline_ns ? avfs_clock_ns() + deadline_ns : 0;
 			err = avfs_asyncio_start(&aio[i], AVFS_READ);
 			if (err) {
 				fprintf(stderr, "avio_read: start at %llu: %s\n",
@@ -123,7 +120,7 @@ int main(int argc, char **argv)
 			busy[i] = 1;
 		}
 	}
-	t1 = mono_ns();
+	t1 = avfs_clock_ns();
 	printf("avio_read: %llu bytes in %.3f s: %.1f MB/s (bs %zu, depth %d, %s buffers)\n",
 	       (unsigned long long)done, (double)(t1 - t0) / 1e9,
 	       (double)done / ((double)(t1 - t0) / 1e9) / 1e6, bs, depth,

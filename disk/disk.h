@@ -111,10 +111,6 @@ void avfs_disk_close(struct avfs_disk *d);
  * Requires no other request in flight. Returns the completion result. */
 int64_t avfs_disk_io_sync(struct avfs_disk *d, const struct avfs_disk_req *req);
 
-/* A size from the command line: "4M", "8G", "2TiB", "65536" (binary suffixes K, M, G, T, an
- * optional i/B/iB). 0 and *out, or -EINVAL (negative, malformed, or beyond 64 bits). */
-int avfs_parse_size(const char *s, uint64_t *out);
-
 /* A blank-padded ASCII field of a device's identification (SCSI INQUIRY, NVMe Identify: len
  * bytes, maybe not terminated) into dst[n], without its leading and trailing blanks and NULs,
  * cut to fit. For the backends' identification. */

@@ -6,13 +6,13 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "disk.h"
 #include "nvme.h"
 #include "sg.h"
+#include "why.h"
 
 static const char *const backend_names[] = {
 	[AVFS_BACKEND_AUTO] = "auto",
@@ -36,17 +36,6 @@ const char *avfs_backend_name(enum avfs_backend b)
 {
 	return (unsigned)b < sizeof(backend_names) / sizeof(backend_names[0]) ?
 	       backend_names[b] : "?";
-}
-
-static void why_to(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !whylen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
 }
 
 /* A SCSI disk's identification for a disk served by another backend: an identify-only SG open
@@ -87,7 +76,7 @@ static int open_uring(const char *path, unsigned flags, struct avfs_disk **out, 
 	int err = avfs_uring_open(path, flags & AVFS_OPEN_RDONLY ? AVFS_URING_RDONLY : 0, 64, &d);
 
 	if (err) {
-		why_to(why, whylen, "cannot open %s with io_uring: %s", path, strerror(-err));
+		avfs_why(why, whylen, "cannot open %s with io_uring: %s", path, strerror(-err));
 		return err;
 	}
 	/* the device's own word on rotation where it gives one; sysfs says the same for sd */
@@ -105,11 +94,11 @@ static int open_nvme(const char *path, unsigned flags, struct avfs_disk **out, c
 	int err = avfs_nvme_open(path, flags & AVFS_OPEN_RDONLY ? AVFS_NVME_RDONLY : 0, out);
 
 	if (err == -ENOTTY)
-		why_to(why, whylen, "%s is not an NVMe namespace: the nvme backend needs one "
-		       "(/dev/ngXnY, or /dev/nvmeXnY for its generic node)", path);
+		avfs_why(why, whylen, "%s is not an NVMe namespace: the nvme backend needs one "
+			 "(/dev/ngXnY, or /dev/nvmeXnY for its generic node)", path);
 	else if (err)
-		why_to(why, whylen, "cannot open %s with NVMe passthrough: %s", path,
-		       strerror(-err));
+		avfs_why(why, whylen, "cannot open %s with NVMe passthrough: %s", path,
+			 strerror(-err));
 	return err;
 }
 
@@ -119,10 +108,10 @@ static int open_sg(const char *path, unsigned flags, struct avfs_disk **out, cha
 	int err = avfs_sg_open(path, flags & AVFS_OPEN_RDONLY ? AVFS_SG_RDONLY : 0, out);
 
 	if (err == -ENOTTY)
-		why_to(why, whylen, "%s is not a SCSI disk: the sg backend needs one (an sd block "
-		       "device, its sg or bsg node)", path);
+		avfs_why(why, whylen, "%s is not a SCSI disk: the sg backend needs one (an sd "
+			 "block device, its sg or bsg node)", path);
 	else if (err)
-		why_to(why, whylen, "cannot open %s with SG_IO: %s", path, strerror(-err));
+		avfs_why(why, whylen, "cannot open %s with SG_IO: %s", path, strerror(-err));
 	return err;
 }
 
@@ -130,7 +119,7 @@ int avfs_disk_open(const char *path, enum avfs_backend b, unsigned flags, struct
 		   char *why, size_t whylen)
 {
 	if (!path || !out) {
-		why_to(why, whylen, "no device");
+		avfs_why(why, whylen, "no device");
 		return -EINVAL;
 	}
 	switch (b) {
@@ -148,6 +137,6 @@ int avfs_disk_open(const char *path, enum avfs_backend b, unsigned flags, struct
 			return 0;
 		return open_uring(path, flags, out, why, whylen);
 	}
-	why_to(why, whylen, "unknown backend %d", (int)b);
+	avfs_why(why, whylen, "unknown backend %d", (int)b);
 	return -EINVAL;
 }

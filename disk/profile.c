@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "hddmodel.h"
 #include "simdisk.h"
 #include "simengine.h"
@@ -769,11 +770,8 @@ int avfs_profile_sim_env(struct avfs_disk *d, struct avfs_profile_clock *clk,
 
 static uint64_t real_now(void *ctx)
 {
-	struct timespec ts;
-
 	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (uint64_t)avfs_clock_ns();
 }
 
 static void real_pause(void *ctx, uint64_t ns)

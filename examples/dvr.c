@@ -5,6 +5,9 @@
  * file system). It measures completion margins; it neither schedules nor retries.
  */
 #include <avio.h>
+#include <clock.h>
+#include <jsonout.h>
+#include <units.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +23,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #define EXIT_ARGS 2
@@ -78,22 +80,6 @@ struct stream {
 	void *priv;		/* the mode's state */
 	int err;		/* fatal: the stream stopped */
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void sleep_until(int64_t t)
-{
-	struct timespec ts = { .tv_sec = t / 1000000000, .tv_nsec = t % 1000000000 };
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
 
 /* ---- mode avio: libavio with deadlines ---- */
 
@@ -176,7 +162,7 @@ static int avio_reap(struct stream *s, int64_t until, int *slot, int64_t *res)
 		if (until == INT64_MAX) {
 			ms = -1;
 		} else {
-			int64_t left = until - mono_ns();
+			int64_t left = until - avfs_clock_ns();
 
 			if (left <= 0)
 				return 0;
@@ -265,7 +251,7 @@ static int posix_reap(struct stream *s, int64_t until, int *slot, int64_t *res)
 		if (until == INT64_MAX) {
 			r = io_uring_wait_cqe(ring, &cqe);
 		} else {
-			int64_t left = until - mono_ns();
+			int64_t left = until - avfs_clock_ns();
 			struct __kernel_timespec ts;
 
 			if (left <= 0)
@@ -340,7 +326,7 @@ static void *stream_main(void *arg)
 		next = s->t0 + k * s->period;
 		if (next >= s->end && !inflight)
 			break;
-		if (next < s->end && inflight < c->depth && mono_ns() >= next) {
+		if (next < s->end && inflight < c->depth && avfs_clock_ns() >= next) {
 			for (slot = 0; s->slot_rec[slot] >= 0; slot++)
 				;
 			rec = rec_new(s);
@@ -350,7 +336,7 @@ static void *stream_main(void *arg)
 			}
 			rec->k = k;
 			rec->deadline = s->t0 + (c->depth + k) * s->period;
-			rec->issue = mono_ns();
+			rec->issue = avfs_clock_ns();
 			r = s->ops->submit(s, slot, (uint64_t)k % slots_off * c->io, rec->deadline);
 			if (r == -EAGAIN && inflight) {
 				s->nrec--;	/* a queue bound, not a result: retry after a completion */
@@ -358,7 +344,7 @@ static void *stream_main(void *arg)
 			}
 			k++;
 			if (r) {
-				rec->complete = mono_ns();
+				rec->complete = avfs_clock_ns();
 				rec->result = r;
 				if (r != -ETIME && r != -EAGAIN) {
 					s->err = r;
@@ -371,7 +357,7 @@ static void *stream_main(void *arg)
 			continue;
 		}
 		if (!inflight) {
-			sleep_until(next);
+			avfs_clock_sleep_until(next);
 			continue;
 		}
 reap:
@@ -384,14 +370,14 @@ reap:
 		if (!r)
 			continue;
 		rec = &s->recs[s->slot_rec[slot]];
-		rec->complete = mono_ns();
+		rec->complete = avfs_clock_ns();
 		rec->result = res;
 		s->slot_rec[slot] = -1;
 		inflight--;
 	}
 	/* a stream that stopped on an error still owns requests in flight: let them land */
 	for (i = 0; inflight && i < 1000; i++) {
-		r = s->ops->reap(s, mono_ns() + 10000000, &slot, &res);
+		r = s->ops->reap(s, avfs_clock_ns() + 10000000, &slot, &res);
 		if (r < 0)
 			break;
 		if (r) {
@@ -514,6 +500,36 @@ static int summarize(struct stream *ss, int n, int64_t t0, const struct cfg *c,
 	return 0;
 }
 
+/* The summary as one JSON object (--json): 0, or -errno with the reason printed. */
+static int print_json(const struct cfg *c, const char *mode, const struct summary *sum)
+{
+	json_object *o = json_object_new_object(), *m = json_object_new_object();
+	int err;
+
+	json_object_object_add(o, "mode", json_object_new_string(mode));
+	json_object_object_add(o, "workload", json_object_new_string(c->workload));
+	json_object_object_add(o, "duration_s", avfs_json_double(c->duration, "%.3f"));
+	json_object_object_add(o, "elapsed_s", avfs_json_double(sum->elapsed, "%.3f"));
+	json_object_object_add(o, "rate_bps", avfs_json_double(c->rate, "%.0f"));
+	json_object_object_add(o, "io_bytes", json_object_new_uint64(c->io));
+	json_object_object_add(o, "depth", json_object_new_int(c->depth));
+	json_object_object_add(o, "rt_requests", json_object_new_uint64(sum->requests));
+	json_object_object_add(o, "deadline_misses", json_object_new_uint64(sum->misses));
+	json_object_object_add(o, "io_errors", json_object_new_uint64(sum->errors));
+	json_object_object_add(o, "p0", avfs_json_double(sum->p0, "%.6g"));
+	json_object_object_add(m, "min", avfs_json_double(sum->min, "%.3f"));
+	json_object_object_add(m, "p001", avfs_json_double(sum->p001, "%.3f"));
+	json_object_object_add(m, "p01", avfs_json_double(sum->p01, "%.3f"));
+	json_object_object_add(m, "p50", avfs_json_double(sum->p50, "%.3f"));
+	json_object_object_add(o, "margin_ms", m);
+	json_object_object_add(o, "read_mbs", avfs_json_double(sum->read_mbs, "%.3f"));
+	json_object_object_add(o, "write_mbs", avfs_json_double(sum->write_mbs, "%.3f"));
+	err = avfs_json_print(stdout, o, false);
+	if (err)
+		fprintf(stderr, "dvr: cannot print the JSON: %s\n", strerror(-err));
+	return err;
+}
+
 static int write_csv(const char *path, struct stream *ss, int n, int64_t t0)
 {
 	FILE *f = fopen(path, "w");
@@ -569,25 +585,6 @@ static void usage(FILE *f)
 "are results), 1 when it could not run or a request failed, 2 for bad arguments.\n");
 }
 
-/* "512K", "1G" (binary) or "19.39M" (decimal); 0 on error */
-static double parse_num(const char *s, double unit)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !(v > 0) || !isfinite(v))
-		return 0;
-	switch (*end) {
-	case 'K': case 'k': v *= unit; end++; break;
-	case 'M': case 'm': v *= unit * unit; end++; break;
-	case 'G': case 'g': v *= unit * unit * unit; end++; break;
-	default: break;
-	}
-	return *end ? 0 : v;
-}
-
 static bool parse_workload(const char *s, int *nr, int *nw)
 {
 	char *end;
@@ -624,6 +621,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	uint64_t size;
 	double v;
 	int o;
 
@@ -653,43 +651,41 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 				return -EINVAL;
 			}
 			break;
-		case 'r':
-			c->rate = parse_num(optarg, 1000);
-			if (!c->rate) {
+		case 'r':	/* bytes/s from the parser, bits/s here */
+			if (avfs_parse_rate(optarg, true, &v) || !(v > 0)) {
 				fprintf(stderr, "dvr: --rate: a positive bit rate, e.g. 19.39M\n");
 				return -EINVAL;
 			}
+			c->rate = v * 8;
 			break;
 		case 'i':
-			v = parse_num(optarg, 1024);
-			if (!v || v > (16 << 20) || fmod(v, ALIGN)) {
+			if (avfs_parse_size(optarg, &size) || !size || size > (16 << 20) ||
+			    size % ALIGN) {
 				fprintf(stderr, "dvr: --io: a multiple of 4096 up to 16M\n");
 				return -EINVAL;
 			}
-			c->io = (size_t)v;
+			c->io = (size_t)size;
 			break;
 		case 'd':
-			v = parse_num(optarg, 1);
-			if (!v || v > 256 || v != floor(v)) {
+			if (avfs_parse_number(optarg, &v) || !v || v > 256 || v != floor(v)) {
 				fprintf(stderr, "dvr: --depth: 1 to 256\n");
 				return -EINVAL;
 			}
 			c->depth = (int)v;
 			break;
 		case 't':
-			c->duration = parse_num(optarg, 1);
-			if (!c->duration || c->duration > 1e7) {
+			if (avfs_parse_number(optarg, &c->duration) || !c->duration ||
+			    c->duration > 1e7) {
 				fprintf(stderr, "dvr: --duration: positive seconds\n");
 				return -EINVAL;
 			}
 			break;
 		case 'f':
-			v = parse_num(optarg, 1024);
-			if (!v || v > 9e18) {
+			if (avfs_parse_size(optarg, &size) || !size || size > 9000000000000000000ull) {
 				fprintf(stderr, "dvr: --file-size: a positive size, e.g. 1G\n");
 				return -EINVAL;
 			}
-			c->file_size = (uint64_t)v;
+			c->file_size = size;
 			break;
 		case 'c':
 			c->csv = optarg;
@@ -783,7 +779,7 @@ int main(int argc, char **argv)
 	}
 
 	/* streams start spread over one period, as independent recordings would */
-	t0 = mono_ns() + START_DELAY_NS;
+	t0 = avfs_clock_ns() + START_DELAY_NS;
 	for (i = 0; i < n; i++) {
 		ss[i].period = period;
 		ss[i].t0 = t0 + period * i / n;
@@ -822,15 +818,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (c.json) {
-		printf("{\"mode\": \"%s\", \"workload\": \"%s\", \"duration_s\": %.3f, "
-		       "\"elapsed_s\": %.3f, \"rate_bps\": %.0f, \"io_bytes\": %zu, \"depth\": %d, "
-		       "\"rt_requests\": %" PRIu64 ", \"deadline_misses\": %" PRIu64 ", "
-		       "\"io_errors\": %" PRIu64 ", \"p0\": %.6g, "
-		       "\"margin_ms\": {\"min\": %.3f, \"p001\": %.3f, \"p01\": %.3f, \"p50\": %.3f}, "
-		       "\"read_mbs\": %.3f, \"write_mbs\": %.3f}\n",
-		       ss[0].ops->name, c.workload, c.duration, sum.elapsed, c.rate, c.io, c.depth,
-		       sum.requests, sum.misses, sum.errors, sum.p0,
-		       sum.min, sum.p001, sum.p01, sum.p50, sum.read_mbs, sum.write_mbs);
+		if (print_json(&c, ss[0].ops->name, &sum))
+			ret = 1;
 	} else {
 		printf("dvr: %s, mode %s, %.6g bit/s, %zu KiB requests, depth %d, %.1f s\n",
 		       c.workload, ss[0].ops->name, c.rate, c.io >> 10, c.depth, c.duration);

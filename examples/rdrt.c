@@ -5,6 +5,8 @@
  * wraps. It measures; it neither retries nor adapts its rate.
  */
 #include <avio.h>
+#include <clock.h>
+#include <units.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,27 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define EXIT_ARGS 2
 #define ALIGN 4096
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void sleep_until(int64_t t)
-{
-	struct timespec ts = { .tv_sec = t / 1000000000, .tv_nsec = t % 1000000000 };
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
 
 static void usage(FILE *f)
 {
@@ -57,24 +42,6 @@ static void usage(FILE *f)
 "  --duration S   seconds\n"
 "Exit 0 when the run completed, 1 when a read failed or the file could not be used,\n"
 "2 for bad arguments.\n");
-}
-
-static double parse_num(const char *s, double unit)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !(v > 0) || !isfinite(v))
-		return 0;
-	switch (*end) {
-	case 'K': case 'k': v *= unit; end++; break;
-	case 'M': case 'm': v *= unit * unit; end++; break;
-	case 'G': case 'g': v *= unit * unit * unit; end++; break;
-	default: break;
-	}
-	return *end ? 0 : v;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -115,9 +82,9 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	double rate = 0, io_d = 0, duration = 0;
+	double rate = 0, duration = 0;
 	int64_t t0, end, period, due, issue, done, *delays = NULL;
-	uint64_t nslots, k, late = 0, bytes = 0;
+	uint64_t io_u = 0, nslots, k, late = 0, bytes = 0;
 	size_t io, n = 0, cap = 0;
 	bool avio = true;
 	struct stat st;
@@ -134,18 +101,20 @@ int main(int argc, char **argv)
 			}
 			avio = !strcmp(optarg, "avio");
 			break;
-		case 'r':
-			rate = parse_num(optarg, 1000);
+		case 'r':	/* 0 when it is not a rate: refused below */
+			if (avfs_parse_rate(optarg, false, &rate) || !(rate > 0))
+				rate = 0;
 			break;
 		case 'i':
-			io_d = parse_num(optarg, 1024);
-			if (!io_d || io_d > (16 << 20) || fmod(io_d, ALIGN)) {
+			if (avfs_parse_size(optarg, &io_u) || !io_u || io_u > (16 << 20) ||
+			    io_u % ALIGN) {
 				fprintf(stderr, "rdrt: --io: a multiple of 4096 up to 16M\n");
 				return EXIT_ARGS;
 			}
 			break;
 		case 't':
-			duration = parse_num(optarg, 1);
+			if (avfs_parse_number(optarg, &duration))
+				duration = 0;
 			break;
 		case 'h':
 			usage(stdout);
@@ -155,12 +124,12 @@ int main(int argc, char **argv)
 			return EXIT_ARGS;
 		}
 	}
-	if (!rate || !io_d || !duration || duration > 1e7 || optind != argc - 1) {
+	if (!rate || !io_u || !duration || duration > 1e7 || optind != argc - 1) {
 		fprintf(stderr, "rdrt: --rate, --io, --duration (all positive) and one FILE are"
 			" required (--help)\n");
 		return EXIT_ARGS;
 	}
-	io = (size_t)io_d;
+	io = (size_t)io_u;
 	period = (int64_t)llround((double)io / rate * 1e9);
 	if (period <= 0) {
 		fprintf(stderr, "rdrt: --rate too high for --io\n");
@@ -186,15 +155,15 @@ int main(int argc, char **argv)
 	}
 
 	printf("# k offset delay_ms latency_ms\n");
-	t0 = mono_ns();
+	t0 = avfs_clock_ns();
 	end = t0 + (int64_t)(duration * 1e9);
 	for (k = 0; (due = t0 + (int64_t)k * period) < end; k++) {
 		uint64_t off = k % nslots * io;
 
-		sleep_until(due);	/* returns at once when we are behind */
-		issue = mono_ns();
+		avfs_clock_sleep_until(due);	/* returns at once when we are behind */
+		issue = avfs_clock_ns();
 		r = read_one(avio, fd, buf, io, off, due + period);
-		done = mono_ns();
+		done = avfs_clock_ns();
 		if (r < 0 && r != -ETIME) {
 			fprintf(stderr, "rdrt: read at %" PRIu64 ": %s\n", off, strerror((int)-r));
 			ret = 1;
@@ -222,7 +191,7 @@ int main(int argc, char **argv)
 	}
 	if (n) {
 		/* n reads take n periods on schedule; more if they ran late */
-		double el = fmax((double)(mono_ns() - t0), (double)n * (double)period) / 1e9;
+		double el = fmax((double)(avfs_clock_ns() - t0), (double)n * (double)period) / 1e9;
 		double sum = 0;
 		size_t i;
 

@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "units.h"
+#include "why.h"
 
 #define TRACE_HEADER "submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result"
 #define TRACE_FIELDS 10	/* the last, service_ns, is optional (older traces lack it) */
@@ -148,30 +150,6 @@ static void usage(FILE *f)
 
 /* ---- reading the trace ---- */
 
-/* "500ms", "2s", "100us", "1500ns" -> ns; 0 or -EINVAL. A time needs a unit. */
-static int parse_time(const char *s, int64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	if (!strcmp(end, "s"))
-		v *= 1e9;
-	else if (!strcmp(end, "ms"))
-		v *= 1e6;
-	else if (!strcmp(end, "us"))
-		v *= 1e3;
-	else if (strcmp(end, "ns"))
-		return -EINVAL;
-	if (v > 1e15)
-		return -EINVAL;
-	*out = (int64_t)v;
-	return 0;
-}
-
 /* A decimal integer filling all of s; 0 or -EINVAL (not one) or -ERANGE. */
 static int parse_i64(const char *s, int64_t *out)
 {
@@ -190,16 +168,6 @@ static int parse_i64(const char *s, int64_t *out)
 	}
 	*out = neg ? -(int64_t)v : (int64_t)v;
 	return 0;
-}
-
-static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
 }
 
 /* One data line (its newline removed) into r; 0, or -EINVAL with the reason in why. */
@@ -224,7 +192,7 @@ static int parse_line(char *line, int nf, struct rec *r, char *why, size_t len)
 		*p = '\0';
 	}
 	if (n != (size_t)nf) {
-		say(why, len, "expected %d comma-separated fields, found %zu", nf, n);
+		avfs_why(why, len, "expected %d comma-separated fields, found %zu", nf, n);
 		return -EINVAL;
 	}
 	for (i = 0; i < nf; i++) {
@@ -232,7 +200,7 @@ static int parse_line(char *line, int nf, struct rec *r, char *why, size_t len)
 			continue;
 		err = parse_i64(f[i], &v[i]);
 		if (err) {
-			say(why, len, "%s '%.40s' is not %s", name[i], f[i],
+			avfs_why(why, len, "%s '%.40s' is not %s", name[i], f[i],
 			    err == -ERANGE ? "a 64-bit integer" : "an integer");
 			return -EINVAL;
 		}
@@ -240,12 +208,12 @@ static int parse_line(char *line, int nf, struct rec *r, char *why, size_t len)
 	for (i = 0; i < RQ_NCLASS && strcmp(f[3], class_name[i]); i++)
 		;
 	if (i == RQ_NCLASS) {
-		say(why, len, "class '%.40s' is none of rt, be, meta, hp", f[3]);
+		avfs_why(why, len, "class '%.40s' is none of rt, be, meta, hp", f[3]);
 		return -EINVAL;
 	}
 	r->cls = (enum rq_class)i;
 	if (strcmp(f[4], "r") && strcmp(f[4], "w")) {
-		say(why, len, "dir '%.40s' is neither r nor w", f[4]);
+		avfs_why(why, len, "dir '%.40s' is neither r nor w", f[4]);
 		return -EINVAL;
 	}
 	r->submit = v[0];
@@ -256,35 +224,36 @@ static int parse_line(char *line, int nf, struct rec *r, char *why, size_t len)
 	r->deadline = v[7];
 	r->service = nf == TRACE_FIELDS ? v[9] : -1;
 	if (nf == TRACE_FIELDS && (r->service < 0 || r->service > r->complete)) {
-		say(why, len, "service_ns %" PRId64 " is negative or before the clock's start",
+		avfs_why(why, len, "service_ns %" PRId64 " is negative or before the clock's start",
 		    r->service);
 		return -EINVAL;
 	}
 	if (r->submit < 0) {
-		say(why, len, "submit_ns %" PRId64 " is negative", r->submit);
+		avfs_why(why, len, "submit_ns %" PRId64 " is negative", r->submit);
 		return -EINVAL;
 	}
 	if (r->complete < r->submit) {
-		say(why, len, "complete_ns %" PRId64 " is before submit_ns %" PRId64, r->complete,
-		    r->submit);
+		avfs_why(why, len, "complete_ns %" PRId64 " is before submit_ns %" PRId64,
+		    r->complete, r->submit);
 		return -EINVAL;
 	}
 	if (r->stream < -1 || r->stream > INT32_MAX) {
-		say(why, len, "stream %" PRId64 " is out of range (-1 or a stream id >= 0)", r->stream);
+		avfs_why(why, len, "stream %" PRId64 " is out of range (-1 or a stream id >= 0)",
+		    r->stream);
 		return -EINVAL;
 	}
 	if (r->offset < 0 || r->length < 0 || r->length > INT64_MAX - r->offset) {
-		say(why, len, "offset %" PRId64 " + length %" PRId64 " is out of range",
+		avfs_why(why, len, "offset %" PRId64 " + length %" PRId64 " is out of range",
 		    r->offset, r->length);
 		return -EINVAL;
 	}
 	if (r->deadline < 0 || (r->cls == RQ_RT && r->deadline == 0)) {
-		say(why, len, "deadline_ns %" PRId64 " is invalid%s", r->deadline,
+		avfs_why(why, len, "deadline_ns %" PRId64 " is invalid%s", r->deadline,
 		    r->cls == RQ_RT ? " for an rt request" : "");
 		return -EINVAL;
 	}
 	if (v[8] > 0 || v[8] < -4095) {
-		say(why, len, "result %" PRId64 " is neither 0 nor -errno", v[8]);
+		avfs_why(why, len, "result %" PRId64 " is neither 0 nor -errno", v[8]);
 		return -EINVAL;
 	}
 	r->result = (int)v[8];
@@ -1240,14 +1209,15 @@ int admin_plot(int argc, char **argv)
 			p.out = optarg;
 			break;
 		case 'm':
-			if (parse_time(optarg, &p.margin_ns) || p.margin_ns > 3600 * 1000000000LL) {
+			if (avfs_parse_time(optarg, &p.margin_ns) ||
+			    p.margin_ns > 3600 * 1000000000LL) {
 				fprintf(stderr, "avfs-admin plot: --margin '%s': a time with a unit, "
 					"0..3600s (e.g. 500ms)\n", optarg);
 				return 2;
 			}
 			break;
 		case 'b':
-			if (parse_time(optarg, &p.bin_ns) || p.bin_ns < 1000000) {
+			if (avfs_parse_time(optarg, &p.bin_ns) || p.bin_ns < 1000000) {
 				fprintf(stderr, "avfs-admin plot: --bin '%s': a time with a unit, at "
 					"least 1ms (e.g. 1s)\n", optarg);
 				return 2;

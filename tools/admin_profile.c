@@ -17,14 +17,18 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "clock.h"
 #include "disk.h"
 #include "format.h"
 #include "fs.h"
 #include "hddmodel.h"
 #include "iosched.h"
+#include "jsonout.h"
 #include "profile.h"
+#include "profile_json.h"
 #include "simdisk.h"
 #include "simengine.h"
+#include "units.h"
 
 #define MB 1e6
 #define MS 1e6	/* ns per ms */
@@ -251,18 +255,10 @@ struct progress {
 	bool shown;		/* a line is out (on a terminal, to clear at the end) */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void progress(void *arg, const char *step, unsigned done, unsigned total)
 {
 	struct progress *g = arg;
-	uint64_t t = mono_ns();
+	uint64_t t = (uint64_t)avfs_clock_ns();
 
 	if (g->shown && t - g->last < g->every)
 		return;
@@ -425,30 +421,14 @@ static void print_text(const struct target *t, const struct avfs_profile *r)
 }
 
 
-static void json_ms(FILE *f, const char *key, bool valid, double ns, const char *sep)
+/* A time in ms, or null when it was not measured. */
+static json_object *json_ms(bool valid, double ns)
 {
-	if (valid)
-		fprintf(f, "\"%s\": %.4f%s", key, ns / MS, sep);
-	else
-		fprintf(f, "\"%s\": null%s", key, sep);
-}
-
-/* A string: a path, or what a device says of itself; either may hold anything. */
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++)
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	fputc('"', f);
+	return valid ? avfs_json_double(ns / MS, "%.4f") : NULL;
 }
 
 /* The same keys as the "disk" object of `avfs-admin status --json`. */
-static void json_ident(FILE *f, const struct avfs_disk_ident *id)
+static json_object *json_ident(const struct avfs_disk_ident *id)
 {
 	const struct {
 		const char *key, *val;
@@ -457,98 +437,109 @@ static void json_ident(FILE *f, const struct avfs_disk_ident *id)
 		{ "product", id->product }, { "serial", id->serial },
 		{ "firmware", id->firmware }, { "lba_format", id->lba_format },
 	};
+	json_object *o = json_object_new_object();
 
-	fprintf(f, " \"ident\": {");
-	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
-		fprintf(f, "\"%s\": ", s[i].key);
-		json_str(f, s[i].val);
-		fprintf(f, ", ");
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		json_object_object_add(o, s[i].key, json_object_new_string(s[i].val));
+	json_object_object_add(o, "write_cache",
+			       id->wce_known ? json_object_new_boolean(id->wce) : NULL);
+	json_object_object_add(o, "max_transfer", json_object_new_int64(id->max_transfer));
+	json_object_object_add(o, "rotation_rate", json_object_new_int64(id->rotation_rate));
+	return o;
+}
+
+/* Throughput against request size: [{bytes, mbs}]. */
+static json_object *json_chunks(unsigned n, const uint32_t *size, const double *rate)
+{
+	json_object *a = json_object_new_array();
+
+	for (unsigned i = 0; i < n; i++) {
+		json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "bytes", json_object_new_int64(size[i]));
+		json_object_object_add(p, "mbs", avfs_json_double(rate[i] / MB, "%.3f"));
+		json_object_array_add(a, p);
 	}
-	fprintf(f, "\"write_cache\": %s, \"max_transfer\": %u, \"rotation_rate\": %u},\n",
-		!id->wce_known ? "null" : id->wce ? "true" : "false", id->max_transfer,
-		id->rotation_rate);
+	return a;
 }
 
-static void json_chunks(FILE *f, const char *key, unsigned n, const uint32_t *size,
-			const double *rate)
+/* The mechanics: seek_unit, cylinders, seek_ms and seek_curve, null and [] unmeasured. */
+static void json_seeks(json_object *o, const struct avfs_profile *r)
 {
-	fprintf(f, "\"%s\": [", key);
-	for (unsigned i = 0; i < n; i++)
-		fprintf(f, "%s{\"bytes\": %u, \"mbs\": %.3f}", i ? ", " : "", size[i], rate[i] / MB);
-	fprintf(f, "]");
+	bool mech = r->rot_measured;
+	json_object *curve = json_object_new_array();
+
+	json_object_object_add(o, "seek_unit", !mech ? NULL :
+			       json_object_new_string(r->mapped ? "cylinders" : "bytes"));
+	json_object_object_add(o, "cylinders", mech && r->mapped ? json_object_new_int64(r->ncyl) :
+			       NULL);
+	json_object_object_add(o, "seek_ms", mech ? avfs_profile_json_seeks(r) : NULL);
+	for (unsigned i = 0; mech && i < r->nseek; i++) {
+		json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "distance", json_object_new_uint64(r->seek_dist[i]));
+		json_object_object_add(p, "fraction", avfs_json_double(r->seek_frac[i], "%.6f"));
+		json_object_object_add(p, "ms", json_ms(true, r->seek_ns[i]));
+		json_object_array_add(curve, p);
+	}
+	json_object_object_add(o, "seek_curve", curve);
 }
 
-static void json_rates(FILE *f, const char *key, unsigned n, const uint64_t *off,
-		       const double *rate)
-{
-	fprintf(f, "\"%s\": [", key);
-	for (unsigned i = 0; i < n; i++)
-		fprintf(f, "%s{\"offset_bytes\": %" PRIu64 ", \"offset_gb\": %.3f, \"mbs\": %.3f}",
-			i ? ", " : "", off[i], (double)off[i] / 1e9, rate[i] / MB);
-	fprintf(f, "]");
-}
-
-static void print_json(FILE *f, const struct target *t, const struct avfs_profile *r, bool quick,
-		       uint64_t seed)
+/* The --json document (the keys of usage()), also what --out keeps. */
+static json_object *profile_json(const struct target *t, const struct avfs_profile *r,
+				 bool quick, uint64_t seed)
 {
 	bool mech = r->rot_measured, wrote = r->nwchunk || r->nwrate;
+	json_object *o = json_object_new_object(), *svc = json_object_new_object();
 	struct avfs_svc_model m;
 
 	model_of(r, &m);
-	fprintf(f, "{\"device\": ");
-	json_str(f, t->name);
-	fprintf(f, ", \"backend\": ");
-	json_str(f, backend_of(t));
-	fprintf(f, ",\n");
-	json_ident(f, &t->d->ident);
-	fprintf(f, " \"capacity_bytes\": %" PRIu64 ", \"logical_block_bytes\": %u, \"rotational\": %s"
-		", \"quick\": %s, \"seed\": %" PRIu64 ", \"time\": \"%s\", \"elapsed_s\": %.3f"
-		", \"requests\": %" PRIu64 ", \"writes\": %" PRIu64 ",\n",
-		r->capacity, r->lbs, r->rotational ? "true" : "false", quick ? "true" : "false",
-		seed, t->sim ? "virtual" : "real", (double)r->elapsed_ns / 1e9, r->requests,
-		r->writes);
-	fprintf(f, " ");
-	json_chunks(f, "chunk_mbs", r->nchunk, r->chunk_size, r->chunk_rate);
-	fprintf(f, ", \"chunk_bytes\": %u, \"chunk_max_mbs\": %.3f,\n ", r->chunk,
-		r->chunk_max_rate / MB);
-	json_rates(f, "rate_mbs", r->nrate, r->rate_off, r->rate);
-	fprintf(f, ",\n \"outer_rate_mbs\": %.3f, \"inner_rate_mbs\": %.3f, ", r->outer / MB,
-		r->inner / MB);
-	json_ms(f, "random_4k_ms", r->nrandom, r->random_ns, ",\n");
-	fprintf(f, " \"rotation_measured\": %s, ", mech ? "true" : "false");
-	json_ms(f, "rotation_ms", mech, r->rotation_ns, ", ");
-	if (mech)
-		fprintf(f, "\"rpm\": %.1f, ", 60e9 / r->rotation_ns);
-	else
-		fprintf(f, "\"rpm\": null, ");
-	json_ms(f, "rotational_latency_ms", mech, r->rot_latency_ns, ", ");
-	json_ms(f, "overhead_ms", mech, r->overhead_ns, ",\n");
-	if (mech) {
-		fprintf(f, " \"seek_unit\": \"%s\", ", r->mapped ? "cylinders" : "bytes");
-		if (r->mapped)
-			fprintf(f, "\"cylinders\": %u, ", r->ncyl);
-		else
-			fprintf(f, "\"cylinders\": null, ");
-		fprintf(f, "\"seek_ms\": {\"track\": %.4f, \"third\": %.4f, \"full\": %.4f, "
-			"\"mean\": %.4f},\n", r->seek_track_ns / MS, r->seek_third_ns / MS,
-			r->seek_full_ns / MS, r->seek_mean_ns / MS);
-	} else {
-		fprintf(f, " \"seek_unit\": null, \"cylinders\": null, \"seek_ms\": null,\n");
-	}
-	fprintf(f, " \"seek_curve\": [");
-	for (unsigned i = 0; mech && i < r->nseek; i++)
-		fprintf(f, "%s{\"distance\": %" PRIu64 ", \"fraction\": %.6f, \"ms\": %.4f}",
-			i ? ", " : "", r->seek_dist[i], r->seek_frac[i], r->seek_ns[i] / MS);
-	fprintf(f, "],\n \"write\": %s, ", wrote ? "true" : "false");
-	json_chunks(f, "write_chunk_mbs", r->nwchunk, r->wchunk_size, r->wchunk_rate);
-	if (wrote)
-		fprintf(f, ", \"write_chunk_bytes\": %u, \"write_chunk_max_mbs\": %.3f,\n ",
-			r->wchunk, r->wchunk_max_rate / MB);
-	else
-		fprintf(f, ", \"write_chunk_bytes\": null, \"write_chunk_max_mbs\": null,\n ");
-	json_rates(f, "write_rate_mbs", r->nwrate, r->wrate_off, r->wrate);
-	fprintf(f, ",\n \"svc_model\": {\"tr_ns\": %.0f, \"tk_ns\": %.0f, \"dmax\": %.0f, "
-		"\"dmin\": %.0f, \"lmax\": %" PRIu64 "}}\n", m.tr_ns, m.tk_ns, m.dmax, m.dmin, m.lmax);
+	json_object_object_add(o, "device", json_object_new_string(t->name));
+	json_object_object_add(o, "backend", json_object_new_string(backend_of(t)));
+	json_object_object_add(o, "ident", json_ident(&t->d->ident));
+	json_object_object_add(o, "capacity_bytes", json_object_new_uint64(r->capacity));
+	json_object_object_add(o, "logical_block_bytes", json_object_new_int64(r->lbs));
+	json_object_object_add(o, "rotational", json_object_new_boolean(r->rotational));
+	json_object_object_add(o, "quick", json_object_new_boolean(quick));
+	json_object_object_add(o, "seed", json_object_new_uint64(seed));
+	json_object_object_add(o, "time", json_object_new_string(t->sim ? "virtual" : "real"));
+	json_object_object_add(o, "elapsed_s", avfs_json_double((double)r->elapsed_ns / 1e9,
+								  "%.3f"));
+	json_object_object_add(o, "requests", json_object_new_uint64(r->requests));
+	json_object_object_add(o, "writes", json_object_new_uint64(r->writes));
+	json_object_object_add(o, "chunk_mbs", json_chunks(r->nchunk, r->chunk_size,
+							    r->chunk_rate));
+	json_object_object_add(o, "chunk_bytes", json_object_new_int64(r->chunk));
+	json_object_object_add(o, "chunk_max_mbs", avfs_json_double(r->chunk_max_rate / MB,
+								      "%.3f"));
+	json_object_object_add(o, "rate_mbs", avfs_profile_json_rates(r->nrate, r->rate_off,
+								       r->rate, true));
+	json_object_object_add(o, "outer_rate_mbs", avfs_json_double(r->outer / MB, "%.3f"));
+	json_object_object_add(o, "inner_rate_mbs", avfs_json_double(r->inner / MB, "%.3f"));
+	json_object_object_add(o, "random_4k_ms", json_ms(r->nrandom, r->random_ns));
+	json_object_object_add(o, "rotation_measured", json_object_new_boolean(mech));
+	json_object_object_add(o, "rotation_ms", json_ms(mech, r->rotation_ns));
+	json_object_object_add(o, "rpm", mech ? avfs_json_double(60e9 / r->rotation_ns, "%.1f") :
+			       NULL);
+	json_object_object_add(o, "rotational_latency_ms", json_ms(mech, r->rot_latency_ns));
+	json_object_object_add(o, "overhead_ms", json_ms(mech, r->overhead_ns));
+	json_seeks(o, r);
+	json_object_object_add(o, "write", json_object_new_boolean(wrote));
+	json_object_object_add(o, "write_chunk_mbs", json_chunks(r->nwchunk, r->wchunk_size,
+								  r->wchunk_rate));
+	json_object_object_add(o, "write_chunk_bytes", wrote ? json_object_new_int64(r->wchunk) :
+			       NULL);
+	json_object_object_add(o, "write_chunk_max_mbs", !wrote ? NULL :
+			       avfs_json_double(r->wchunk_max_rate / MB, "%.3f"));
+	json_object_object_add(o, "write_rate_mbs",
+			       avfs_profile_json_rates(r->nwrate, r->wrate_off, r->wrate, true));
+	json_object_object_add(svc, "tr_ns", avfs_json_double(m.tr_ns, "%.0f"));
+	json_object_object_add(svc, "tk_ns", avfs_json_double(m.tk_ns, "%.0f"));
+	json_object_object_add(svc, "dmax", avfs_json_double(m.dmax, "%.0f"));
+	json_object_object_add(svc, "dmin", avfs_json_double(m.dmin, "%.0f"));
+	json_object_object_add(svc, "lmax", json_object_new_uint64(m.lmax));
+	json_object_object_add(o, "svc_model", svc);
+	return o;
 }
 
 int admin_profile(int argc, char **argv)
@@ -572,6 +563,7 @@ int admin_profile(int argc, char **argv)
 	struct avfs_profile *r = NULL;
 	struct progress pg = { .tty = isatty(2) };
 	struct target t = { 0 };
+	json_object *doc = NULL;	/* the --json and --out document */
 	const char *out = NULL;
 	bool json = false, no_map = false, backend_given = false, force = false, quiet = false;
 	int c, err, ret = 1;
@@ -594,17 +586,12 @@ int admin_profile(int argc, char **argv)
 			}
 			backend_given = true;
 			break;
-		case 's': {
-			char *end;
-
-			errno = 0;
-			po.seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg || *optarg == '-') {
+		case 's':
+			if (avfs_parse_uint(optarg, &po.seed)) {
 				fprintf(stderr, "avfs-admin: profile: --seed: not a number: '%s'\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -665,25 +652,32 @@ int admin_profile(int argc, char **argv)
 			err == -ENOSPC ? "too small to profile" : strerror(-err));
 		goto out;
 	}
+	doc = profile_json(&t, r, po.quick, po.seed);
 	if (out) {
 		FILE *f = fopen(out, "w");
 
-		if (!f) {
-			fprintf(stderr, "avfs-admin: profile: cannot write %s: %s\n", out, strerror(errno));
-			goto out;
-		}
-		print_json(f, &t, r, po.quick, po.seed);
-		if (fclose(f)) {
-			fprintf(stderr, "avfs-admin: profile: cannot write %s: %s\n", out, strerror(errno));
+		err = f ? avfs_json_print(f, json_object_get(doc), true) : -errno;
+		if (f && fclose(f) && !err)
+			err = -errno;
+		if (err) {
+			fprintf(stderr, "avfs-admin: profile: cannot write %s: %s\n", out,
+				strerror(-err));
 			goto out;
 		}
 	}
-	if (json)
-		print_json(stdout, &t, r, po.quick, po.seed);
-	else
+	if (json) {
+		err = avfs_json_print(stdout, json_object_get(doc), true);
+		if (err) {
+			fprintf(stderr, "avfs-admin: profile: cannot print the JSON: %s\n",
+				strerror(-err));
+			goto out;
+		}
+	} else {
 		print_text(&t, r);
+	}
 	ret = 0;
 out:
+	json_object_put(doc);
 	free(r);
 	avfs_disk_close(t.d);
 	avfs_sim_engine_free(t.eng);

@@ -10,10 +10,12 @@
 #include "disk.h"
 #include "hddmodel.h"
 #include "profile.h"
+#include "profile_json.h"
 #include "simdisk.h"
 #include "simengine.h"
 #include "simrun.h"
 #include "sim_reserve.h"
+#include "units.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -26,6 +28,15 @@
 
 #define MB 1e6
 #define NS_PER_MS 1e6
+
+int avfs_sim_print_json(json_object *o, bool pretty)
+{
+	int err = avfs_json_print(stdout, o, pretty);
+
+	if (err)
+		fprintf(stderr, "avfs-sim: cannot print the JSON: %s\n", strerror(-err));
+	return err ? 1 : 0;
+}
 
 static void usage_disk(FILE *f)
 {
@@ -91,24 +102,30 @@ static void print_text(const char *model, const struct avfs_disk *d, uint32_t nc
 	printf("  outer %.2f MB/s, inner %.2f MB/s\n", r->outer / MB, r->inner / MB);
 }
 
-static void print_json(const char *model, const struct avfs_disk *d, uint32_t ncyl,
-		       const struct avfs_profile *r)
+static int print_json(const char *model, const struct avfs_disk *d, uint32_t ncyl,
+		      const struct avfs_profile *r)
 {
-	printf("{\"disk\": \"%s\", \"capacity_bytes\": %" PRIu64 ", \"cylinders\": %u, "
-	       "\"rotational\": %s, \"samples\": %" PRIu64 ", \"virtual_s\": %.3f,\n",
-	       model, d->info.size, ncyl, d->info.rotational ? "true" : "false", r->requests,
-	       (double)r->elapsed_ns / 1e9);
-	printf(" \"rotation_ms\": %.4f, \"rotational_latency_ms\": %.4f, \"random_4k_ms\": %.4f,\n",
-	       r->rotation_ns / NS_PER_MS, r->rot_latency_ns / NS_PER_MS, r->random_ns / NS_PER_MS);
-	printf(" \"seek_ms\": {\"track\": %.4f, \"third\": %.4f, \"full\": %.4f, \"mean\": %.4f},\n",
-	       r->seek_track_ns / NS_PER_MS, r->seek_third_ns / NS_PER_MS,
-	       r->seek_full_ns / NS_PER_MS, r->seek_mean_ns / NS_PER_MS);
-	printf(" \"outer_rate_mbs\": %.3f, \"inner_rate_mbs\": %.3f,\n", r->outer / MB, r->inner / MB);
-	printf(" \"rate_mbs\": [");
-	for (unsigned i = 0; i < r->nrate; i++)
-		printf("%s{\"offset_gb\": %.3f, \"mbs\": %.3f}", i ? ", " : "",
-		       (double)r->rate_off[i] / 1e9, r->rate[i] / MB);
-	printf("]}\n");
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "disk", json_object_new_string(model));
+	json_object_object_add(o, "capacity_bytes", json_object_new_uint64(d->info.size));
+	json_object_object_add(o, "cylinders", json_object_new_int64(ncyl));
+	json_object_object_add(o, "rotational", json_object_new_boolean(d->info.rotational));
+	json_object_object_add(o, "samples", json_object_new_uint64(r->requests));
+	json_object_object_add(o, "virtual_s",
+			       avfs_json_double((double)r->elapsed_ns / 1e9, "%.3f"));
+	json_object_object_add(o, "rotation_ms",
+			       avfs_json_double(r->rotation_ns / NS_PER_MS, "%.4f"));
+	json_object_object_add(o, "rotational_latency_ms",
+			       avfs_json_double(r->rot_latency_ns / NS_PER_MS, "%.4f"));
+	json_object_object_add(o, "random_4k_ms",
+			       avfs_json_double(r->random_ns / NS_PER_MS, "%.4f"));
+	json_object_object_add(o, "seek_ms", avfs_profile_json_seeks(r));
+	json_object_object_add(o, "outer_rate_mbs", avfs_json_double(r->outer / MB, "%.3f"));
+	json_object_object_add(o, "inner_rate_mbs", avfs_json_double(r->inner / MB, "%.3f"));
+	json_object_object_add(o, "rate_mbs",
+			       avfs_profile_json_rates(r->nrate, r->rate_off, r->rate, false));
+	return avfs_sim_print_json(o, true);
 }
 
 static int cmd_disk(int argc, char **argv)
@@ -135,17 +152,12 @@ static int cmd_disk(int argc, char **argv)
 		case 'd': model = optarg; break;
 		case 'p': probe = true; break;
 		case 'j': json = true; break;
-		case 's': {
-			char *end;
-
-			errno = 0;
-			seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg) {
+		case 's':
+			if (avfs_parse_uint(optarg, &seed)) {
 				fprintf(stderr, "avfs-sim: --seed: not a number: '%s'\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'h': usage_disk(stdout); return 0;
 		default: usage_disk(stderr); return 2;
 		}
@@ -173,7 +185,7 @@ static int cmd_disk(int argc, char **argv)
 		uint32_t ncyl = avfs_hdd_cylinders(avfs_simdisk_model(d));
 
 		if (json)
-			print_json(model, d, ncyl, &r);
+			err = print_json(model, d, ncyl, &r) ? -EIO : 0;
 		else
 			print_text(model, d, ncyl, &r);
 	} else {
@@ -226,27 +238,6 @@ static void usage(FILE *f)
 		fprintf(f, "  %-17s %-7s %-14s %s\n", set[i].name, set[i].unit, set[i].range, set[i].help);
 }
 
-int avfs_sim_parse_scaled(const char *s, double *out, double k)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		v *= k, end++;
-	else if (*end == 'M' || *end == 'm')
-		v *= k * k, end++;
-	else if (*end == 'G' || *end == 'g')
-		v *= k * k * k, end++;
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 struct cli {
 	struct avfs_simrun_opts o;
 	bool json;
@@ -297,6 +288,7 @@ static int parse(int argc, char **argv, struct cli *c)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	uint64_t size;
 	int ch;
 	double v;
 
@@ -316,22 +308,22 @@ static int parse(int argc, char **argv, struct cli *c)
 			break;
 		}
 		case 'r':
-			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0) {
+			if (avfs_parse_rate(optarg, true, &v) || v <= 0) {
 				fprintf(stderr, "avfs-sim: --rate '%s': bits/s, e.g. 19.39M\n", optarg);
 				return 2;
 			}
-			c->o.rate = v / 8;
+			c->o.rate = v;
 			break;
 		case 'i':
-			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20) ||
-			    fmod(v, 4096) != 0) {
+			if (avfs_parse_size(optarg, &size) || size < 4096 || size > (16 << 20) ||
+			    size % 4096) {
 				fprintf(stderr, "avfs-sim: --io '%s': a multiple of 4K up to 16M\n", optarg);
 				return 2;
 			}
-			c->o.io = (uint32_t)v;
+			c->o.io = (uint32_t)size;
 			break;
 		case 'D':
-			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1024) {
+			if (avfs_parse_scaled(optarg, 1000, &v) || v < 1 || v > 1024) {
 				fprintf(stderr, "avfs-sim: --depth '%s': 1 to 1024\n", optarg);
 				return 2;
 			}
@@ -340,22 +332,18 @@ static int parse(int argc, char **argv, struct cli *c)
 		case 'm': if (set_conf(c, "margin", optarg)) return 2; break;
 		case 'e': if (set_conf(c, "urgent", optarg)) return 2; break;
 		case 't':
-			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0 || v > 1e6) {
+			if (avfs_parse_scaled(optarg, 1000, &v) || v <= 0 || v > 1e6) {
 				fprintf(stderr, "avfs-sim: --duration '%s': seconds, up to 1e6\n", optarg);
 				return 2;
 			}
 			c->o.duration_s = v;
 			break;
-		case 'f': {
-			char *end;
-
-			c->o.fill = strtod(optarg, &end);
-			if (*end || c->o.fill < 0 || c->o.fill > 0.95) {
+		case 'f':
+			if (avfs_parse_number(optarg, &c->o.fill) || c->o.fill > 0.95) {
 				fprintf(stderr, "avfs-sim: --fill '%s': 0 to 0.95\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'p':
 			if (!avfs_sched_lookup(optarg)) {
 				fprintf(stderr, "avfs-sim: --policy '%s': tm, fifo, cscan, edf, scan-edf\n",
@@ -406,17 +394,12 @@ static int parse(int argc, char **argv, struct cli *c)
 				return 2;
 			break;
 		}
-		case 's': {
-			char *end;
-
-			errno = 0;
-			c->o.seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg) {
+		case 's':
+			if (avfs_parse_uint(optarg, &c->o.seed)) {
 				fprintf(stderr, "avfs-sim: --seed '%s': not a number\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'T': c->o.trace_path = optarg; break;
 		case 'j': c->json = true; break;
 		case 'P': c->policies = optarg; break;
@@ -428,37 +411,34 @@ static int parse(int argc, char **argv, struct cli *c)
 			}
 			break;
 		case 'M':
-			if (avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 4096) {
+			if (avfs_parse_scaled(optarg, 1000, &v) || v < 1 || v > 4096) {
 				fprintf(stderr, "avfs-sim: --max '%s': 1 to 4096\n", optarg);
 				return 2;
 			}
 			c->max_streams = (unsigned)v;
 			break;
 		case 'B':
-			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 4096 || v > (16 << 20)) {
+			if (avfs_parse_size(optarg, &size) || size < 4096 || size > (16 << 20)) {
 				fprintf(stderr, "avfs-sim: --be-size '%s': 4K to 16M\n", optarg);
 				return 2;
 			}
-			c->o.be_size = (uint32_t)v;
+			c->o.be_size = (uint32_t)size;
 			break;
-		case 'H': {
-			char *end;
-
-			c->o.hp_rate = strtod(optarg, &end);
-			if (*end || c->o.hp_rate <= 0 || c->o.hp_rate > 1000) {
+		case 'H':
+			if (avfs_parse_number(optarg, &c->o.hp_rate) || c->o.hp_rate <= 0 ||
+			    c->o.hp_rate > 1000) {
 				fprintf(stderr, "avfs-sim: --hp-rate '%s': 0 to 1000 per second\n", optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'K':
-			if (avfs_sim_parse_scaled(optarg, &v, 1024) || v < 65536 || v > (1ull << 32) ||
-			    ((uint64_t)v & ((uint64_t)v - 1))) {
+			if (avfs_parse_size(optarg, &size) || size < 65536 || size > (1ull << 32) ||
+			    (size & (size - 1))) {
 				fprintf(stderr, "avfs-sim: --block-size '%s': a power of two, 64K..4G\n",
 					optarg);
 				return 2;
 			}
-			c->o.block_shift = (uint32_t)__builtin_ctzll((uint64_t)v);
+			c->o.block_shift = (uint32_t)__builtin_ctzll(size);
 			break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return 2;
@@ -471,36 +451,70 @@ static int parse(int argc, char **argv, struct cli *c)
 	return 0;
 }
 
-static void print_run(const struct cli *c, const struct avfs_simrun_result *r)
+/* print_run's --json document (the keys of SPEC §10). The exit code. */
+static int run_json(const struct cli *c, const struct avfs_simrun_result *r)
+{
+	const struct avfs_simrun_opts *o = &c->o;
+	const struct {
+		const char *key;
+		double v;
+	} margin[] = {
+		{ "min", r->margin_min_ms }, { "p001", r->margin_p001_ms },
+		{ "p01", r->margin_p01_ms }, { "p50", r->margin_p50_ms },
+	};
+	json_object *j = json_object_new_object(), *m = json_object_new_object();
+	json_object *sk = json_object_new_object();
+	char workload[32];
+
+	snprintf(workload, sizeof(workload), "%ur%uw", o->nread, o->nwrite);
+	json_object_object_add(j, "disk", json_object_new_string(o->disk));
+	json_object_object_add(j, "workload", json_object_new_string(workload));
+	json_object_object_add(j, "policy", json_object_new_string(o->policy));
+	json_object_object_add(j, "alloc", json_object_new_string(o->alloc ? "contig" : "zrr"));
+	json_object_object_add(j, "seed", json_object_new_uint64(o->seed));
+	json_object_object_add(j, "duration_s", avfs_json_double(o->duration_s, "%.0f"));
+	json_object_object_add(j, "rate_bps", avfs_json_double(o->rate * 8, "%.0f"));
+	json_object_object_add(j, "io", json_object_new_int64(o->io));
+	json_object_object_add(j, "depth", json_object_new_int64(o->depth));
+	json_object_object_add(j, "fill", avfs_json_double(o->fill, "%.2f"));
+	json_object_object_add(j, "rt_requests", json_object_new_uint64(r->rt_requests));
+	json_object_object_add(j, "deadline_misses", json_object_new_uint64(r->deadline_misses));
+	json_object_object_add(j, "etime_failed", json_object_new_uint64(r->etime_failed));
+	json_object_object_add(j, "p0", avfs_json_double(r->p0, "%.6g"));
+	for (size_t i = 0; i < sizeof(margin) / sizeof(margin[0]); i++)
+		json_object_object_add(m, margin[i].key, avfs_json_double(margin[i].v, "%.1f"));
+	json_object_object_add(j, "margin_ms", m);
+	json_object_object_add(j, "disk_utilization",
+			       avfs_json_double(r->disk_utilization, "%.4f"));
+	json_object_object_add(sk, "p50", avfs_json_double(r->seek_p50_gb, "%.3f"));
+	json_object_object_add(sk, "p90", avfs_json_double(r->seek_p90_gb, "%.3f"));
+	json_object_object_add(sk, "frac_below_5", avfs_json_double(r->seek_frac_below_5, "%.4f"));
+	json_object_object_add(j, "seek_gb", sk);
+	json_object_object_add(j, "be_mbps", avfs_json_double(r->be_mbps, "%.2f"));
+	json_object_object_add(j, "be_requests", json_object_new_uint64(r->be_requests));
+	json_object_object_add(j, "e_twait_ms", avfs_json_double(r->e_twait_ms, "%.3f"));
+	json_object_object_add(j, "commands", json_object_new_uint64(r->commands));
+	json_object_object_add(j, "hp_requests", json_object_new_uint64(r->hp_requests));
+	json_object_object_add(j, "hp_mean_ms", avfs_json_double(r->hp_mean_ms, "%.3f"));
+	json_object_object_add(j, "hp_max_ms", avfs_json_double(r->hp_max_ms, "%.3f"));
+	json_object_object_add(j, "decision_us", avfs_json_double(r->decision_us, "%.3f"));
+	json_object_object_add(j, "max_pending", json_object_new_uint64(r->max_pending));
+	json_object_object_add(j, "zones", json_object_new_int64(r->zones));
+	json_object_object_add(j, "block_size", json_object_new_uint64(r->block_size));
+	json_object_object_add(j, "files_filled", json_object_new_uint64(r->files_filled));
+	json_object_object_add(j, "deleted_files", json_object_new_uint64(r->deleted_files));
+	json_object_object_add(j, "wall_s", avfs_json_double(r->wall_s, "%.2f"));
+	json_object_object_add(j, "fill_wall_s", avfs_json_double(r->fill_wall_s, "%.2f"));
+	return avfs_sim_print_json(j, true);
+}
+
+/* The figures of one run, as a table or as JSON. The exit code. */
+static int print_run(const struct cli *c, const struct avfs_simrun_result *r)
 {
 	const struct avfs_simrun_opts *o = &c->o;
 
-	if (c->json) {
-		printf("{\"disk\": \"%s\", \"workload\": \"%ur%uw\", \"policy\": \"%s\", "
-		       "\"alloc\": \"%s\", \"seed\": %" PRIu64 ", \"duration_s\": %.0f, "
-		       "\"rate_bps\": %.0f, \"io\": %u, \"depth\": %u, \"fill\": %.2f,\n",
-		       o->disk, o->nread, o->nwrite, o->policy, o->alloc ? "contig" : "zrr", o->seed,
-		       o->duration_s, o->rate * 8, o->io, o->depth, o->fill);
-		printf(" \"rt_requests\": %" PRIu64 ", \"deadline_misses\": %" PRIu64
-		       ", \"etime_failed\": %" PRIu64 ", \"p0\": %.6g,\n",
-		       r->rt_requests, r->deadline_misses, r->etime_failed, r->p0);
-		printf(" \"margin_ms\": {\"min\": %.1f, \"p001\": %.1f, \"p01\": %.1f, \"p50\": %.1f},\n",
-		       r->margin_min_ms, r->margin_p001_ms, r->margin_p01_ms, r->margin_p50_ms);
-		printf(" \"disk_utilization\": %.4f,\n", r->disk_utilization);
-		printf(" \"seek_gb\": {\"p50\": %.3f, \"p90\": %.3f, \"frac_below_5\": %.4f},\n",
-		       r->seek_p50_gb, r->seek_p90_gb, r->seek_frac_below_5);
-		printf(" \"be_mbps\": %.2f, \"be_requests\": %" PRIu64 ", \"e_twait_ms\": %.3f, "
-		       "\"commands\": %" PRIu64 ",\n", r->be_mbps, r->be_requests, r->e_twait_ms,
-		       r->commands);
-		printf(" \"hp_requests\": %" PRIu64 ", \"hp_mean_ms\": %.3f, \"hp_max_ms\": %.3f,\n",
-		       r->hp_requests, r->hp_mean_ms, r->hp_max_ms);
-		printf(" \"decision_us\": %.3f, \"max_pending\": %" PRIu64 ", \"zones\": %u, "
-		       "\"block_size\": %" PRIu64 ", \"files_filled\": %" PRIu64
-		       ", \"deleted_files\": %" PRIu64 ", \"wall_s\": %.2f, \"fill_wall_s\": %.2f}\n",
-		       r->decision_us, r->max_pending, r->zones, r->block_size, r->files_filled,
-		       r->deleted_files, r->wall_s, r->fill_wall_s);
-		return;
-	}
+	if (c->json)
+		return run_json(c, r);
 	printf("avfs-sim: %ur%uw on %s, policy %s, %s allocation, %.0f s simulated in %.1f s\n",
 	       o->nread, o->nwrite, o->disk, o->policy, o->alloc ? "contiguous" : "ZRR",
 	       o->duration_s, r->wall_s);
@@ -516,6 +530,7 @@ static void print_run(const struct cli *c, const struct avfs_simrun_result *r)
 		       r->be_requests);
 	printf("  scheduler          %.2f us per decision, up to %" PRIu64 " requests pending\n",
 	       r->decision_us, r->max_pending);
+	return 0;
 }
 
 static int cmd_run(int argc, char **argv)
@@ -539,8 +554,7 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "avfs-sim: %s\n", why[0] ? why : strerror(-err));
 		return err == -EINVAL ? 2 : 1;
 	}
-	print_run(&c, &r);
-	return 0;
+	return print_run(&c, &r);
 }
 
 /* The largest mix with no miss over the run, streams in the ratio R:W, per policy. */
@@ -596,14 +610,27 @@ static int cmd_search(int argc, char **argv)
 		np++;
 	}
 	if (c.json) {
-		printf("{\"disk\": \"%s\", \"duration_s\": %.0f, \"ratio\": \"%u:%u\", \"results\": [",
-		       c.o.disk, c.o.duration_s, c.ratio_r, c.ratio_w);
-		for (int i = 0; i < np; i++)
-			printf("%s{\"policy\": \"%s\", \"streams\": %u, \"workload\": \"%ur%uw\", "
-			       "\"disk_utilization\": %.4f}", i ? ", " : "", res[i].name,
-			       res[i].best_r + res[i].best_w, res[i].best_r, res[i].best_w, res[i].util);
-		printf("]}\n");
-		return 0;
+		json_object *j = json_object_new_object(), *a = json_object_new_array();
+		char text[32];
+
+		json_object_object_add(j, "disk", json_object_new_string(c.o.disk));
+		json_object_object_add(j, "duration_s", avfs_json_double(c.o.duration_s, "%.0f"));
+		snprintf(text, sizeof(text), "%u:%u", c.ratio_r, c.ratio_w);
+		json_object_object_add(j, "ratio", json_object_new_string(text));
+		for (int i = 0; i < np; i++) {
+			json_object *x = json_object_new_object();
+
+			json_object_object_add(x, "policy", json_object_new_string(res[i].name));
+			json_object_object_add(x, "streams", json_object_new_int64(res[i].best_r +
+										    res[i].best_w));
+			snprintf(text, sizeof(text), "%ur%uw", res[i].best_r, res[i].best_w);
+			json_object_object_add(x, "workload", json_object_new_string(text));
+			json_object_object_add(x, "disk_utilization",
+					       avfs_json_double(res[i].util, "%.4f"));
+			json_object_array_add(a, x);
+		}
+		json_object_object_add(j, "results", a);
+		return avfs_sim_print_json(j, false);
 	}
 	printf("largest mix with zero misses over %.0f simulated s on %s (reads:writes %u:%u):\n",
 	       c.o.duration_s, c.o.disk, c.ratio_r, c.ratio_w);
@@ -647,16 +674,32 @@ static int cmd_preempt(int argc, char **argv)
 		}
 	}
 	if (c.json) {
-		printf("{\"be_size\": %u, \"hp_rate\": %.3f, \"chunk\": %u, \"duration_s\": %.0f, "
-		       "\"runs\": [", c.o.be_size, c.o.hp_rate, chunk, c.o.duration_s);
-		for (int i = 0; i < 3; i++)
-			printf("%s{\"mode\": \"%s\", \"hp_mean_ms\": %.3f, \"hp_max_ms\": %.3f, "
-			       "\"hp_requests\": %" PRIu64 ", \"e_twait_ms\": %.3f, \"be_mbps\": %.2f, "
-			       "\"be_loss\": %.4f}", i ? ", " : "", label[i], r[i].hp_mean_ms,
-			       r[i].hp_max_ms, r[i].hp_requests, r[i].e_twait_ms, r[i].be_mbps,
-			       r[0].be_mbps > 0 ? 1 - r[i].be_mbps / r[0].be_mbps : 0);
-		printf("]}\n");
-		return 0;
+		json_object *j = json_object_new_object(), *a = json_object_new_array();
+
+		json_object_object_add(j, "be_size", json_object_new_int64(c.o.be_size));
+		json_object_object_add(j, "hp_rate", avfs_json_double(c.o.hp_rate, "%.3f"));
+		json_object_object_add(j, "chunk", json_object_new_int64(chunk));
+		json_object_object_add(j, "duration_s", avfs_json_double(c.o.duration_s, "%.0f"));
+		for (int i = 0; i < 3; i++) {
+			json_object *x = json_object_new_object();
+			double loss = r[0].be_mbps > 0 ? 1 - r[i].be_mbps / r[0].be_mbps : 0;
+
+			json_object_object_add(x, "mode", json_object_new_string(label[i]));
+			json_object_object_add(x, "hp_mean_ms",
+					       avfs_json_double(r[i].hp_mean_ms, "%.3f"));
+			json_object_object_add(x, "hp_max_ms",
+					       avfs_json_double(r[i].hp_max_ms, "%.3f"));
+			json_object_object_add(x, "hp_requests",
+					       json_object_new_uint64(r[i].hp_requests));
+			json_object_object_add(x, "e_twait_ms",
+					       avfs_json_double(r[i].e_twait_ms, "%.3f"));
+			json_object_object_add(x, "be_mbps",
+					       avfs_json_double(r[i].be_mbps, "%.2f"));
+			json_object_object_add(x, "be_loss", avfs_json_double(loss, "%.4f"));
+			json_object_array_add(a, x);
+		}
+		json_object_object_add(j, "runs", a);
+		return avfs_sim_print_json(j, false);
 	}
 	printf("preemption study: %u KiB random BE reads, %.2f high-priority 4 KiB reads/s, "
 	       "%.0f s on %s, chunk %u KiB\n", c.o.be_size >> 10, c.o.hp_rate, c.o.duration_s,

@@ -7,6 +7,7 @@
 #include "disk.h"
 #include "fsck.h"
 #include "fsio.h"
+#include "jsonout.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -78,22 +79,6 @@ static void free_lines(struct lines *l)
 	free(l->v);
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static bool progress_on;
 
 static void progress(const char *what)
@@ -139,6 +124,7 @@ int main(int argc, char **argv)
 	struct avfs_disk *d = NULL;
 	struct avfs_fsio *io = NULL;
 	const struct avfs_super *sb;
+	json_object *doc = NULL;	/* --json: the report, printed at the end */
 	uint64_t errors = 0, fixed = 0, left, bs, free_blocks, ninodes;
 	const char *path;
 	char why[256] = "", hb[16], hf[16];
@@ -245,36 +231,46 @@ int main(int argc, char **argv)
 	ninodes = sb->ninodes;
 	code = (fixed ? EXIT_FIXED : 0) | (left ? EXIT_LEFT : 0);
 	if (json) {
-		printf("{\"device\": ");
-		json_str(path);
-		printf(", \"mode\": \"%s\", \"block_size\": %llu, \"zones\": %u, "
-		       "\"data_blocks\": %llu, \"free_blocks\": %llu, \"free_bytes\": %llu, "
-		       "\"inodes\": %llu, \"inodes_used\": %llu, \"free_inodes\": %llu, "
-		       "\"files\": %llu, \"directories\": %llu, \"symlinks\": %llu, \"other\": %llu, "
-		       "\"dir_entries\": %llu, \"data_blocks_used\": %llu, "
-		       "\"meta_blocks_used\": %llu, \"journal_replayed\": %llu, "
-		       "\"journal_blocks_replayed\": %llu, \"repaired_primary\": %llu, "
-		       "\"repaired_backup\": %llu, \"lost_blocks\": %llu, \"orphans\": %llu, "
-		       "\"errors\": %llu, \"fixed\": %llu, \"left\": %llu, \"findings\": [",
-		       repair ? "repair" : "check", (unsigned long long)bs, sb->nzones,
-		       (unsigned long long)sb->data_blocks, (unsigned long long)free_blocks,
-		       (unsigned long long)(free_blocks * bs), (unsigned long long)ninodes,
-		       (unsigned long long)rep.inodes, (unsigned long long)(ninodes - rep.inodes),
-		       (unsigned long long)rep.files, (unsigned long long)rep.dirs,
-		       (unsigned long long)rep.symlinks, (unsigned long long)rep.other,
-		       (unsigned long long)rep.dir_entries, (unsigned long long)rep.data_blocks_used,
-		       (unsigned long long)rep.meta_blocks_used,
-		       (unsigned long long)mrep.replayed_txn, (unsigned long long)mrep.replayed_blocks,
-		       (unsigned long long)mrep.repaired_primary,
-		       (unsigned long long)mrep.repaired_backup, (unsigned long long)mrep.lost_blocks,
-		       (unsigned long long)rep.orphans, (unsigned long long)errors,
-		       (unsigned long long)fixed, (unsigned long long)left);
-		for (size_t i = 0; i < lines.n; i++) {
-			if (i)
-				printf(", ");
-			json_str(lines.v[i]);
-		}
-		printf("], \"exit_code\": %d}\n", code);
+		const struct {
+			const char *key;
+			uint64_t v;
+		} num[] = {
+			{ "block_size", bs },
+			{ "zones", sb->nzones },
+			{ "data_blocks", sb->data_blocks },
+			{ "free_blocks", free_blocks },
+			{ "free_bytes", free_blocks * bs },
+			{ "inodes", ninodes },
+			{ "inodes_used", rep.inodes },
+			{ "free_inodes", ninodes - rep.inodes },
+			{ "files", rep.files },
+			{ "directories", rep.dirs },
+			{ "symlinks", rep.symlinks },
+			{ "other", rep.other },
+			{ "dir_entries", rep.dir_entries },
+			{ "data_blocks_used", rep.data_blocks_used },
+			{ "meta_blocks_used", rep.meta_blocks_used },
+			{ "journal_replayed", mrep.replayed_txn },
+			{ "journal_blocks_replayed", mrep.replayed_blocks },
+			{ "repaired_primary", mrep.repaired_primary },
+			{ "repaired_backup", mrep.repaired_backup },
+			{ "lost_blocks", mrep.lost_blocks },
+			{ "orphans", rep.orphans },
+			{ "errors", errors },
+			{ "fixed", fixed },
+			{ "left", left },
+		};
+		json_object *findings = json_object_new_array();
+
+		doc = json_object_new_object();
+		json_object_object_add(doc, "device", json_object_new_string(path));
+		json_object_object_add(doc, "mode",
+				       json_object_new_string(repair ? "repair" : "check"));
+		for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+			json_object_object_add(doc, num[i].key, json_object_new_uint64(num[i].v));
+		for (size_t i = 0; i < lines.n; i++)
+			json_object_array_add(findings, json_object_new_string(lines.v[i]));
+		json_object_object_add(doc, "findings", findings);
 	} else {
 		if (mrep.replayed_txn)
 			printf("journal: %llu transaction%s replayed %s\n",
@@ -315,13 +311,16 @@ int main(int argc, char **argv)
 	goto out;
 fail:
 	if (json) {
-		printf("{\"device\": ");
-		json_str(path);
-		printf(", \"error\": ");
-		json_str(why);
-		printf(", \"exit_code\": %d}\n", code);
+		doc = json_object_new_object();
+		json_object_object_add(doc, "device", json_object_new_string(path));
+		json_object_object_add(doc, "error", json_object_new_string(why));
 	}
 out:
+	if (doc) {	/* last, so that exit_code is the status fsck exits with */
+		json_object_object_add(doc, "exit_code", json_object_new_int(code));
+		if (avfs_json_print(stdout, doc, false))
+			code |= EXIT_OPERATIONAL;
+	}
 	avfs_fsio_abandon(io);
 	avfs_fsck_report_free(&rep);
 	avfs_fsck_report_free(&verify);

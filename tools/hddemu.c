@@ -8,8 +8,10 @@
 #define FUSE_USE_VERSION 35
 
 #include "config.h"
+#include "clock.h"
 #include "disk.h"
 #include "hddmodel.h"
+#include "units.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,14 +140,6 @@ static struct emu emu = {
 	.cv = PTHREAD_COND_INITIALIZER,
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
-}
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -159,7 +153,7 @@ static inline void cpu_relax(void)
  * of it, then a spin, so that no error accumulates from one request to the next. */
 static void sleep_until(uint64_t target)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = (uint64_t)avfs_clock_ns();
 
 	if (target > now + SPIN_NS) {
 		uint64_t t = target - SPIN_NS;
@@ -168,7 +162,7 @@ static void sleep_until(uint64_t target)
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 	}
-	while (mono_ns() < target)
+	while ((uint64_t)avfs_clock_ns() < target)
 		cpu_relax();
 }
 
@@ -183,7 +177,7 @@ static uint64_t __model_now(const struct emu *e, uint64_t mono)
 
 static void __set_fast(struct emu *e, bool on)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = (uint64_t)avfs_clock_ns();
 
 	if (on == e->fast)
 		return;
@@ -206,13 +200,13 @@ static void __set_fast(struct emu *e, bool on)
 static void __reset_stats(struct emu *e)
 {
 	memset(&e->st, 0, sizeof(e->st));
-	e->st.rt_since = mono_ns();
+	e->st.rt_since = (uint64_t)avfs_clock_ns();
 	e->st.queue_max = e->qlen;
 }
 
 static uint64_t __elapsed_ns(const struct emu *e)
 {
-	return e->st.rt_ns + (e->fast ? 0 : mono_ns() - e->st.rt_since);
+	return e->st.rt_ns + (e->fast ? 0 : (uint64_t)avfs_clock_ns() - e->st.rt_since);
 }
 
 /* The `stats` file's text, malloc'ed; NULL without memory. */
@@ -409,7 +403,7 @@ static void serve(struct emu *e, struct job *j)
 		j->r.start = j->r.end = j->r.busy_until = j->model_now;
 	}
 	j->res = do_io(e, j);
-	j->io_done = mono_ns();
+	j->io_done = (uint64_t)avfs_clock_ns();
 
 	j->next = NULL;
 	pthread_mutex_lock(&e->mu);
@@ -438,7 +432,7 @@ static void reply(struct emu *e, struct job *j)
 		target = (uint64_t)(j->anchor + (int64_t)j->r.end);
 		sleep_until(target);
 	}
-	t_reply = mono_ns();
+	t_reply = (uint64_t)avfs_clock_ns();
 	/* counted before it is answered: whoever sees the completion sees it in `stats` */
 	pthread_mutex_lock(&e->mu);
 	account(e, j, &j->r, !timed, timed && t_reply > target ? t_reply - target : 0);
@@ -659,7 +653,7 @@ static void reply_text(fuse_req_t req, const char *text, size_t size, off_t off)
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	uint64_t arrival = mono_ns();
+	uint64_t arrival = (uint64_t)avfs_clock_ns();
 	struct job *j;
 	bool fast;
 
@@ -706,7 +700,7 @@ static bool word_is(const char *buf, size_t size, const char *word)
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	uint64_t arrival = mono_ns();
+	uint64_t arrival = (uint64_t)avfs_clock_ns();
 	struct job *j;
 
 	(void)fi;
@@ -761,7 +755,7 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 		fuse_reply_err(req, 0);
 		return;
 	}
-	j = new_job(JOB_FLUSH, req, mono_ns(), 0, 0, NULL);
+	j = new_job(JOB_FLUSH, req, (uint64_t)avfs_clock_ns(), 0, 0, NULL);
 	if (!j)
 		fuse_reply_err(req, ENOMEM);
 	else
@@ -800,7 +794,8 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	j = new_job(JOB_DISCARD, req, mono_ns(), (uint64_t)off, (uint64_t)len, NULL);
+	j = new_job(JOB_DISCARD, req, (uint64_t)avfs_clock_ns(), (uint64_t)off, (uint64_t)len,
+		    NULL);
 	if (!j)
 		fuse_reply_err(req, ENOMEM);
 	else
@@ -1107,7 +1102,7 @@ int main(int argc, char **argv)
 	avoid_reclaim_deadlock();
 
 	pthread_mutex_lock(&e->mu);
-	e->anchor = (int64_t)mono_ns();	/* the model's time 0 */
+	e->anchor = avfs_clock_ns();	/* the model's time 0 */
 	__reset_stats(e);
 	pthread_mutex_unlock(&e->mu);
 

@@ -10,14 +10,15 @@
 #include "disk.h"
 #include "fs.h"
 #include "fsio.h"
+#include "jsonout.h"
 #include "profile.h"
+#include "units.h"
 #include "zrr.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,52 @@ static int measure(const char *path, enum avfs_backend b, bool show, struct svc 
 	return err ? 1 : 0;
 }
 
+/* The geometry and the model recorded, as `--json` prints them (the keys of usage()). */
+static void print_json(const char *path, const struct avfs_super *sb, const char *source)
+{
+	json_object *o = json_object_new_object();
+	const struct {
+		const char *key;
+		uint64_t v;
+	} num[] = {
+		{ "size", sb->dev_size },
+		{ "block_size", (uint64_t)1 << sb->block_shift },
+		{ "data_blocks", sb->data_blocks },
+		{ "zones", sb->nzones },
+		{ "zone_blocks", sb->zone_blocks },
+		{ "first_zone", (sb->last_zone + 1) % sb->nzones },
+		{ "inodes", sb->ninodes },
+		{ "metadata_blocks", sb->meta_blocks },
+		{ "journal_blocks", sb->journal_blocks },
+		{ "data_offset", sb->data_off },
+		{ "backup_offset", sb->backup_off },
+	};
+	const struct {
+		const char *key;
+		uint64_t v;
+	} model[] = {
+		{ "rate_max", sb->rate_max },
+		{ "rate_min", sb->rate_min },
+		{ "seek_avg_ns", sb->seek_avg_ns },
+		{ "rotation_ns", sb->rotation_ns },
+	};
+	int err;
+
+	json_object_object_add(o, "device", json_object_new_string(path));
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		json_object_object_add(o, num[i].key, json_object_new_uint64(num[i].v));
+	json_object_object_add(o, "alloc",
+			       json_object_new_string(sb->alloc_policy ? "contig" : "zrr"));
+	json_object_object_add(o, "disk_model", json_object_new_string(sb->disk_model));
+	json_object_object_add(o, "model_source", json_object_new_string(source));
+	for (size_t i = 0; i < sizeof(model) / sizeof(model[0]); i++)
+		json_object_object_add(o, model[i].key, json_object_new_uint64(model[i].v));
+	err = avfs_json_print(stdout, o, false);
+	if (err)	/* formatted all the same: the exit status says so */
+		fprintf(stderr, "mkfs.avfs: %s: formatted, but the JSON report failed: %s\n", path,
+			strerror(-err));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -408,19 +455,7 @@ int main(int argc, char **argv)
 	if (quiet)
 		return 0;
 	if (json) {
-		printf("{\"device\": \"%s\", \"size\": %" PRIu64 ", \"block_size\": %" PRIu64
-		       ", \"data_blocks\": %" PRIu64 ", \"zones\": %u, \"zone_blocks\": %" PRIu64
-		       ", \"first_zone\": %u, \"inodes\": %" PRIu64 ", \"metadata_blocks\": %" PRIu64
-		       ", \"journal_blocks\": %" PRIu64 ", \"data_offset\": %" PRIu64
-		       ", \"backup_offset\": %" PRIu64 ", \"alloc\": \"%s\", \"disk_model\": \"%s\""
-		       ", \"model_source\": \"%s\", \"rate_max\": %" PRIu64 ", \"rate_min\": %" PRIu64
-		       ", \"seek_avg_ns\": %" PRIu64 ", \"rotation_ns\": %" PRIu64 "}\n",
-		       path, sb.dev_size, (uint64_t)1 << sb.block_shift, sb.data_blocks, sb.nzones,
-		       sb.zone_blocks, (sb.last_zone + 1) % sb.nzones, sb.ninodes, sb.meta_blocks,
-		       sb.journal_blocks, sb.data_off, sb.backup_off,
-		       sb.alloc_policy ? "contig" : "zrr", sb.disk_model,
-		       profile ? m.source : "named", sb.rate_max, sb.rate_min, sb.seek_avg_ns,
-		       sb.rotation_ns);
+		print_json(path, &sb, profile ? m.source : "named");
 		return 0;
 	}
 	printf("mkfs.avfs: formatted %s (%.2f GB)\n", path, (double)sb.dev_size / 1e9);

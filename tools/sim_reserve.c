@@ -12,6 +12,7 @@
 
 #include "admit.h"
 #include "simrun.h"
+#include "units.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -142,14 +143,13 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 	};
 	int ch, li = -1;
 	double v;
-	char *end;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
 		switch (ch) {
 		case 'n':
 		case 'q':
-			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1000 ||
+			if (!reserve || avfs_parse_scaled(optarg, 1000, &v) || v < 1 || v > 1000 ||
 			    v != floor(v))
 				goto bad;
 			*(ch == 'n' ? &c->seeds : &c->requests) = (unsigned)v;
@@ -158,16 +158,14 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 		case 's':
 			if (reserve != (ch == 'F'))
 				goto bad;
-			errno = 0;
-			c->first_seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg)
+			if (avfs_parse_uint(optarg, &c->first_seed))
 				goto bad;
 			c->o.seed = c->first_seed;
 			break;
 		case 't':
 		case 'S':
-			if ((ch == 'S' && !reserve) || avfs_sim_parse_scaled(optarg, &v, 1000) || v <= 0 ||
-			    v > 1e6)
+			if ((ch == 'S' && !reserve) || avfs_parse_scaled(optarg, 1000, &v) ||
+			    v <= 0 || v > 1e6)
 				goto bad;
 			*(ch == 't' ? &c->o.duration_s : &c->search_s) = v;
 			break;
@@ -178,18 +176,17 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 			c->isolation = !strcmp(optarg, "on");
 			break;
 		case 'Q':
-			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 8)
+			if (!reserve || avfs_parse_rate(optarg, true, &v) || v < 1)
 				goto bad;
-			c->quota_rate = (uint64_t)(v / 8);
+			c->quota_rate = (uint64_t)v;
 			break;
 		case 'N':
-			if (!reserve || avfs_sim_parse_scaled(optarg, &v, 1000) || v < 1 || v > 1e6)
+			if (!reserve || avfs_parse_scaled(optarg, 1000, &v) || v < 1 || v > 1e6)
 				goto bad;
 			c->quota_streams = (uint32_t)v;
 			break;
 		case 'f':
-			c->o.fill = strtod(optarg, &end);
-			if (*end || c->o.fill < 0 || c->o.fill > 0.95)
+			if (avfs_parse_number(optarg, &c->o.fill) || c->o.fill > 0.95)
 				goto bad;
 			break;
 		case 'c':
@@ -423,56 +420,61 @@ static double ratio(double a, double b)
 	return b > 0 ? a / b : 0;
 }
 
-static void json_str(const char *s)
+/* {"ebusy": N, "edquot": N, "other": N}: refusals by errno (seed_res.refused's order). */
+static json_object *refused_json(const unsigned refused[3])
 {
-	putchar('"');
-	for (; *s; s++)
-		printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-	putchar('"');
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "ebusy", json_object_new_int64(refused[0]));
+	json_object_object_add(o, "edquot", json_object_new_int64(refused[1]));
+	json_object_object_add(o, "other", json_object_new_int64(refused[2]));
+	return o;
 }
 
-static void print_reserve_json(const struct cli *c, const struct seed_res *sr)
+/* A reason, or null when there is none. */
+static json_object *why_or_null(const char *why)
 {
-	printf("{\"disk\": \"%s\", \"duration_s\": %.0f, \"search_duration_s\": %.0f, "
-	       "\"requests\": %u, \"isolation\": %s, \"quota_rate_bps\": %" PRIu64
-	       ", \"quota_streams\": %u, \"search\": \"binary over k\",\n \"seeds\": [\n",
-	       c->o.disk, c->o.duration_s, c->search_s, c->requests,
-	       c->isolation ? "true" : "false", c->quota_rate * 8, c->quota_streams);
-	for (unsigned i = 0; i < c->seeds; i++) {
-		const struct seed_res *s = &sr[i];
+	return why[0] ? json_object_new_string(why) : NULL;
+}
 
-		printf("  {\"seed\": %" PRIu64 ", \"requested\": %u, \"admitted\": %u, "
-		       "\"admitted_rate_bps\": %.0f, \"admission_load\": %.4f, "
-		       "\"disk_utilization\": %.4f, \"rt_requests\": %" PRIu64 ", \"misses\": %"
-		       PRIu64 ", \"margin_min_ms\": %.1f, \"commit_max_s\": %.2f, \"admitted_failed\": ",
-		       s->seed, s->asked, s->admitted, s->admitted_rate * 8, s->load, s->util,
-		       s->rt_requests, s->misses, s->margin_min_ms, s->commit_max_s);
-		if (s->adm_fail[0])
-			json_str(s->adm_fail);
-		else
-			printf("null");
-		printf(", \"max_streams\": %u, \"max_rate_bps\": %.0f, \"max_misses_full_duration\": %"
-		       PRIu64 ", \"max_failed_full_duration\": ", s->kmax, s->kmax_rate * 8,
-		       s->kmax_misses);
-		if (s->kmax_fail[0])
-			json_str(s->kmax_fail);
-		else
-			printf("null");
-		printf(", \"ratio_streams\": %.4f, \"ratio_rate\": %.4f, \"search_runs\": %u, "
-		       "\"search_runs_full\": %u, \"refused\": {\"ebusy\": %u, \"edquot\": %u, "
-		       "\"other\": %u}, \"first_refusal\": ", ratio(s->admitted, s->kmax),
-		       ratio(s->admitted_rate, s->kmax_rate), s->search_runs, s->search_full,
-		       s->refused[0], s->refused[1], s->refused[2]);
-		if (s->first_err) {
-			printf("{\"index\": %u, \"error\": \"%s\", \"why\": ", s->first_idx,
-			       errname(s->first_err));
-			json_str(s->first_why);
-			printf(", \"left_rate_bps\": %" PRIu64 "}", s->first_left_rate * 8);
-		} else {
-			printf("null");
-		}
-		printf("}%s\n", i + 1 < c->seeds ? "," : "");
+static json_object *seed_json(const struct seed_res *s)
+{
+	json_object *o = json_object_new_object(), *fr = NULL;
+
+	json_object_object_add(o, "seed", json_object_new_uint64(s->seed));
+	json_object_object_add(o, "requested", json_object_new_int64(s->asked));
+	json_object_object_add(o, "admitted", json_object_new_int64(s->admitted));
+	json_object_object_add(o, "admitted_rate_bps", avfs_json_double(s->admitted_rate * 8,
+									  "%.0f"));
+	json_object_object_add(o, "admission_load", avfs_json_double(s->load, "%.4f"));
+	json_object_object_add(o, "disk_utilization", avfs_json_double(s->util, "%.4f"));
+	json_object_object_add(o, "rt_requests", json_object_new_uint64(s->rt_requests));
+	json_object_object_add(o, "misses", json_object_new_uint64(s->misses));
+	json_object_object_add(o, "margin_min_ms", avfs_json_double(s->margin_min_ms, "%.1f"));
+	json_object_object_add(o, "commit_max_s", avfs_json_double(s->commit_max_s, "%.2f"));
+	json_object_object_add(o, "admitted_failed", why_or_null(s->adm_fail));
+	json_object_object_add(o, "max_streams", json_object_new_int64(s->kmax));
+	json_object_object_add(o, "max_rate_bps", avfs_json_double(s->kmax_rate * 8, "%.0f"));
+	json_object_object_add(o, "max_misses_full_duration",
+			       json_object_new_uint64(s->kmax_misses));
+	json_object_object_add(o, "max_failed_full_duration", why_or_null(s->kmax_fail));
+	json_object_object_add(o, "ratio_streams", avfs_json_double(ratio(s->admitted, s->kmax),
+								      "%.4f"));
+	json_object_object_add(o, "ratio_rate", avfs_json_double(ratio(s->admitted_rate,
+									 s->kmax_rate), "%.4f"));
+	json_object_object_add(o, "search_runs", json_object_new_int64(s->search_runs));
+	json_object_object_add(o, "search_runs_full", json_object_new_int64(s->search_full));
+	json_object_object_add(o, "refused", refused_json(s->refused));
+	if (s->first_err) {
+		fr = json_object_new_object();
+		json_object_object_add(fr, "index", json_object_new_int64(s->first_idx));
+		json_object_object_add(fr, "error", json_object_new_string(errname(s->first_err)));
+		json_object_object_add(fr, "why", json_object_new_string(s->first_why));
+		json_object_object_add(fr, "left_rate_bps",
+				       json_object_new_uint64(s->first_left_rate * 8));
 	}
+	json_object_object_add(o, "first_refusal", fr);
+	return o;
 }
 
 int avfs_sim_cmd_reserve(int argc, char **argv)
@@ -527,19 +529,48 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 	if (!nratio)
 		min_rs = min_rr = 0;
 	if (c.json) {
-		print_reserve_json(&c, sr);
-		printf(" ],\n \"summary\": {\"seeds\": %u, \"misses\": %" PRIu64 ", "
-		       "\"admitted_failed\": %u, \"max_failed_full_duration\": %u, "
-		       "\"commit_max_s\": %.2f, \"admitted_mean\": %.2f, \"max_streams_mean\": %.2f, "
-		       "\"ratio_streams_mean\": %.4f, \"ratio_streams_min\": %.4f, "
-		       "\"ratio_rate_mean\": %.4f, \"ratio_rate_min\": %.4f, "
-		       "\"disk_utilization_mean\": %.4f, \"admission_load_mean\": %.4f, "
-		       "\"refused\": {\"ebusy\": %u, \"edquot\": %u, \"other\": %u}}}\n", c.seeds,
-		       misses, adm_failed, kmax_failed, commit_max, sum_adm / c.seeds,
-		       sum_k / c.seeds, ratio(sum_rs, nratio), min_rs, ratio(sum_rr, nratio), min_rr,
-		       sum_util / c.seeds, sum_load / c.seeds, refused[0], refused[1], refused[2]);
+		json_object *o = json_object_new_object(), *seeds = json_object_new_array();
+		json_object *sum = json_object_new_object();
+		const struct {
+			const char *key, *fmt;
+			double v;
+		} mean[] = {
+			{ "commit_max_s", "%.2f", commit_max },
+			{ "admitted_mean", "%.2f", sum_adm / c.seeds },
+			{ "max_streams_mean", "%.2f", sum_k / c.seeds },
+			{ "ratio_streams_mean", "%.4f", ratio(sum_rs, nratio) },
+			{ "ratio_streams_min", "%.4f", min_rs },
+			{ "ratio_rate_mean", "%.4f", ratio(sum_rr, nratio) },
+			{ "ratio_rate_min", "%.4f", min_rr },
+			{ "disk_utilization_mean", "%.4f", sum_util / c.seeds },
+			{ "admission_load_mean", "%.4f", sum_load / c.seeds },
+		};
+
+		json_object_object_add(o, "disk", json_object_new_string(c.o.disk));
+		json_object_object_add(o, "duration_s", avfs_json_double(c.o.duration_s, "%.0f"));
+		json_object_object_add(o, "search_duration_s",
+				       avfs_json_double(c.search_s, "%.0f"));
+		json_object_object_add(o, "requests", json_object_new_int64(c.requests));
+		json_object_object_add(o, "isolation", json_object_new_boolean(c.isolation));
+		json_object_object_add(o, "quota_rate_bps",
+				       json_object_new_uint64(c.quota_rate * 8));
+		json_object_object_add(o, "quota_streams", json_object_new_int64(c.quota_streams));
+		json_object_object_add(o, "search", json_object_new_string("binary over k"));
+		for (unsigned i = 0; i < c.seeds; i++)
+			json_object_array_add(seeds, seed_json(&sr[i]));
+		json_object_object_add(o, "seeds", seeds);
+		json_object_object_add(sum, "seeds", json_object_new_int64(c.seeds));
+		json_object_object_add(sum, "misses", json_object_new_uint64(misses));
+		json_object_object_add(sum, "admitted_failed", json_object_new_int64(adm_failed));
+		json_object_object_add(sum, "max_failed_full_duration",
+				       json_object_new_int64(kmax_failed));
+		for (size_t i = 0; i < sizeof(mean) / sizeof(mean[0]); i++)
+			json_object_object_add(sum, mean[i].key, avfs_json_double(mean[i].v,
+										  mean[i].fmt));
+		json_object_object_add(sum, "refused", refused_json(refused));
+		json_object_object_add(o, "summary", sum);
 		free(sr);
-		return 0;
+		return avfs_sim_print_json(o, true);
 	}
 	printf("admission on %s: %u seeds x %u random reservation requests (2-40 Mbit/s, buffers "
 	       "2-32 MiB,\nrequests 256 KiB-1 MiB, 70 %% playback), padded for %s, u_BE 2 %%. The "
@@ -642,38 +673,66 @@ static double mibps(const struct avfs_simrun_stream_res *r, double dur)
 	return (double)(r->rt_bytes + r->be_bytes) / dur / MIB;
 }
 
-static void json_stream(const struct iso_stream *s, const struct avfs_simrun_stream_res *r,
-			double dur)
+static json_object *json_stream(const struct iso_stream *s,
+				const struct avfs_simrun_stream_res *r, double dur)
 {
 	const struct avfs_simrun_stream *sp = &s->spec;
+	double reserve = (sp->reserve > 0 ? sp->reserve : sp->rate) * 8 * sp->reserved;
+	double p01 = avfs_qos_margin_quantile(&r->qos, 0.01) / 1e6;
+	json_object *o = json_object_new_object();
 
-	printf("{\"name\": \"%s\", \"reserved\": %s, \"greedy\": %s, \"rate_bps\": %.0f, "
-	       "\"reserve_bps\": %.0f, \"io\": %u, \"buffer\": %" PRIu64 ", \"mib_s\": %.3f, "
-	       "\"rt_mib_s\": %.3f, \"rt_requests\": %" PRIu64 ", \"be_requests\": %" PRIu64
-	       ", \"misses\": %" PRIu64 ", \"rt_util\": %.4f, \"be_util\": %.4f, \"lat_mean_ms\": "
-	       "%.1f, \"lat_max_ms\": %.1f, \"margin_p01_ms\": %.1f}", s->name,
-	       sp->reserved ? "true" : "false", sp->greedy ? "true" : "false", sp->rate * 8,
-	       (sp->reserve > 0 ? sp->reserve : sp->rate) * 8 * sp->reserved, sp->io, sp->buffer,
-	       mibps(r, dur), (double)r->rt_bytes / dur / MIB, r->qos.requests, r->qos.be_requests,
-	       r->qos.misses, r->rt_util, r->be_util, r->lat_mean_ms, r->lat_max_ms,
-	       avfs_qos_margin_quantile(&r->qos, 0.01) / 1e6);
+	json_object_object_add(o, "name", json_object_new_string(s->name));
+	json_object_object_add(o, "reserved", json_object_new_boolean(sp->reserved));
+	json_object_object_add(o, "greedy", json_object_new_boolean(sp->greedy));
+	json_object_object_add(o, "rate_bps", avfs_json_double(sp->rate * 8, "%.0f"));
+	json_object_object_add(o, "reserve_bps", avfs_json_double(reserve, "%.0f"));
+	json_object_object_add(o, "io", json_object_new_int64(sp->io));
+	json_object_object_add(o, "buffer", json_object_new_uint64(sp->buffer));
+	json_object_object_add(o, "mib_s", avfs_json_double(mibps(r, dur), "%.3f"));
+	json_object_object_add(o, "rt_mib_s", avfs_json_double((double)r->rt_bytes / dur / MIB,
+								 "%.3f"));
+	json_object_object_add(o, "rt_requests", json_object_new_uint64(r->qos.requests));
+	json_object_object_add(o, "be_requests", json_object_new_uint64(r->qos.be_requests));
+	json_object_object_add(o, "misses", json_object_new_uint64(r->qos.misses));
+	json_object_object_add(o, "rt_util", avfs_json_double(r->rt_util, "%.4f"));
+	json_object_object_add(o, "be_util", avfs_json_double(r->be_util, "%.4f"));
+	json_object_object_add(o, "lat_mean_ms", avfs_json_double(r->lat_mean_ms, "%.1f"));
+	json_object_object_add(o, "lat_max_ms", avfs_json_double(r->lat_max_ms, "%.1f"));
+	json_object_object_add(o, "margin_p01_ms", avfs_json_double(p01, "%.1f"));
+	return o;
 }
 
-static void json_case(const struct iso_case *k, double dur, bool last)
+static json_object *json_case(const struct iso_case *k, double dur)
 {
+	json_object *o = json_object_new_object(), *st = json_object_new_array();
 	double total = 0;
 
-	for (unsigned i = 0; i < k->n; i++)
-		total += mibps(&k->res.streams[i], dur);
-	printf("    {\"case\": \"%s\", \"rt_requests\": %" PRIu64 ", \"misses\": %" PRIu64
-	       ", \"p0\": %.6g, \"disk_utilization\": %.4f, \"total_mib_s\": %.3f, \"streams\": [",
-	       k->name, k->res.rt_requests, k->res.deadline_misses, k->res.p0,
-	       k->res.disk_utilization, total);
 	for (unsigned i = 0; i < k->n; i++) {
-		printf(i ? ", " : "");
-		json_stream(&k->s[i], &k->res.streams[i], dur);
+		total += mibps(&k->res.streams[i], dur);
+		json_object_array_add(st, json_stream(&k->s[i], &k->res.streams[i], dur));
 	}
-	printf("]}%s\n", last ? "" : ",");
+	json_object_object_add(o, "case", json_object_new_string(k->name));
+	json_object_object_add(o, "rt_requests", json_object_new_uint64(k->res.rt_requests));
+	json_object_object_add(o, "misses", json_object_new_uint64(k->res.deadline_misses));
+	json_object_object_add(o, "p0", avfs_json_double(k->res.p0, "%.6g"));
+	json_object_object_add(o, "disk_utilization", avfs_json_double(k->res.disk_utilization,
+									 "%.4f"));
+	json_object_object_add(o, "total_mib_s", avfs_json_double(total, "%.3f"));
+	json_object_object_add(o, "streams", st);
+	return o;
+}
+
+/* A scenario's cases under its name in the --json document's "scenarios"; o holds the keys
+ * before "cases". */
+static void json_scenario(json_object *scenarios, const char *name, json_object *o,
+			  const struct iso_case *k, unsigned n, double dur)
+{
+	json_object *cases = json_object_new_array();
+
+	for (unsigned j = 0; j < n; j++)
+		json_object_array_add(cases, json_case(&k[j], dur));
+	json_object_object_add(o, "cases", cases);
+	json_object_object_add(scenarios, name, o);
 }
 
 /* papers/004's table layout: per stream, what it reserved and asked for and what it got. */
@@ -719,7 +778,7 @@ static void free_cases(struct iso_case *k, unsigned n)
  * 0..8 greedy best-effort readers. papers/004 Table 3.2 (two BW readers at 3 MiB/s, 50 ms
  * scheduling deadline, two greedy BE readers with 1 s slices): both BW readers 3.0 MiB/s with
  * 100 % of their latencies under 100 ms; the greedy readers 48.73 and 49.65 MiB/s. */
-static int iso_be_greedy(const struct cli *c, bool last)
+static int iso_be_greedy(const struct cli *c, json_object *scenarios)
 {
 	static const unsigned nbe[] = { 0, 1, 2, 4, 8 };
 	enum { NCASE = sizeof(nbe) / sizeof(nbe[0]) };
@@ -760,12 +819,13 @@ static int iso_be_greedy(const struct cli *c, bool last)
 		if (err)
 			goto out;
 	}
-	if (c->json) {
-		printf("  \"be-greedy\": {\"reserved_readers\": %u, \"admission_load\": %.4f, "
-		       "\"cases\": [\n", nres, avfs_admit_load(a));
-		for (unsigned j = 0; j < NCASE; j++)
-			json_case(&k[j], c->o.duration_s, j + 1 == NCASE);
-		printf("  ]}%s\n", last ? "" : ",");
+	if (scenarios) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "reserved_readers", json_object_new_int64(nres));
+		json_object_object_add(o, "admission_load", avfs_json_double(avfs_admit_load(a),
+									       "%.4f"));
+		json_scenario(scenarios, "be-greedy", o, k, NCASE, c->o.duration_s);
 		goto out;
 	}
 	printf("be-greedy: %u reserved readers at 3 MiB/s (buffer 8 MiB, 512 KiB requests; all "
@@ -796,7 +856,7 @@ out:
  * paper: reserving 3 MiB/s (bucket 3 MiB) beside one greedy BE reader it got 3.08 MiB/s and
  * the BE reader 100.1 MiB/s; reserving 32 MiB/s beside two BE readers of 8 MiB/s it got
  * 63.5 MiB/s and they their 8.0 MiB/s each (Table 3.7). */
-static int iso_greedy_reserved(const struct cli *c, bool last)
+static int iso_greedy_reserved(const struct cli *c, json_object *scenarios)
 {
 	enum { NCASE = 3 };
 	struct iso_case k[NCASE];
@@ -821,11 +881,11 @@ static int iso_greedy_reserved(const struct cli *c, bool last)
 		err = run_case(c, &k[j], "greedy-reserved", j);
 	if (err)
 		goto out;
-	if (c->json) {
-		printf("  \"greedy-reserved\": {\"reserve_bps\": %.0f, \"cases\": [\n", g.rate * 8);
-		for (unsigned j = 0; j < NCASE; j++)
-			json_case(&k[j], c->o.duration_s, j + 1 == NCASE);
-		printf("  ]}%s\n", last ? "" : ",");
+	if (scenarios) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "reserve_bps", avfs_json_double(g.rate * 8, "%.0f"));
+		json_scenario(scenarios, "greedy-reserved", o, k, NCASE, c->o.duration_s);
 		goto out;
 	}
 	printf("greedy-reserved: a greedy reader reserving 3 MiB/s (bucket = buffer = 3 MiB, 512 KiB "
@@ -845,7 +905,7 @@ out:
  * 2 MiB reads, 32 MiB/s reserved, 200 ms deadline): baseline 8.0 + 26.5 + 26.5 MiB/s
  * (Table 3.4), with the reservation 8.0 + 25.5 + 30.5 (Table 3.5), with the greedy readers
  * reserving 4 MiB/s each 8.0 + 4.1 + 55.2 (Table 3.6). */
-static int iso_overprovision(const struct cli *c, bool last)
+static int iso_overprovision(const struct cli *c, json_object *scenarios)
 {
 	enum { NCASE = 4 };
 	struct iso_case k[NCASE];
@@ -876,11 +936,9 @@ static int iso_overprovision(const struct cli *c, bool last)
 		err = run_case(c, &k[j], "overprovision", j);
 	if (err)
 		goto out;
-	if (c->json) {
-		printf("  \"overprovision\": {\"cases\": [\n");
-		for (unsigned j = 0; j < NCASE; j++)
-			json_case(&k[j], c->o.duration_s, j + 1 == NCASE);
-		printf("  ]}%s\n", last ? "" : ",");
+	if (scenarios) {
+		json_scenario(scenarios, "overprovision", json_object_new_object(), k, NCASE,
+			      c->o.duration_s);
 		goto out;
 	}
 	printf("overprovision: a 4 MiB/s video (1 MiB reads, 4 MiB buffer) reserving 16 MiB/s beside "
@@ -926,7 +984,7 @@ static uint64_t rate_for_util(const struct avfs_admit_conf *conf, double u, doub
  * the rate whose cost (admit.h) is 20 % at the stream's place. Run twice: with the mixer's
  * default margin m = 500 ms, longer than the short periods (a request due sooner than m is
  * sent at once, so the streams' requests interleave one by one), and with m = 100 ms. */
-static int iso_fahrrad4(const struct cli *c, bool last)
+static int iso_fahrrad4(const struct cli *c, json_object *scenarios)
 {
 	static const double p4[] = { 0.125, 0.25, 0.5, 1, 2 };
 	static const double place[4] = { 0.05, 0.30, 0.55, 0.80 };
@@ -985,21 +1043,29 @@ static int iso_fahrrad4(const struct cli *c, bool last)
 				goto out;
 		}
 	}
-	if (c->json) {
-		printf("  \"fahrrad4\": {\"reserved_util\": 0.20, \"cases\": [\n");
+	if (scenarios) {
+		json_object *o = json_object_new_object(), *cases = json_object_new_array();
+
+		json_object_object_add(o, "reserved_util", avfs_json_double(0.20, "%.2f"));
 		for (unsigned m = 0; m < 2; m++) {
 			for (unsigned j = 0; j < NCASE; j++) {
-				bool end = m == 1 && j + 1 == NCASE;
+				json_object *x;
 
-				if (!k[m][j].n) {
-					printf("    {\"case\": \"%s\", \"feasible\": false}%s\n",
-					       k[m][j].name, end ? "" : ",");
+				if (k[m][j].n) {
+					json_object_array_add(cases, json_case(&k[m][j],
+									       c->o.duration_s));
 					continue;
 				}
-				json_case(&k[m][j], c->o.duration_s, end);
+				x = json_object_new_object();
+				json_object_object_add(x, "case",
+						       json_object_new_string(k[m][j].name));
+				json_object_object_add(x, "feasible",
+						       json_object_new_boolean(false));
+				json_object_array_add(cases, x);
 			}
 		}
-		printf("  ]}%s\n", last ? "" : ",");
+		json_object_object_add(o, "cases", cases);
+		json_object_object_add(scenarios, "fahrrad4", o);
 		goto out;
 	}
 	printf("fahrrad4: four greedy sequential readers at 5, 30, 55, 80 %% of the disk (raw, 256 KiB "
@@ -1045,7 +1111,7 @@ int avfs_sim_cmd_isolation(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
-		int (*run)(const struct cli *c, bool last);
+		int (*run)(const struct cli *c, json_object *scenarios);
 	} sc[] = {
 		{ "be-greedy", iso_be_greedy },
 		{ "greedy-reserved", iso_greedy_reserved },
@@ -1054,6 +1120,7 @@ int avfs_sim_cmd_isolation(int argc, char **argv)
 	};
 	enum { NSC = sizeof(sc) / sizeof(sc[0]) };
 	struct cli c = { 0 };
+	json_object *o, *scenarios = NULL;	/* --json: the document, its scenarios */
 	int err, first = -1, lastsc = -1;
 
 	avfs_simrun_defaults(&c.o);
@@ -1089,14 +1156,23 @@ int avfs_sim_cmd_isolation(int argc, char **argv)
 		}
 	}
 	if (c.json)
-		printf("{\"disk\": \"%s\", \"seed\": %" PRIu64 ", \"duration_s\": %.0f, "
-		       "\"bw_policy\": \"%s\", \"scenarios\": {\n", c.o.disk, c.o.seed,
-		       c.o.duration_s, c.o.bw_policy == AVFS_BW_PARK ? "park" :
-		       c.o.bw_policy == AVFS_BW_AT_ONCE ? "at-once" : "uncharged");
+		scenarios = json_object_new_object();
 	for (int i = first; i <= lastsc && !err; i++)
 		if (!strcmp(c.scenario, "all") || !strcmp(c.scenario, sc[i].name))
-			err = sc[i].run(&c, i == lastsc);
-	if (c.json && !err)
-		printf("}}\n");
-	return err;
+			err = sc[i].run(&c, scenarios);
+	if (!c.json)
+		return err;
+	if (err) {	/* no half a document */
+		json_object_put(scenarios);
+		return err;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "disk", json_object_new_string(c.o.disk));
+	json_object_object_add(o, "seed", json_object_new_uint64(c.o.seed));
+	json_object_object_add(o, "duration_s", avfs_json_double(c.o.duration_s, "%.0f"));
+	json_object_object_add(o, "bw_policy", json_object_new_string(
+		c.o.bw_policy == AVFS_BW_PARK ? "park" :
+		c.o.bw_policy == AVFS_BW_AT_ONCE ? "at-once" : "uncharged"));
+	json_object_object_add(o, "scenarios", scenarios);
+	return avfs_sim_print_json(o, true);
 }

@@ -5,12 +5,14 @@
 #ifndef AVFS_SIM_RESERVE_H
 #define AVFS_SIM_RESERVE_H
 
+#include "jsonout.h"
+
 /* argv[0] is the subcommand's name. The exit code: 0, 1 (a run failed), 2 (bad input). */
 int avfs_sim_cmd_reserve(int argc, char **argv);
 int avfs_sim_cmd_isolation(int argc, char **argv);
 
-/* "19.39M" → 19390000 with k = 1000 (K, M, G, either case); k = 1024 for sizes. 0, or -1
- * for a negative or malformed number (tools/avfs-sim.c). */
-int avfs_sim_parse_scaled(const char *s, double *out, double k);
+/* Print a --json document to stdout and free it (tools/avfs-sim.c): the exit code, 0, or 1
+ * with the reason on stderr. Pretty: indented, as the multi-line documents were. */
+int avfs_sim_print_json(json_object *o, bool pretty);
 
 #endif

@@ -30,10 +30,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "disk.h"
 #include "hddmodel.h"	/* avfs_hdd_free */
 #include "iosched.h"
 #include "rotpred.h"
+#include "units.h"
 
 #define NS 1000000000ll
 #define MAX_STREAMS 16
@@ -66,14 +68,6 @@ static struct {
 	unsigned be_out;
 	uint64_t seed;
 } g = { .margin_min = INT64_MAX, .seed = 88172645463325252ull };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NS + ts.tv_nsec;
-}
 
 static uint64_t rnd(void)
 {
@@ -145,20 +139,20 @@ static int64_t kick(struct stream *st)
 		unsigned s;
 		int err;
 
-		avfs_sched_next(&g.s, now_ns(), &cmd);
+		avfs_sched_next(&g.s, avfs_clock_ns(), &cmd);
 		if (cmd.kind == AVFS_SCHED_IDLE)
 			return 0;
 		if (cmd.kind == AVFS_SCHED_WAIT)
 			return cmd.at;
 		q = (struct req *)cmd.io;
 		if (cmd.kind == AVFS_SCHED_FAIL) {
-			finish(q, st, cmd.err, now_ns());
+			finish(q, st, cmd.err, avfs_clock_ns());
 			continue;
 		}
 		for (s = 0; g.slots[s].io; s++)
 			;
 		g.slots[s] = cmd;
-		g.started_at[s] = now_ns();
+		g.started_at[s] = avfs_clock_ns();
 		g.cmds_seek += cmd.seek;
 		g.cmds_read += !cmd.seek && !cmd.write;
 		g.cmds_write += !cmd.seek && cmd.write;
@@ -170,8 +164,8 @@ static int64_t kick(struct stream *st)
 			.buf_index = -1, .cookie = s });
 		if (err) {
 			g.slots[s].io = NULL;
-			avfs_sched_done(&g.s, &cmd, now_ns(), err);
-			finish(q, st, err, now_ns());
+			avfs_sched_done(&g.s, &cmd, avfs_clock_ns(), err);
+			finish(q, st, err, avfs_clock_ns());
 		} else if (g.predicting && !cmd.seek) {
 			avfs_rotpred_issued(&g.rp, g.started_at[s], cmd.off, cmd.len);
 		}
@@ -186,7 +180,7 @@ static void reap(struct stream *st)
 	while ((n = avfs_disk_reap(g.d, c, 16)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct avfs_sched_cmd cmd = g.slots[c[i].cookie];
-			int64_t t = now_ns();
+			int64_t t = avfs_clock_ns();
 
 			g.slots[c[i].cookie].io = NULL;
 			g.busy_ns += t - g.started_at[c[i].cookie];
@@ -337,10 +331,10 @@ int main(int argc, char **argv)
 		st[i].base = i * st[i].span;
 		st[i].write = i == nstreams - 1;
 	}
-	t0 = now_ns();
+	t0 = avfs_clock_ns();
 	end = t0 + (int64_t)(duration * NS);
 	for (;;) {
-		int64_t t = now_ns(), wake = end;
+		int64_t t = avfs_clock_ns(), wake = end;
 		struct pollfd pfd = { .fd = avfs_disk_poll_fd(g.d), .events = POLLIN };
 		bool running = t < end;
 
@@ -369,7 +363,7 @@ int main(int argc, char **argv)
 			break;
 		if (hold && hold < wake)
 			wake = hold;
-		t = now_ns();
+		t = avfs_clock_ns();
 		{	/* to the ns: a JIT wait woken a millisecond late misses its sector */
 			int64_t w = !running ? 10000000 : wake > t ? wake - t : 0;
 			struct timespec ts = { .tv_sec = w / NS, .tv_nsec = w % NS };
@@ -382,8 +376,8 @@ int main(int argc, char **argv)
 	       "margin min %.1f ms; BE %" PRIu64 " requests, %.2f MB/s; disk busy %.1f %%; "
 	       "E(T_wait) %.3f ms\n",
 	       g.rt, g.misses, g.etime, g.margin_min == INT64_MAX ? 0 : g.margin_min / 1e6, g.be,
-	       g.be_bytes / 1e6 / duration, 100.0 * (double)g.busy_ns / (double)(now_ns() - t0),
-	       0.5 * g.busy2 / (double)(now_ns() - t0) / 1e6);
+	       g.be_bytes / 1e6 / duration, 100.0 * (double)g.busy_ns / (double)(avfs_clock_ns() - t0),
+	       0.5 * g.busy2 / (double)(avfs_clock_ns() - t0) / 1e6);
 	printf("mixer_run: commands READ %" PRIu64 ", WRITE %" PRIu64 " (FUA %" PRIu64 "), SEEK %"
 	       PRIu64 ", errors %" PRIu64 "; mean command time %.3f ms\n", g.cmds_read,
 	       g.cmds_write, g.cmds_fua, g.cmds_seek, g.errors,
