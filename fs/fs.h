@@ -197,8 +197,8 @@ int avfs_fs_readdir(struct avfs_fs *fs, uint64_t dir, uint64_t cookie, avfs_fill
 #define AVFS_SET_MTIME (1u << 5)
 /* Change attributes. Shrinking frees blocks and uninitializes pages past the end (no I/O).
  * Bytes past the end inside the last page may be stale on disk: before the size grows (a
- * write past the end, a truncate up) the driver zeroes them (avfs_fs_tail_page), so a crash
- * before the commit never shows them under the old size. */
+ * write past the end, a truncate up, a fallocate past the end) the driver zeroes them
+ * (avfs_fs_tail_page), so that they never show inside the file. */
 int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct avfs_stat *st,
 		    int64_t now);
 /* Where the initialized page holding byte `size` (<= the file size) lives: 0 and *dev_off with
@@ -229,7 +229,8 @@ int avfs_fs_map_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t le
 int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		      int64_t now, struct avfs_bext *ext, unsigned max);
 /* Preallocate [off, off + len) (pages stay uninitialized: they read as zeros). keep_size:
- * FALLOC_FL_KEEP_SIZE. */
+ * FALLOC_FL_KEEP_SIZE. Without it the size may grow: as for a truncate up, the driver first
+ * zeroes the stale bytes past the old size (avfs_fs_tail_page). */
 int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		      bool keep_size, int64_t now);
 

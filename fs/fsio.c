@@ -561,6 +561,19 @@ int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size)
 	return err ? err : avfs_fsio_maybe_commit(io);
 }
 
+int avfs_fsio_fallocate(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64_t len,
+			bool keep_size)
+{
+	struct avfs_stat st;
+	int err = avfs_fs_getattr(io->fs, ino, &st);
+
+	if (!err && !keep_size && off + len > st.size && off + len > off)
+		err = zero_eof_tail(io, ino, st.size);
+	if (!err)
+		err = avfs_fs_fallocate(io->fs, ino, off, len, keep_size, avfs_fsio_now());
+	return err ? err : avfs_fsio_maybe_commit(io);
+}
+
 int avfs_fsio_resolve(struct avfs_fsio *io, const char *path, uint64_t *out)
 {
 	uint64_t ino = AVFS_ROOT_INO;

@@ -59,6 +59,9 @@ int64_t avfs_fsio_read(struct avfs_fsio *io, uint64_t ino, uint64_t off, void *b
 int64_t avfs_fsio_write(struct avfs_fsio *io, uint64_t ino, uint64_t off, const void *buf,
 			size_t len);
 int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size);
+/* avfs_fs_fallocate, zeroing the old last page's stale tail first when the size grows. */
+int avfs_fsio_fallocate(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64_t len,
+			bool keep_size);
 
 /* Resolve an absolute path ("/a/b") to an inode. 0 or -errno. */
 int avfs_fsio_resolve(struct avfs_fsio *io, const char *path, uint64_t *ino);
