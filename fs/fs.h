@@ -197,13 +197,13 @@ int avfs_fs_readdir(struct avfs_fs *fs, uint64_t dir, uint64_t cookie, avfs_fill
 #define AVFS_SET_MTIME (1u << 5)
 /* Change attributes. Shrinking frees blocks and uninitializes pages past the end (no I/O).
  * Bytes past the end inside the last page may be stale on disk: before the size grows (a
- * write past the end, a truncate up) the driver zeroes them (avfs_fs_tail_page), so a crash
- * before the commit never shows them under the old size. */
+ * truncate up, a fallocate past the end) the driver zeroes them (avfs_fs_plan_zero_tail; a
+ * write's plan does it itself), so that they never show inside the file. */
 int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct avfs_stat *st,
 		    int64_t now);
 /* Where the initialized page holding byte `size` (<= the file size) lives: 0 and *dev_off with
  * *keep bytes of it to keep; 1 when there is nothing to zero (page-aligned, a hole, not
- * initialized, not a regular file). */
+ * initialized, not a regular file). avfs_fs_plan_zero_tail gives the same as a data plan. */
 int avfs_fs_tail_page(struct avfs_fs *fs, uint64_t ino, uint64_t size, uint64_t *dev_off,
 		      uint32_t *keep);
 
@@ -229,9 +229,70 @@ int avfs_fs_map_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t le
 int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		      int64_t now, struct avfs_bext *ext, unsigned max);
 /* Preallocate [off, off + len) (pages stay uninitialized: they read as zeros). keep_size:
- * FALLOC_FL_KEEP_SIZE. */
+ * FALLOC_FL_KEEP_SIZE. Without it the size may grow: as for a truncate up, the driver first
+ * zeroes the stale bytes past the old size (avfs_fs_plan_zero_tail). */
 int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		      bool keep_size, int64_t now);
+
+/* ---- data plans: the device I/O of a file range (reads, zero-fills, read-modify-writes) ----
+ * The rules of file data live here once, for every driver: pages at or past a block's
+ * `valid` count and holes read as zeros; a write zero-fills never-initialized pages between
+ * `valid` and its data, keeps the initialized bytes around a partial page (read-modify-
+ * write), and zeroes the stale bytes past the old size that a write or a truncate beyond it
+ * would bring inside the file. Ops are in file order; each stays within one data block. */
+enum avfs_dop_kind {
+	AVFS_DOP_READ = 1,	/* read dev_len bytes at dev_off (whole pages); the caller's bytes are
+				 * [skip, skip + len) of them, for [buf_off, buf_off + len) */
+	AVFS_DOP_ZERO,		/* the caller's bytes [buf_off, buf_off + len) are zeros (a hole, pages
+				 * never written): no I/O */
+	AVFS_DOP_WRITE,		/* write dev_len bytes at dev_off (whole pages): at skip, the caller's
+				 * bytes [buf_off, buf_off + len) (zeros with AVFS_DOP_ZEROS); bytes
+				 * [0, keep_head) of the first page and the last keep_tail bytes of the
+				 * last page come from the device (read them first: read-modify-write);
+				 * every other byte of the pages is zero */
+};
+#define AVFS_DOP_ZEROS 1u	/* WRITE: the data are zeros, not the caller's bytes */
+
+struct avfs_dop {
+	uint8_t kind;		/* enum avfs_dop_kind */
+	uint8_t flags;		/* AVFS_DOP_ZEROS */
+	uint32_t skip;		/* READ, WRITE: offset of the caller's first byte in the pages */
+	uint32_t keep_head;	/* WRITE: 0 .. min(skip, AVFS_PAGE) */
+	uint32_t keep_tail;	/* WRITE: bytes after the data in the last page kept from the device */
+	uint64_t dev_off;	/* READ, WRITE: page aligned */
+	uint64_t dev_len;	/* READ, WRITE: a multiple of AVFS_PAGE, within one data block */
+	uint64_t buf_off;	/* position in the caller's buffer (the range's first byte is 0);
+				 * 0 for AVFS_DOP_ZEROS writes */
+	uint64_t len;		/* the caller's bytes (ZERO: bytes to clear) */
+};
+
+struct avfs_data_plan {
+	struct avfs_dop *ops;
+	size_t n, cap;
+	uint64_t bytes;		/* read: bytes the read returns (clamped at the size, 0 at or past
+				 * it); write: bytes the plan writes (a short write when space ran out) */
+};
+
+void avfs_data_plan_init(struct avfs_data_plan *p);
+void avfs_data_plan_free(struct avfs_data_plan *p);	/* the ops; init again to reuse */
+/* The planners below replace what p held (keeping its ops array for reuse). */
+/* Plan a read of [off, off + len) of ino, clamped at its size. In file order. Changes nothing.
+ * 0 or -errno (-ENOENT, -EISDIR, -EINVAL, -ENOMEM; -EUCLEAN for a corrupt block map). */
+int avfs_fs_plan_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		      struct avfs_data_plan *p);
+/* Plan a write of [off, off + len) of ino: allocation (ZRR), size and mtime change now, in the
+ * running transaction (as avfs_fs_map_write). Ops touch disjoint pages, so they may run in any
+ * order and at once; all must be on the device before the commit that carries this
+ * transaction (ordered mode). When space runs out part-way the plan covers the prefix that
+ * fits (p->bytes < len, the size grows only to its end); -ENOSPC when nothing fits.
+ * 0 or -errno. */
+int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		       int64_t now, struct avfs_data_plan *p);
+/* Plan zeroing the stale bytes past `size` in the page holding it, before the size grows
+ * beyond it (a truncate up). An empty plan when there is nothing to zero; p->bytes is 0 (no
+ * byte of the caller's). Changes nothing. 0 or -errno. */
+int avfs_fs_plan_zero_tail(struct avfs_fs *fs, uint64_t ino, uint64_t size,
+			   struct avfs_data_plan *p);
 
 struct avfs_statfs {
 	uint64_t block_size, blocks, bfree;

@@ -72,5 +72,19 @@ void dirindex_free(struct dirindex *d);
 /* Free a live inode with its blocks, into the running transaction (fsck's orphans). */
 void fs_ino_free(struct avfs_fs *fs, uint64_t ino);
 uint8_t fs_dtype_of(uint32_t mode);	/* DT_* of <dirent.h> for an inode mode */
+void fs_ino_dirty(struct avfs_fs *fs, uint64_t ino);
+/* A live regular file: 0, -ENOENT / -EINVAL, -EISDIR (a directory), -EINVAL (another type). */
+int fs_file_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode **di);
+/* The checks of a write (or preallocation) of [off, off + len) of ino: 0 and *di, or -EROFS,
+ * the inode's error (fs_file_get), -EFBIG (the range ends past INT64_MAX). */
+int fs_write_check(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		   struct avfs_dinode **di);
+/* Data block k of a file as a read sees it (valid_after = valid). 0 or -EUCLEAN. */
+int fs_block_read(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		  struct avfs_bext *e);
+/* Data block k made ready for a write that ends at page `pages` of it: allocated (ZRR) if it
+ * is a hole, valid raised to `pages`. 0, -ENOSPC, -EUCLEAN. */
+int fs_block_write(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		   uint32_t pages, struct avfs_bext *e);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * fsio.c — the synchronous driver: runs plans, mounts (superblock, replay, load with repair
- * from the backup region), and turns the core's extents into device reads and writes with
- * page read-modify-write and zero fill. One request at a time; no scheduling.
+ * from the backup region), and executes the core's data plans (reads, zero-fills, page
+ * read-modify-writes) in order. It computes no I/O rule itself. One request at a time; no
+ * scheduling.
  */
 #include "fsio.h"
 
@@ -400,151 +401,126 @@ void avfs_fsio_abandon(struct avfs_fsio *io)
 	free(io);
 }
 
-/* ---- data ---- */
+/* ---- data: a small synchronous executor of the core's data plans ---- */
+
+/* A READ: the pages in pieces of at most CHUNK, the caller's part of each copied out. */
+static int run_read(struct avfs_fsio *io, const struct avfs_dop *o, uint8_t *dst, uint8_t *bounce)
+{
+	for (uint64_t at = 0; at < o->dev_len; at += CHUNK) {
+		uint64_t n = o->dev_len - at < CHUNK ? o->dev_len - at : CHUNK;
+		uint64_t a = at > o->skip ? at : o->skip;
+		uint64_t b = at + n < o->skip + o->len ? at + n : o->skip + o->len;
+		int err;
+
+		if (a >= b)
+			continue;
+		if ((err = dev_io(io->d, AVFS_DISK_READ, o->dev_off + at, bounce, n, false)))
+			return err;
+		memcpy(dst + o->buf_off + (a - o->skip), bounce + (a - at), b - a);
+	}
+	return 0;
+}
+
+/* A WRITE: each piece is zeros, the kept head and tail read from the device first, and the
+ * caller's bytes. */
+static int run_write(struct avfs_fsio *io, const struct avfs_dop *o, const uint8_t *src,
+		     uint8_t *bounce, uint8_t *page)
+{
+	for (uint64_t at = 0; at < o->dev_len; at += CHUNK) {
+		uint64_t n = o->dev_len - at < CHUNK ? o->dev_len - at : CHUNK;
+		uint64_t a = at > o->skip ? at : o->skip;
+		uint64_t b = at + n < o->skip + o->len ? at + n : o->skip + o->len;
+		int err;
+
+		memset(bounce, 0, n);
+		if (at == 0 && o->keep_head) {
+			if ((err = dev_io(io->d, AVFS_DISK_READ, o->dev_off, page, AVFS_PAGE, false)))
+				return err;
+			memcpy(bounce, page, o->keep_head);
+		}
+		if (at + n == o->dev_len && o->keep_tail) {
+			if ((err = dev_io(io->d, AVFS_DISK_READ, o->dev_off + o->dev_len - AVFS_PAGE,
+					  page, AVFS_PAGE, false)))
+				return err;
+			memcpy(bounce + n - o->keep_tail, page + AVFS_PAGE - o->keep_tail, o->keep_tail);
+		}
+		if (!(o->flags & AVFS_DOP_ZEROS) && a < b)
+			memcpy(bounce + (a - at), src + o->buf_off + (a - o->skip), b - a);
+		if ((err = dev_io(io->d, AVFS_DISK_WRITE, o->dev_off + at, bounce, n, false)))
+			return err;
+	}
+	return 0;
+}
+
+int avfs_fsio_run_data(struct avfs_fsio *io, const struct avfs_data_plan *p, void *dstv,
+		       const void *srcv)
+{
+	uint8_t *dst = dstv;
+	const uint8_t *src = srcv;
+	uint8_t *bounce = abuf(CHUNK), *page = abuf(AVFS_PAGE);
+	int err = bounce && page ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < p->n && !err; i++) {
+		const struct avfs_dop *o = &p->ops[i];
+
+		if (o->kind == AVFS_DOP_READ)
+			err = run_read(io, o, dst, bounce);
+		else if (o->kind == AVFS_DOP_ZERO)
+			memset(dst + o->buf_off, 0, o->len);
+		else
+			err = run_write(io, o, src, bounce, page);
+	}
+	free(bounce);
+	free(page);
+	return err;
+}
 
 int64_t avfs_fsio_read(struct avfs_fsio *io, uint64_t ino, uint64_t off, void *buf, size_t len)
 {
-	uint64_t bs = avfs_fs_block_size(io->fs), pos = off, end;
-	struct avfs_bext ext[16];
-	struct avfs_stat st;
-	int err = avfs_fs_getattr(io->fs, ino, &st);
+	struct avfs_data_plan p;
+	int64_t done;
+	int err;
 
-	if (err)
-		return err;
-	if (off >= st.size || !len)
-		return 0;
-	end = len > st.size - off ? st.size : off + len;
-	while (pos < end) {
-		int n = avfs_fs_map_read(io->fs, ino, pos, end - pos, ext, 16);
-
-		if (n <= 0)
-			return n < 0 ? n : -EIO;
-		for (int i = 0; i < n && pos < end; i++) {
-			uint64_t hi = ext[i].file_off + bs < end ? ext[i].file_off + bs : end;
-			uint64_t vend = ext[i].dev_off ? ext[i].file_off + (uint64_t)ext[i].valid * AVFS_PAGE
-						       : ext[i].file_off;
-			uint64_t rend = vend < hi ? vend : hi;
-
-			/* initialized pages come from the device, the rest of the block is zeros */
-			if (pos < rend) {
-				uint64_t a = pos / AVFS_PAGE * AVFS_PAGE;
-				uint64_t b = (rend + AVFS_PAGE - 1) / AVFS_PAGE * AVFS_PAGE;
-				uint8_t *t = abuf(b - a);
-
-				if (!t)
-					return -ENOMEM;
-				err = dev_io(io->d, AVFS_DISK_READ, ext[i].dev_off + (a - ext[i].file_off), t,
-					     b - a, false);
-				if (!err)
-					memcpy((uint8_t *)buf + (pos - off), t + (pos - a), rend - pos);
-				free(t);
-				if (err)
-					return err;
-				pos = rend;
-			}
-			if (pos < hi) {
-				memset((uint8_t *)buf + (pos - off), 0, hi - pos);
-				pos = hi;
-			}
-		}
-	}
-	return (int64_t)(end - off);
-}
-
-/* Zero the stale bytes past the current end inside its page, before the size grows. */
-static int zero_eof_tail(struct avfs_fsio *io, uint64_t ino, uint64_t size)
-{
-	uint64_t dev;
-	uint32_t keep;
-	uint8_t *page;
-	int err = avfs_fs_tail_page(io->fs, ino, size, &dev, &keep);
-
-	if (err)
-		return err > 0 ? 0 : err;
-	page = abuf(AVFS_PAGE);
-	if (!page)
-		return -ENOMEM;
-	err = dev_io(io->d, AVFS_DISK_READ, dev, page, AVFS_PAGE, false);
-	if (!err) {
-		memset(page + keep, 0, AVFS_PAGE - keep);
-		err = dev_io(io->d, AVFS_DISK_WRITE, dev, page, AVFS_PAGE, false);
-	}
-	free(page);
-	return err;
+	avfs_data_plan_init(&p);
+	err = avfs_fs_plan_read(io->fs, ino, off, len, &p);
+	if (!err)
+		err = avfs_fsio_run_data(io, &p, buf, NULL);
+	done = (int64_t)p.bytes;
+	avfs_data_plan_free(&p);
+	return err ? err : done;
 }
 
 int64_t avfs_fsio_write(struct avfs_fsio *io, uint64_t ino, uint64_t off, const void *buf,
 			size_t len)
 {
-	uint64_t bs = avfs_fs_block_size(io->fs);
-	struct avfs_bext ext[16];
-	struct avfs_stat st;
-	size_t done = 0;
+	struct avfs_data_plan p;
+	int64_t done;
 	int err;
 
-	if (!len)
-		return 0;
-	err = avfs_fs_getattr(io->fs, ino, &st);
-	if (err)
-		return err;
-	if (off + len > st.size && (err = zero_eof_tail(io, ino, st.size)))
-		return err;
-	while (done < len) {
-		int n = avfs_fs_map_write(io->fs, ino, off + done, len - done, avfs_fsio_now(), ext, 16);
+	avfs_data_plan_init(&p);
+	err = avfs_fs_plan_write(io->fs, ino, off, len, avfs_fsio_now(), &p);
+	if (!err)
+		err = avfs_fsio_run_data(io, &p, NULL, buf);
+	if (!err)
+		err = avfs_fsio_maybe_commit(io);
+	done = (int64_t)p.bytes;
+	avfs_data_plan_free(&p);
+	return err ? err : done;
+}
 
-		if (n < 0)
-			return done ? (int64_t)done : n;
-		for (int i = 0; i < n; i++) {
-			uint64_t lo = off + done, hi = ext[i].file_off + bs;
-			uint64_t p0, p1, z0;
-			uint8_t *b;
-			size_t blen;
+/* The size of ino is about to grow past `size` (its size now): zero the stale bytes past it
+ * in its page first, so that they never show inside the file, even after a crash. */
+static int zero_tail(struct avfs_fsio *io, uint64_t ino, uint64_t size)
+{
+	struct avfs_data_plan p;
+	int err;
 
-			if (hi > off + len)
-				hi = off + len;
-			p0 = (lo - ext[i].file_off) / AVFS_PAGE;
-			p1 = (hi - ext[i].file_off + AVFS_PAGE - 1) / AVFS_PAGE;
-			/* pages never initialized before the first one written become zeros */
-			for (z0 = ext[i].valid; z0 < p0;) {
-				uint64_t cnt = p0 - z0 > 256 ? 256 : p0 - z0;
-				uint8_t *z = abuf(cnt * AVFS_PAGE);
-
-				if (!z)
-					return -ENOMEM;
-				memset(z, 0, cnt * AVFS_PAGE);
-				err = dev_io(io->d, AVFS_DISK_WRITE, ext[i].dev_off + z0 * AVFS_PAGE, z,
-					     cnt * AVFS_PAGE, false);
-				free(z);
-				if (err)
-					return err;
-				z0 += cnt;
-			}
-			blen = (p1 - p0) * AVFS_PAGE;
-			b = abuf(blen);
-			if (!b)
-				return -ENOMEM;
-			memset(b, 0, blen);
-			/* partial first and last pages: keep what an initialized page holds */
-			if ((lo % AVFS_PAGE) && p0 < ext[i].valid)
-				err = dev_io(io->d, AVFS_DISK_READ, ext[i].dev_off + p0 * AVFS_PAGE, b,
-					     AVFS_PAGE, false);
-			if (!err && (hi % AVFS_PAGE) && p1 - 1 < ext[i].valid && (p1 - 1 != p0 || !(lo % AVFS_PAGE)))
-				err = dev_io(io->d, AVFS_DISK_READ, ext[i].dev_off + (p1 - 1) * AVFS_PAGE,
-					     b + blen - AVFS_PAGE, AVFS_PAGE, false);
-			if (!err) {
-				memcpy(b + (lo - ext[i].file_off - p0 * AVFS_PAGE),
-				       (const uint8_t *)buf + done, hi - lo);
-				err = dev_io(io->d, AVFS_DISK_WRITE, ext[i].dev_off + p0 * AVFS_PAGE, b,
-					     blen, false);
-			}
-			free(b);
-			if (err)
-				return err;
-			done += hi - lo;
-		}
-	}
-	err = avfs_fsio_maybe_commit(io);
-	return err ? err : (int64_t)done;
+	avfs_data_plan_init(&p);
+	err = avfs_fs_plan_zero_tail(io->fs, ino, size, &p);
+	if (!err)
+		err = avfs_fsio_run_data(io, &p, NULL, NULL);
+	avfs_data_plan_free(&p);
+	return err;
 }
 
 int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size)
@@ -552,12 +528,25 @@ int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size)
 	struct avfs_stat st;
 	int err = avfs_fs_getattr(io->fs, ino, &st);
 
+	if (!err && size > st.size)
+		err = zero_tail(io, ino, st.size);
 	if (err)
-		return err;
-	if (size > st.size && (err = zero_eof_tail(io, ino, st.size)))
 		return err;
 	st.size = size;
 	err = avfs_fs_setattr(io->fs, ino, AVFS_SET_SIZE, &st, avfs_fsio_now());
+	return err ? err : avfs_fsio_maybe_commit(io);
+}
+
+int avfs_fsio_fallocate(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64_t len,
+			bool keep_size)
+{
+	struct avfs_stat st;
+	int err = avfs_fs_getattr(io->fs, ino, &st);
+
+	if (!err && !keep_size && off + len > st.size && off + len > off)
+		err = zero_tail(io, ino, st.size);
+	if (!err)
+		err = avfs_fs_fallocate(io->fs, ino, off, len, keep_size, avfs_fsio_now());
 	return err ? err : avfs_fsio_maybe_commit(io);
 }
 

@@ -55,10 +55,18 @@ int avfs_fsio_sync(struct avfs_fsio *io);	/* commit the running transaction */
 /* Commit if the transaction has grown past io->autocommit blocks. */
 int avfs_fsio_maybe_commit(struct avfs_fsio *io);
 
+/* Execute a data plan (fs.h) in order: READ ops land in dst, ZERO ops clear it, WRITE ops take
+ * the caller's bytes from src (reading kept pages first). 0 or the first -errno. */
+int avfs_fsio_run_data(struct avfs_fsio *io, const struct avfs_data_plan *p, void *dst,
+		       const void *src);
+/* Read, write, truncate through the core's data plans. */
 int64_t avfs_fsio_read(struct avfs_fsio *io, uint64_t ino, uint64_t off, void *buf, size_t len);
 int64_t avfs_fsio_write(struct avfs_fsio *io, uint64_t ino, uint64_t off, const void *buf,
 			size_t len);
 int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size);
+/* avfs_fs_fallocate, zeroing the old last page's stale tail first when the size grows. */
+int avfs_fsio_fallocate(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64_t len,
+			bool keep_size);
 
 /* Resolve an absolute path ("/a/b") to an inode. 0 or -errno. */
 int avfs_fsio_resolve(struct avfs_fsio *io, const char *path, uint64_t *ino);

@@ -54,7 +54,7 @@ static struct avfs_dinode *ino_get(struct avfs_fs *fs, uint64_t ino, int *err)
 	return di;
 }
 
-static void ino_dirty(struct avfs_fs *fs, uint64_t ino)
+void fs_ino_dirty(struct avfs_fs *fs, uint64_t ino)
 {
 	fs_dirty(fs, ino_block(fs, ino));
 }
@@ -83,7 +83,7 @@ static int ino_alloc(struct avfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t g
 	di->nlink = 1;
 	di->atime_ns = di->mtime_ns = di->ctime_ns = di->btime_ns = now;
 	di->generation = (uint32_t)sb->generation++;
-	ino_dirty(fs, i + 1);
+	fs_ino_dirty(fs, i + 1);
 	*out = i + 1;
 	return 0;
 }
@@ -296,7 +296,7 @@ static void bmap_trim(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, 
 		}
 	}
 	di->nblocks = di->nblocks > freed ? di->nblocks - freed : 0;
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
 }
 
 /* ---- directories ---- */
@@ -527,7 +527,7 @@ uint8_t fs_dtype_of(uint32_t mode)
 static void dir_touch(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, int64_t now)
 {
 	di->mtime_ns = di->ctime_ns = now;
-	ino_dirty(fs, dir);
+	fs_ino_dirty(fs, dir);
 }
 
 /* Add an entry. Nothing changes on failure. */
@@ -598,7 +598,7 @@ static int dir_add(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, con
 		x->freec[bi] = AVFS_DSLOTS;
 		di->nblocks = bi + 1;
 		di->size = (bi + 1) * AVFS_MBLOCK;
-		ino_dirty(fs, dir);
+		fs_ino_dirty(fs, dir);
 		m = (uint32_t)nm;
 		s = 0;
 	} else {
@@ -707,7 +707,7 @@ static void ino_free(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di)
 	if (di->symlink_block)
 		fs_meta_free(fs, di->symlink_block);
 	memset(di, 0, sizeof(*di));
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
 	avfs_bitmap_clear(&fs->imap, ino - 1);
 	fs_set_bit(fs, fs->sb.ibitmap_start, ino - 1, false);
 	sb->free_inodes++;
@@ -735,7 +735,7 @@ static void drop_link(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, 
 	}
 	di->nlink = di->nlink > 1 ? di->nlink - 1 : 0;
 	di->ctime_ns = now;
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
 }
 
 /* ---- public operations ---- */
@@ -850,8 +850,8 @@ int avfs_fs_mkdir(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t m
 	di->nlink = 2;
 	di->parent = (uint32_t)dir;
 	pdi->nlink++;
-	ino_dirty(fs, *ino);
-	ino_dirty(fs, dir);
+	fs_ino_dirty(fs, *ino);
+	fs_ino_dirty(fs, dir);
 	return 0;
 }
 
@@ -887,7 +887,7 @@ int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const ch
 		di->symlink_block = (uint32_t)m;
 	}
 	di->size = tl;
-	ino_dirty(fs, *ino);
+	fs_ino_dirty(fs, *ino);
 	return 0;
 }
 
@@ -946,7 +946,7 @@ int avfs_fs_link(struct avfs_fs *fs, uint64_t ino, uint64_t dir, const char *nam
 		return err;
 	di->nlink++;
 	di->ctime_ns = now;
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
 	dir_touch(fs, dir, pdi, now);
 	return 0;
 }
@@ -993,7 +993,7 @@ static int remove_common(struct avfs_fs *fs, uint64_t dir, const char *name, int
 	dir_del(fs, dir, pdi, hs, loc);
 	if (want_dir) {
 		pdi->nlink--;
-		ino_dirty(fs, dir);
+		fs_ino_dirty(fs, dir);
 	}
 	drop_link(fs, ino, di, now);
 	dir_touch(fs, dir, pdi, now);
@@ -1143,8 +1143,8 @@ int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_
 			}
 		}
 		sdi->ctime_ns = ddi->ctime_ns = now;
-		ino_dirty(fs, sino);
-		ino_dirty(fs, dino);
+		fs_ino_dirty(fs, sino);
+		fs_ino_dirty(fs, dino);
 		dir_touch(fs, odir, opdi, now);
 		dir_touch(fs, ndir, npdi, now);
 		return 0;
@@ -1195,7 +1195,7 @@ int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_
 		npdi->nlink++;
 	}
 	sdi->ctime_ns = now;
-	ino_dirty(fs, sino);
+	fs_ino_dirty(fs, sino);
 	dir_touch(fs, odir, opdi, now);
 	dir_touch(fs, ndir, npdi, now);
 	return 0;
@@ -1285,7 +1285,7 @@ static int set_size(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, ui
 		}
 	}
 	di->size = size;
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
 	return 0;
 }
 
@@ -1323,13 +1323,13 @@ int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct
 	if (set & AVFS_SET_MTIME)
 		di->mtime_ns = st->mtime_ns;
 	di->ctime_ns = now;
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
 	return 0;
 }
 
 /* ---- data mapping ---- */
 
-static int file_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode **out)
+int fs_file_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode **out)
 {
 	int err = 0;
 	struct avfs_dinode *di = ino_get(fs, ino, &err);
@@ -1349,13 +1349,29 @@ static uint64_t dev_of(const struct avfs_fs *fs, uint32_t block)
 	return fs->sb.data_off + (uint64_t)(block - 1) * (1ull << fs->sb.block_shift);
 }
 
+int fs_block_read(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		  struct avfs_bext *e)
+{
+	uint64_t bs = avfs_fs_block_size(fs);
+	struct avfs_bptr p;
+	int err = bmap_get(fs, ino, di, k, &p);
+
+	if (err)
+		return err;
+	if (p.block > fs->sb.data_blocks || p.valid > bs / AVFS_PAGE)
+		return -EUCLEAN;
+	*e = (struct avfs_bext){ .file_off = k * bs, .dev_off = p.block ? dev_of(fs, p.block) : 0,
+				 .valid = p.block ? p.valid : 0, .valid_after = p.block ? p.valid : 0 };
+	return 0;
+}
+
 int avfs_fs_map_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		     struct avfs_bext *ext, unsigned max)
 {
 	struct avfs_dinode *di = NULL;
 	uint64_t bs = avfs_fs_block_size(fs), end;
 	unsigned n = 0;
-	int err = file_get(fs, ino, &di);
+	int err = fs_file_get(fs, ino, &di);
 
 	if (err)
 		return err;
@@ -1363,16 +1379,9 @@ int avfs_fs_map_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t le
 		return 0;
 	end = off + len < off || off + len > di->size ? di->size : off + len;
 	for (uint64_t k = off / bs; k * bs < end && n < max; k++) {
-		struct avfs_bptr p;
-
-		if ((err = bmap_get(fs, ino, di, k, &p)))
+		if ((err = fs_block_read(fs, ino, di, k, &ext[n])))
 			return err;
-		if (p.block > fs->sb.data_blocks || p.valid > bs / AVFS_PAGE)
-			return -EUCLEAN;
-		ext[n++] = (struct avfs_bext){ .file_off = k * bs,
-					       .dev_off = p.block ? dev_of(fs, p.block) : 0,
-					       .valid = p.block ? p.valid : 0,
-					       .valid_after = p.block ? p.valid : 0 };
+		n++;
 	}
 	return (int)n;
 }
@@ -1409,7 +1418,42 @@ static int map_alloc(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, u
 	**slot = (struct avfs_bptr){ .block = b + 1, .valid = 0 };
 	fs_dirty(fs, m);
 	di->nblocks++;
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
+	return 0;
+}
+
+int fs_block_write(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		   uint32_t pages, struct avfs_bext *e)
+{
+	struct avfs_bptr *s;
+	uint64_t sm;
+	int err = map_alloc(fs, ino, di, k, &s);
+
+	if (err)
+		return err;
+	if (s->valid > avfs_fs_block_size(fs) / AVFS_PAGE)
+		return -EUCLEAN;
+	*e = (struct avfs_bext){ .file_off = k * avfs_fs_block_size(fs),
+				 .dev_off = dev_of(fs, s->block), .valid = s->valid,
+				 .valid_after = s->valid > pages ? s->valid : pages };
+	if (e->valid_after != s->valid) {
+		s->valid = e->valid_after;
+		if (!bmap_slot(fs, ino, di, k, false, &s, &sm))
+			fs_dirty(fs, sm);
+	}
+	return 0;
+}
+
+int fs_write_check(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		   struct avfs_dinode **di)
+{
+	int err;
+
+	RW_CHECK(fs);
+	if ((err = fs_file_get(fs, ino, di)))
+		return err;
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return -EFBIG;
 	return 0;
 }
 
@@ -1419,38 +1463,22 @@ int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 	struct avfs_dinode *di = NULL;
 	uint64_t bs = avfs_fs_block_size(fs), end = off + len;
 	unsigned n = 0;
-	int err;
+	int err = fs_write_check(fs, ino, off, len, &di);
 
-	RW_CHECK(fs);
-	if ((err = file_get(fs, ino, &di)))
+	if (err || !len)
 		return err;
-	if (!len)
-		return 0;
-	if (end < off || end > (uint64_t)INT64_MAX)
-		return -EFBIG;
 	for (uint64_t k = off / bs; k * bs < end && n < max; k++) {
-		struct avfs_bptr *s;
-		uint64_t lo = k * bs > off ? k * bs : off, hi = (k + 1) * bs < end ? (k + 1) * bs : end;
-		uint32_t last_page = (uint32_t)((hi - k * bs + AVFS_PAGE - 1) / AVFS_PAGE);
-		uint64_t sm;
+		uint64_t hi = (k + 1) * bs < end ? (k + 1) * bs : end;
 
-		if ((err = map_alloc(fs, ino, di, k, &s)))
+		if ((err = fs_block_write(fs, ino, di, k, (uint32_t)((hi - k * bs + AVFS_PAGE - 1) /
+								      AVFS_PAGE), &ext[n])))
 			return n ? (int)n : err;
-		ext[n] = (struct avfs_bext){ .file_off = k * bs, .dev_off = dev_of(fs, s->block),
-					     .valid = s->valid,
-					     .valid_after = s->valid > last_page ? s->valid : last_page };
-		if (ext[n].valid_after != s->valid) {
-			s->valid = ext[n].valid_after;
-			if (!bmap_slot(fs, ino, di, k, false, &s, &sm))
-				fs_dirty(fs, sm);
-		}
 		if (hi > di->size)
 			di->size = hi;
-		(void)lo;
 		n++;
 	}
 	di->mtime_ns = di->ctime_ns = now;
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
 	return (int)n;
 }
 
@@ -1459,15 +1487,12 @@ int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 {
 	struct avfs_dinode *di = NULL;
 	uint64_t bs = avfs_fs_block_size(fs), end = off + len;
-	int err;
+	int err = fs_write_check(fs, ino, off, len, &di);
 
-	RW_CHECK(fs);
-	if ((err = file_get(fs, ino, &di)))
+	if (err)
 		return err;
 	if (!len)
 		return -EINVAL;
-	if (end < off || end > (uint64_t)INT64_MAX)
-		return -EFBIG;
 	if ((end - off + bs - 1) / bs > avfs_fs_super(fs)->free_data + (off % bs ? 1 : 0) + 1) {
 		/* quick refusal of what cannot fit (exact check below) */
 		uint64_t need = 0;
@@ -1491,7 +1516,7 @@ int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 	if (!keep_size && end > di->size)
 		di->size = end;
 	di->ctime_ns = now;
-	ino_dirty(fs, ino);
+	fs_ino_dirty(fs, ino);
 	return 0;
 }
 

@@ -387,6 +387,35 @@ static void test_fs_data(void **state)
 	fx_free(f);
 }
 
+/* Regression: a fallocate that grew the size past a partial last page brought back inside the
+ * file the stale bytes that a truncate had left past the old size (the driver now zeroes
+ * them first, as for a truncate up). */
+static void test_fs_fallocate_past_stale_tail(void **state)
+{
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 4, .seed = 1 };
+	struct fx *f = fx_new(64u << 20, &o);
+	uint8_t *w = malloc(3000), *r = malloc(131072), *z = calloc(1, 131072);
+	uint64_t a = mk(f, 1, "a");
+
+	(void)state;
+	memset(w, 0x5a, 3000);
+	assert_int_equal(avfs_fsio_write(f->io, a, 0, w, 3000), 3000);
+	assert_int_equal(avfs_fsio_truncate(f->io, a, 100), 0);
+	assert_int_equal(avfs_fsio_fallocate(f->io, a, 0, 65536, true), 0);	/* size stays */
+	assert_int_equal(avfs_fsio_fallocate(f->io, a, 0, 131072, false), 0);
+	assert_int_equal(avfs_fsio_read(f->io, a, 0, r, 131072), 131072);
+	assert_memory_equal(r, w, 100);
+	assert_memory_equal(r + 100, z, 131072 - 100);
+	fx_remount(f);
+	assert_int_equal(avfs_fsio_read(f->io, a, 0, r, 131072), 131072);
+	assert_memory_equal(r + 100, z, 131072 - 100);
+	assert_clean(f->io->fs);
+	free(w);
+	free(r);
+	free(z);
+	fx_free(f);
+}
+
 struct seen {
 	uint8_t *hit;
 	uint64_t count, next;
@@ -853,6 +882,7 @@ int main(void)
 		cmocka_unit_test(test_fs_bad_arguments),
 		cmocka_unit_test(test_fs_contig_baseline),
 		cmocka_unit_test(test_fs_data),
+		cmocka_unit_test(test_fs_fallocate_past_stale_tail),
 		cmocka_unit_test(test_fs_dir_100k),
 		cmocka_unit_test(test_fs_namespace),
 		cmocka_unit_test(test_fs_orphan_after_crash),
