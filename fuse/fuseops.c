@@ -1,15 +1,24 @@
 /*
- * fuseops.c — the FUSE front end of avfsd (libfuse3 low-level API, SPEC §9): namespace and
+ * fuseops.c — avfsd's FUSE front end (libfuse3 low-level API, SPEC §9): namespace and
  * attribute operations answer at once from the in-memory core (durable at the next commit);
- * reads and writes become best-effort device requests through the traffic mixer and are
- * answered when they complete, so no thread ever blocks on the disk. Pages past the
- * initialized part of a block read as zeros; partial pages are read-modify-written.
+ * reads and writes go to the engine as best-effort requests on the file and are answered when
+ * they complete, so the loop never blocks on the disk. What to zero and what to merge in a
+ * partial page is the core's data plan's business (engine/fileio.c executes it), not this
+ * file's. Its own: the mount, read-ahead inside a data block, fsync waiting for a commit.
  */
-#include "avfsd_i.h"
+#include "fuseops.h"
+
+#define FUSE_USE_VERSION 35
+#include <fuse_lowlevel.h>
+
+#include "engine.h"
+#include "format.h"
+#include "fs.h"
 #include "proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,10 +26,45 @@
 #include <linux/falloc.h>
 
 #define PAGE AVFS_PAGE
+#define RA_WINDOW (2u << 20)	/* read ahead this far, inside the data block */
+#define RA_SLOTS 8
 
-static struct daemon *dm_of(fuse_req_t req)
+struct fsync_wait {
+	fuse_req_t req;
+	uint64_t after;		/* reply once more than this many commits are done */
+	struct fsync_wait *next;
+};
+
+struct ra_entry {		/* a range read ahead */
+	uint64_t ino, off;
+	size_t len;
+	uint8_t *buf;
+	uint64_t used;
+};
+
+struct avfs_fuse {
+	struct fuse_session *se;
+	struct fuse_buf fbuf;
+	int fd;
+	struct avfs_engine *e;
+	struct avfs_fs *fs;
+	char socket[108];
+	int64_t now, wall;	/* of the request being processed */
+	struct fsync_wait *fsyncs;
+	struct ra_entry ra[RA_SLOTS];
+	uint64_t ra_clock;
+};
+
+static struct avfs_fuse *fu_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+static void *alloc_aligned(size_t len)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, PAGE, len ? len : PAGE) ? NULL : p;
 }
 
 static void to_stat(const struct avfs_stat *a, struct stat *st)
@@ -42,19 +86,11 @@ static void to_stat(const struct avfs_stat *a, struct stat *st)
 	st->st_ctim.tv_nsec = a->ctime_ns % 1000000000;
 }
 
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void reply_entry(fuse_req_t req, struct daemon *dm, uint64_t ino)
+static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t ino)
 {
 	struct fuse_entry_param e = { 0 };
 	struct avfs_stat a;
-	int err = avfs_fs_getattr(dm->fs, ino, &a);
+	int err = avfs_fs_getattr(fu->fs, ino, &a);
 
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -72,11 +108,10 @@ static void reply_entry(fuse_req_t req, struct daemon *dm, uint64_t ino)
  * unlinked file lives until its last release. */
 #define FH_OPEN_REF 1
 
-static void after_change(struct daemon *dm)
+/* The file system changed: the engine commits when the transaction grows large. */
+static void after_change(struct avfs_fuse *fu)
 {
-	/* keep transactions small enough for the journal */
-	if (avfs_fs_dirty_blocks(dm->fs) > 64)
-		avfsd_commit_soon(dm);
+	avfs_engine_changed(fu->e, fu->now);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -94,14 +129,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct daemon *dm = dm_of(req);
+	struct avfs_fuse *fu = fu_of(req);
 	uint64_t ino;
-	int err = avfs_fs_lookup(dm->fs, parent, name, &ino);
+	int err = avfs_fs_lookup(fu->fs, parent, name, &ino);
 
 	if (err)
 		fuse_reply_err(req, -err);
 	else
-		reply_entry(req, dm, ino);
+		reply_entry(req, fu, ino);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -114,7 +149,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct avfs_stat a;
 	struct stat st;
-	int err = avfs_fs_getattr(dm_of(req)->fs, ino, &a);
+	int err = avfs_fs_getattr(fu_of(req)->fs, ino, &a);
 
 	(void)fi;
 	if (err) {
@@ -125,321 +160,48 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &st, 0);
 }
 
-/* ---- data: writes (with page read-modify-write) ---- */
+/* ---- read-ahead ---- */
 
-struct wop {			/* one FUSE write (or an internal zero fill) */
-	fuse_req_t req;
-	struct daemon *dm;
-	uint64_t ino;
-	int pending;
-	int err;
-	size_t reply;		/* bytes to report */
-	struct avfs_stat setsize;	/* truncate-up: apply after the zero fill */
-	bool do_setsize;
-};
-
-struct wpart {			/* one block's pages of a write */
-	struct wop *w;
-	uint64_t dev;		/* device offset of the first page */
-	uint8_t *buf;		/* the pages */
-	size_t len;
-	int reads;		/* partial pages still being read */
-	uint8_t *rbuf[2];
-	uint64_t roff[2];	/* offset of each read page inside buf */
-};
-
-static void wop_put(struct wop *w)
+static void ra_invalidate(struct avfs_fuse *fu, uint64_t ino)
 {
-	if (--w->pending > 0)
-		return;
-	if (w->err) {
-		if (w->req)
-			fuse_reply_err(w->req, -w->err);
-	} else if (w->do_setsize) {
-		int err = avfs_fs_setattr(w->dm->fs, w->ino, AVFS_SET_SIZE, &w->setsize, wall_ns());
-		struct avfs_stat a;
-		struct stat st;
-
-		if (!err)
-			err = avfs_fs_getattr(w->dm->fs, w->ino, &a);
-		if (err) {
-			fuse_reply_err(w->req, -err);
-		} else {
-			to_stat(&a, &st);
-			fuse_reply_attr(w->req, &st, 0);
-		}
-		after_change(w->dm);
-	} else if (w->req) {
-		fuse_reply_write(w->req, w->reply);
-	}
-	free(w);
-}
-
-static void part_written(struct daemon *dm, struct dreq *q, int res)
-{
-	struct wpart *p = q->arg;
-
-	(void)dm;
-	if (res < 0 && !p->w->err)
-		p->w->err = res;
-	free(p->buf);
-	wop_put(p->w);
-	free(p);
-	avfsd_dreq_free(q);
-}
-
-static void part_write_now(struct wpart *p)
-{
-	struct dreq *q = avfsd_dreq(p->dev, p->len, true, p->buf, part_written, p);
-
-	if (q)
-		q->data_write = true;
-	if (!q || avfsd_submit(p->w->dm, q)) {
-		if (!p->w->err)
-			p->w->err = -EIO;
-		free(p->buf);
-		wop_put(p->w);
-		free(p);
-		avfsd_dreq_free(q);
-	}
-}
-
-static void part_page_read(struct daemon *dm, struct dreq *q, int res)
-{
-	struct wpart *p = q->arg;
-
-	(void)dm;
-	if (res < 0 && !p->w->err)
-		p->w->err = res;
-	avfsd_dreq_free(q);
-	if (--p->reads > 0)
-		return;
-	for (int i = 0; i < 2; i++) {
-		if (!p->rbuf[i])
-			continue;
-		free(p->rbuf[i]);
-		p->rbuf[i] = NULL;
-	}
-	if (p->w->err) {
-		free(p->buf);
-		wop_put(p->w);
-		free(p);
-		return;
-	}
-	part_write_now(p);
-}
-
-/* The partial first/last page keeps the bytes around the new data: read them first (only
- * from an initialized page; others are zeros). Merge happens by reading into a scratch page
- * and copying the parts the write does not cover. */
-struct merge {
-	struct wpart *p;
-	uint8_t *page;
-	size_t at;		/* page offset inside p->buf */
-	size_t keep_lo, keep_hi;	/* bytes of the page to take from disk: [0, lo) and [hi, PAGE) */
-};
-
-static void merge_done(struct daemon *dm, struct dreq *q, int res)
-{
-	struct merge *m = q->arg;
-	struct wpart *p = m->p;
-
-	if (res >= 0) {
-		memcpy(p->buf + m->at, m->page, m->keep_lo);
-		memcpy(p->buf + m->at + m->keep_hi, m->page + m->keep_hi, PAGE - m->keep_hi);
-	}
-	free(m->page);
-	q->arg = p;
-	free(m);
-	part_page_read(dm, q, res);
-}
-
-/* Write [off, off + len) of ino from data (NULL: zeros). The caller holds w->pending. */
-static int write_range(struct daemon *dm, struct wop *w, uint64_t off, const uint8_t *data,
-		       size_t len)
-{
-	uint64_t bs = avfs_fs_block_size(dm->fs);
-	struct avfs_bext ext[8];
-	size_t done = 0;
-
-	while (done < len) {
-		int n = avfs_fs_map_write(dm->fs, w->ino, off + done, len - done, wall_ns(), ext, 8);
-
-		if (n <= 0)
-			return n < 0 ? n : -EIO;
-		for (int i = 0; i < n && done < len; i++) {
-			uint64_t lo = off + done, hi = ext[i].file_off + bs;
-			uint64_t p0, p1;
-			struct wpart *p;
-
-			if (hi > off + len)
-				hi = off + len;
-			p0 = (lo - ext[i].file_off) / PAGE;
-			p1 = (hi - ext[i].file_off + PAGE - 1) / PAGE;
-			/* never-initialized pages before the data become zeros on disk */
-			for (uint64_t z = ext[i].valid; z < p0;) {
-				uint64_t cnt = p0 - z > 256 ? 256 : p0 - z;
-				struct wpart *zp = calloc(1, sizeof(*zp));
-
-				if (!zp)
-					return -ENOMEM;
-				zp->w = w;
-				zp->dev = ext[i].dev_off + z * PAGE;
-				zp->len = cnt * PAGE;
-				zp->buf = avfsd_alloc(zp->len);
-				if (!zp->buf) {
-					free(zp);
-					return -ENOMEM;
-				}
-				memset(zp->buf, 0, zp->len);
-				w->pending++;
-				part_write_now(zp);
-				z += cnt;
-			}
-			p = calloc(1, sizeof(*p));
-			if (!p)
-				return -ENOMEM;
-			p->w = w;
-			p->dev = ext[i].dev_off + p0 * PAGE;
-			p->len = (p1 - p0) * PAGE;
-			p->buf = avfsd_alloc(p->len);
-			if (!p->buf) {
-				free(p);
-				return -ENOMEM;
-			}
-			memset(p->buf, 0, p->len);
-			if (data)
-				memcpy(p->buf + (lo - ext[i].file_off - p0 * PAGE), data + done, hi - lo);
-			w->pending++;
-			p->reads = 1;	/* a guard while the page reads are being issued */
-			for (uint64_t pg = p0; pg < p1; pg = pg + 1 < p1 - 1 ? p1 - 1 : pg + 1) {
-				uint64_t pgs = ext[i].file_off + pg * PAGE;
-				size_t c0 = (size_t)((lo > pgs ? lo : pgs) - pgs);
-				size_t c1 = (size_t)((hi < pgs + PAGE ? hi : pgs + PAGE) - pgs);
-				struct merge *m;
-				struct dreq *q;
-
-				/* a page the write covers whole, or one never initialized (zeros), is
-				 * not read */
-				if ((c0 == 0 && c1 == PAGE) || pg >= ext[i].valid)
-					continue;
-				m = calloc(1, sizeof(*m));
-				if (!m)
-					return -ENOMEM;
-				m->p = p;
-				m->page = avfsd_alloc(PAGE);
-				m->at = (size_t)(pg - p0) * PAGE;
-				m->keep_lo = c0;
-				m->keep_hi = c1;
-				q = m->page ? avfsd_dreq(ext[i].dev_off + pg * PAGE, PAGE, false, m->page,
-							 merge_done, m) : NULL;
-				p->reads++;
-				if (!q || avfsd_submit(dm, q)) {
-					p->reads--;
-					free(m->page);
-					free(m);
-					avfsd_dreq_free(q);
-					return -EIO;
-				}
-			}
-			if (!--p->reads)	/* no page had to be read: write now */
-				part_write_now(p);
-			done += hi - lo;
-		}
-	}
-	return 0;
-}
-
-/* Zero the stale bytes past the current end inside its page before the size grows. */
-static int zero_tail(struct daemon *dm, struct wop *w, uint64_t size)
-{
-	uint64_t dev;
-	uint32_t keep;
-	int err = avfs_fs_tail_page(dm->fs, w->ino, size, &dev, &keep);
-
-	if (err)
-		return err > 0 ? 0 : err;
-	return write_range(dm, w, size, NULL, PAGE - keep);
-}
-
-static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
-{
-	struct daemon *dm = dm_of(req);
-	struct wop *w = calloc(1, sizeof(*w));
-	struct avfs_stat a;
-	int err;
-
-	(void)fi;
-	if (!w) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	*w = (struct wop){ .req = req, .dm = dm, .ino = ino, .pending = 1, .reply = size };
-	avfsd_ra_invalidate(dm, ino);
-	err = avfs_fs_getattr(dm->fs, ino, &a);
-	if (!err && off < 0)
-		err = -EINVAL;
-	if (!err && size && (uint64_t)off + size > a.size && (uint64_t)off > a.size)
-		err = zero_tail(dm, w, a.size);
-	if (!err && size)
-		err = write_range(dm, w, (uint64_t)off, (const uint8_t *)buf, size);
-	if (err && !w->err)
-		w->err = err;
-	after_change(dm);
-	wop_put(w);
-}
-
-/* ---- data: reads ---- */
-
-struct rop {
-	fuse_req_t req;
-	struct daemon *dm;
-	uint8_t *out;
-	size_t len;		/* bytes read (the request plus read-ahead) */
-	size_t reply;		/* bytes the request asked for */
-	uint64_t ino, off;
-	int pending;
-	int err;
-};
-
-#define RA_WINDOW (2u << 20)	/* read ahead this far, inside the data block */
-
-void avfsd_ra_invalidate(struct daemon *dm, uint64_t ino)
-{
-	for (int i = 0; i < 8; i++) {
-		if (dm->ra[i].buf && dm->ra[i].ino == ino) {
-			free(dm->ra[i].buf);
-			dm->ra[i].buf = NULL;
+	for (int i = 0; i < RA_SLOTS; i++) {
+		if (fu->ra[i].buf && fu->ra[i].ino == ino) {
+			free(fu->ra[i].buf);
+			fu->ra[i].buf = NULL;
 		}
 	}
 }
 
-static void ra_store(struct daemon *dm, uint64_t ino, uint64_t off, uint8_t *buf, size_t len)
+void avfs_fuse_invalidate(struct avfs_fuse *fu, uint64_t ino)
+{
+	ra_invalidate(fu, ino);
+}
+
+static void ra_store(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint8_t *buf, size_t len)
 {
 	int v = 0;
 
-	for (int i = 0; i < 8; i++) {
-		if (!dm->ra[i].buf) {
+	for (int i = 0; i < RA_SLOTS; i++) {
+		if (!fu->ra[i].buf) {
 			v = i;
 			break;
 		}
-		if (dm->ra[i].used < dm->ra[v].used)
+		if (fu->ra[i].used < fu->ra[v].used)
 			v = i;
 	}
-	free(dm->ra[v].buf);
-	dm->ra[v] = (struct ra_entry){ .ino = ino, .off = off, .len = len, .buf = buf,
-				       .used = ++dm->ra_clock };
+	free(fu->ra[v].buf);
+	fu->ra[v] = (struct ra_entry){ .ino = ino, .off = off, .len = len, .buf = buf,
+				       .used = ++fu->ra_clock };
 }
 
 /* Serve [off, off + len) from read-ahead if it is all there. */
-static bool ra_hit(struct daemon *dm, fuse_req_t req, uint64_t ino, uint64_t off, size_t len)
+static bool ra_hit(struct avfs_fuse *fu, fuse_req_t req, uint64_t ino, uint64_t off, size_t len)
 {
-	for (int i = 0; i < 8; i++) {
-		struct ra_entry *e = &dm->ra[i];
+	for (int i = 0; i < RA_SLOTS; i++) {
+		struct ra_entry *e = &fu->ra[i];
 
 		if (e->buf && e->ino == ino && off >= e->off && off + len <= e->off + e->len) {
-			e->used = ++dm->ra_clock;
+			e->used = ++fu->ra_clock;
 			fuse_reply_buf(req, (const char *)e->buf + (off - e->off), len);
 			return true;
 		}
@@ -448,61 +210,52 @@ static bool ra_hit(struct daemon *dm, fuse_req_t req, uint64_t ino, uint64_t off
 }
 
 /* A read continuing where cached data ends is sequential: worth reading ahead. */
-static bool ra_sequential(struct daemon *dm, uint64_t ino, uint64_t off)
+static bool ra_sequential(struct avfs_fuse *fu, uint64_t ino, uint64_t off)
 {
-	for (int i = 0; i < 8; i++)
-		if (dm->ra[i].buf && dm->ra[i].ino == ino && dm->ra[i].off + dm->ra[i].len == off)
+	for (int i = 0; i < RA_SLOTS; i++)
+		if (fu->ra[i].buf && fu->ra[i].ino == ino && fu->ra[i].off + fu->ra[i].len == off)
 			return true;
 	return off == 0;
 }
 
-struct rpart {
-	struct rop *r;
-	uint8_t *buf;
-	size_t skip, copy, at;
+/* ---- data ---- */
+
+struct rop {			/* one FUSE read, with its read-ahead */
+	struct avfs_fio f;	/* first: the engine hands it back */
+	fuse_req_t req;
+	struct avfs_fuse *fu;
+	uint8_t *mem;		/* page aligned, from the page holding the asked offset */
+	size_t skip;		/* the asked offset's place in mem */
+	size_t reply;		/* bytes asked (clamped at the size when asked) */
 };
 
-static void rop_put(struct rop *r)
+static void rop_done(struct avfs_fio *f, int64_t res, int64_t now)
 {
-	if (--r->pending > 0)
-		return;
-	if (r->err) {
-		fuse_reply_err(r->req, -r->err);
-		free(r->out);
+	struct rop *r = (struct rop *)f;
+	size_t got = res > (int64_t)r->skip ? (size_t)res - r->skip : 0;
+
+	(void)now;
+	if (res < 0) {
+		fuse_reply_err(r->req, (int)-res);
+		free(r->mem);
 	} else {
-		fuse_reply_buf(r->req, (const char *)r->out, r->reply);
-		if (r->len > r->reply)
-			ra_store(r->dm, r->ino, r->off, r->out, r->len);	/* keeps r->out */
+		fuse_reply_buf(r->req, (const char *)r->mem + r->skip, got < r->reply ? got : r->reply);
+		if (got > r->reply)	/* read ahead: keep it */
+			ra_store(r->fu, f->ino, f->off, r->mem, (size_t)res);
 		else
-			free(r->out);
+			free(r->mem);
 	}
 	free(r);
-}
-
-static void rpart_done(struct daemon *dm, struct dreq *q, int res)
-{
-	struct rpart *p = q->arg;
-
-	(void)dm;
-	if (res < 0 && !p->r->err)
-		p->r->err = res;
-	else
-		memcpy(p->r->out + p->at, p->buf + p->skip, p->copy);
-	free(p->buf);
-	rop_put(p->r);
-	free(p);
-	avfsd_dreq_free(q);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct daemon *dm = dm_of(req);
-	uint64_t bs = avfs_fs_block_size(dm->fs), pos, end;
-	struct avfs_bext ext[8];
+	struct avfs_fuse *fu = fu_of(req);
+	uint64_t bs = avfs_fs_block_size(fu->fs), end, a0;
 	struct avfs_stat a;
 	struct rop *r;
-	int err = avfs_fs_getattr(dm->fs, ino, &a);
+	int err = avfs_fs_getattr(fu->fs, ino, &a);
 
 	(void)fi;
 	if (err || off < 0) {
@@ -514,7 +267,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	end = (uint64_t)off + size > a.size ? a.size : (uint64_t)off + size;
-	if (ra_hit(dm, req, ino, (uint64_t)off, end - (uint64_t)off))
+	if (ra_hit(fu, req, ino, (uint64_t)off, end - (uint64_t)off))
 		return;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -523,7 +276,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	r->reply = end - (uint64_t)off;
 	/* SPEC §9: read ahead inside the large data block when the file is read in order */
-	if (ra_sequential(dm, ino, (uint64_t)off)) {
+	if (ra_sequential(fu, ino, (uint64_t)off)) {
 		uint64_t blk_end = ((uint64_t)off / bs + 1) * bs;
 		uint64_t want = (uint64_t)off + RA_WINDOW;
 
@@ -532,218 +285,124 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (want > end)
 			end = want;
 	}
-	r->out = calloc(1, end - (uint64_t)off + 1);
-	if (!r->out) {
+	/* from the page holding off: the device's pages land in mem directly */
+	a0 = (uint64_t)off / PAGE * PAGE;
+	r->skip = (size_t)((uint64_t)off - a0);
+	r->mem = alloc_aligned((end - a0 + PAGE - 1) / PAGE * PAGE);
+	if (!r->mem) {
 		free(r);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	r->req = req;
-	r->dm = dm;
-	r->ino = ino;
-	r->off = (uint64_t)off;
-	r->len = end - (uint64_t)off;
-	r->pending = 1;
-	pos = (uint64_t)off;
-	while (pos < end && !r->err) {
-		int n = avfs_fs_map_read(dm->fs, ino, pos, end - pos, ext, 8);
-
-		if (n <= 0) {
-			r->err = n < 0 ? n : -EIO;
-			break;
-		}
-		for (int i = 0; i < n && pos < end; i++) {
-			uint64_t hi = ext[i].file_off + bs < end ? ext[i].file_off + bs : end;
-			uint64_t vend = ext[i].dev_off ? ext[i].file_off + (uint64_t)ext[i].valid * PAGE
-						       : ext[i].file_off;
-			uint64_t rend = vend < hi ? vend : hi;
-
-			/* initialized pages from the device, the rest stays zero */
-			if (pos < rend) {
-				uint64_t a0 = pos / PAGE * PAGE, b0 = (rend + PAGE - 1) / PAGE * PAGE;
-				struct rpart *p = calloc(1, sizeof(*p));
-				struct dreq *q;
-
-				if (!p) {
-					r->err = -ENOMEM;
-					break;
-				}
-				p->r = r;
-				p->buf = avfsd_alloc(b0 - a0);
-				p->skip = pos - a0;
-				p->copy = rend - pos;
-				p->at = pos - (uint64_t)off;
-				q = avfsd_dreq(ext[i].dev_off + (a0 - ext[i].file_off), b0 - a0, false,
-					       p->buf, rpart_done, p);
-				r->pending++;
-				if (!p->buf || !q || avfsd_submit(dm, q)) {
-					r->err = -EIO;
-					r->pending--;
-					free(p->buf);
-					free(p);
-					avfsd_dreq_free(q);
-					break;
-				}
-			}
-			pos = hi;
-		}
-	}
-	rop_put(r);
-}
-
-/* ---- namespace ---- */
-
-static const struct fuse_ctx *ctx(fuse_req_t req)
-{
-	return fuse_req_ctx(req);
-}
-
-static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
-{
-	struct daemon *dm = dm_of(req);
-	uint64_t ino;
-	int err = avfs_fs_mknod(dm->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
-				ctx(req)->gid, wall_ns(), &ino);
-
-	(void)rdev;
+	r->fu = fu;
+	r->f = (struct avfs_fio){ .ino = ino, .off = a0, .len = end - a0, .buf = r->mem,
+				  .cap = (end - a0 + PAGE - 1) / PAGE * PAGE, .label = -1,
+				  .cls = AVFS_TRACE_BE, .done = rop_done };
+	err = avfs_engine_io(fu->e, &r->f, fu->now);
 	if (err) {
 		fuse_reply_err(req, -err);
-		return;
+		free(r->mem);
+		free(r);
 	}
-	avfsd_ra_invalidate(dm, ino);	/* a reused inode number starts clean */
-	after_change(dm);
-	reply_entry(req, dm, ino);
 }
 
-static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi)
+struct wop {			/* one FUSE write, or the zeroing before a truncate grows a file */
+	struct avfs_fio f;	/* first */
+	fuse_req_t req;
+	struct avfs_fuse *fu;
+	uint8_t *mem;		/* a copy of the data: libfuse reuses its buffer */
+	struct avfs_stat set;	/* truncate up: the attributes to set once zeroed */
+};
+
+static void wop_done(struct avfs_fio *f, int64_t res, int64_t now)
 {
-	struct daemon *dm = dm_of(req);
-	struct fuse_entry_param e = { 0 };
-	struct avfs_stat a;
-	uint64_t ino;
-	int err = avfs_fs_mknod(dm->fs, parent, name, S_IFREG | (mode & 07777 & ~ctx(req)->umask),
-				ctx(req)->uid, ctx(req)->gid, wall_ns(), &ino);
+	struct wop *w = (struct wop *)f;
 
-	if (!err)
-		err = avfs_fs_getattr(dm->fs, ino, &a);
-	if (!err)
-		err = avfs_fs_open_ref(dm->fs, ino);
-	if (err) {
-		fuse_reply_err(req, -err);
-		return;
-	}
-	avfsd_ra_invalidate(dm, ino);	/* a reused inode number starts clean */
-	after_change(dm);
-	fi->fh = FH_OPEN_REF;
-	e.ino = ino;
-	e.generation = a.generation;
-	to_stat(&a, &e.attr);
-	e.entry_timeout = 1.0;
-	fi->direct_io = 1;	/* no page cache between applications and the mixer */
-	fuse_reply_create(req, &e, fi);
-}
-
-static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
-{
-	struct daemon *dm = dm_of(req);
-	uint64_t ino;
-	int err = avfs_fs_mkdir(dm->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
-				ctx(req)->gid, wall_ns(), &ino);
-
-	if (err) {
-		fuse_reply_err(req, -err);
-		return;
-	}
-	after_change(dm);
-	reply_entry(req, dm, ino);
-}
-
-static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
-{
-	struct daemon *dm = dm_of(req);
-	uint64_t ino;
-	int err = avfs_fs_symlink(dm->fs, parent, name, link, ctx(req)->uid, ctx(req)->gid,
-				  wall_ns(), &ino);
-
-	if (err) {
-		fuse_reply_err(req, -err);
-		return;
-	}
-	after_change(dm);
-	reply_entry(req, dm, ino);
-}
-
-static void op_readlink(fuse_req_t req, fuse_ino_t ino)
-{
-	char buf[AVFS_SYMLINK_MAX + 1];
-	int n = avfs_fs_readlink(dm_of(req)->fs, ino, buf, sizeof(buf));
-
-	if (n < 0)
-		fuse_reply_err(req, -n);
+	(void)now;
+	if (res < 0)
+		fuse_reply_err(w->req, (int)-res);
 	else
-		fuse_reply_readlink(req, buf);
+		fuse_reply_write(w->req, (size_t)res);
+	free(w->mem);
+	free(w);
 }
 
-static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
 {
-	struct daemon *dm = dm_of(req);
-	int err = avfs_fs_link(dm->fs, ino, parent, name, wall_ns());
-
-	if (err) {
-		fuse_reply_err(req, -err);
-		return;
-	}
-	after_change(dm);
-	reply_entry(req, dm, ino);
-}
-
-static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct daemon *dm = dm_of(req);
-	uint64_t ino;
+	struct avfs_fuse *fu = fu_of(req);
+	size_t at = (size_t)(off > 0 ? off % PAGE : 0);
+	struct wop *w;
 	int err;
 
-	if (!avfs_fs_lookup(dm->fs, parent, name, &ino))
-		avfsd_ra_invalidate(dm, ino);
-	err = avfs_fs_unlink(dm->fs, parent, name, wall_ns());
-
-	after_change(dm);
-	fuse_reply_err(req, -err);
+	(void)fi;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (!size) {
+		fuse_reply_write(req, 0);
+		return;
+	}
+	ra_invalidate(fu, ino);
+	w = calloc(1, sizeof(*w));
+	if (w)
+		w->mem = alloc_aligned(at + size);
+	if (!w || !w->mem) {
+		free(w);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* placed as on the device's pages, so that whole pages go without another copy */
+	memcpy(w->mem + at, buf, size);
+	w->req = req;
+	w->fu = fu;
+	w->f = (struct avfs_fio){ .ino = ino, .off = (uint64_t)off, .len = size, .write = true,
+				  .buf = w->mem + at, .cap = size, .label = -1, .cls = AVFS_TRACE_BE,
+				  .done = wop_done };
+	err = avfs_engine_io(fu->e, &w->f, fu->now);
+	if (err) {
+		fuse_reply_err(req, -err);
+		free(w->mem);
+		free(w);
+	}
 }
 
-static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* The tail of the old last page is zeroed: now the size grows. */
+static void grow_done(struct avfs_fio *f, int64_t res, int64_t now)
 {
-	struct daemon *dm = dm_of(req);
-	int err = avfs_fs_rmdir(dm->fs, parent, name, wall_ns());
+	struct wop *w = (struct wop *)f;
+	struct avfs_fuse *fu = w->fu;
+	struct avfs_stat a;
+	struct stat st;
+	int err = (int)res;
 
-	after_change(dm);
-	fuse_reply_err(req, -err);
-}
-
-static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-		      const char *newname, unsigned int flags)
-{
-	struct daemon *dm = dm_of(req);
-	unsigned f = (flags & RENAME_NOREPLACE ? AVFS_RENAME_NOREPLACE : 0) |
-		     (flags & RENAME_EXCHANGE ? AVFS_RENAME_EXCHANGE : 0);
-	int err = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ? -EINVAL :
-		  avfs_fs_rename(dm->fs, parent, name, newparent, newname, f, wall_ns());
-
-	after_change(dm);
-	fuse_reply_err(req, -err);
+	(void)now;
+	if (!err)
+		err = avfs_fs_setattr(fu->fs, f->ino, AVFS_SET_SIZE, &w->set, fu->wall);
+	if (!err)
+		err = avfs_fs_getattr(fu->fs, f->ino, &a);
+	if (err) {
+		fuse_reply_err(w->req, -err);
+	} else {
+		to_stat(&a, &st);
+		fuse_reply_attr(w->req, &st, 0);
+	}
+	after_change(fu);
+	free(w);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	struct daemon *dm = dm_of(req);
+	struct avfs_fuse *fu = fu_of(req);
 	struct avfs_stat a = { 0 }, cur;
 	unsigned set = 0;
 	struct stat st;
-	int err = avfs_fs_getattr(dm->fs, ino, &cur);
+	int err = avfs_fs_getattr(fu->fs, ino, &cur);
 
-	avfsd_ra_invalidate(dm, ino);
+	ra_invalidate(fu, ino);
 	(void)fi;
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -756,10 +415,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_GID)
 		set |= AVFS_SET_GID, a.gid = attr->st_gid;
 	if (to_set & FUSE_SET_ATTR_ATIME)
-		set |= AVFS_SET_ATIME, a.atime_ns = to_set & FUSE_SET_ATTR_ATIME_NOW ? wall_ns() :
+		set |= AVFS_SET_ATIME, a.atime_ns = to_set & FUSE_SET_ATTR_ATIME_NOW ? fu->wall :
 			attr->st_atim.tv_sec * 1000000000ll + attr->st_atim.tv_nsec;
 	if (to_set & FUSE_SET_ATTR_MTIME)
-		set |= AVFS_SET_MTIME, a.mtime_ns = to_set & FUSE_SET_ATTR_MTIME_NOW ? wall_ns() :
+		set |= AVFS_SET_MTIME, a.mtime_ns = to_set & FUSE_SET_ATTR_MTIME_NOW ? fu->wall :
 			attr->st_mtim.tv_sec * 1000000000ll + attr->st_mtim.tv_nsec;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (attr->st_size < 0) {
@@ -767,7 +426,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 			return;
 		}
 		a.size = (uint64_t)attr->st_size;
-		/* growing over a partly written last page: zero its tail first, then resize */
+		/* growing over a partly written last page: its stale tail zeroed first (the
+		 * core's plan), then the size */
 		if (a.size > cur.size && cur.size % PAGE) {
 			struct wop *w = calloc(1, sizeof(*w));
 
@@ -776,40 +436,275 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 				return;
 			}
 			if (set) {
-				err = avfs_fs_setattr(dm->fs, ino, set, &a, wall_ns());
+				err = avfs_fs_setattr(fu->fs, ino, set, &a, fu->wall);
 				if (err) {
 					free(w);
 					fuse_reply_err(req, -err);
 					return;
 				}
 			}
-			*w = (struct wop){ .req = req, .dm = dm, .ino = ino, .pending = 1,
-					   .setsize = a, .do_setsize = true };
-			err = zero_tail(dm, w, cur.size);
-			if (err)
-				w->err = err;
-			wop_put(w);
+			w->req = req;
+			w->fu = fu;
+			w->set = a;
+			w->f = (struct avfs_fio){ .ino = ino, .off = cur.size, .write = true,
+						  .zero_tail = true, .label = -1,
+						  .cls = AVFS_TRACE_BE, .done = grow_done };
+			err = avfs_engine_io(fu->e, &w->f, fu->now);
+			if (err) {
+				fuse_reply_err(req, -err);
+				free(w);
+			}
 			return;
 		}
 		set |= AVFS_SET_SIZE;
 	}
-	err = avfs_fs_setattr(dm->fs, ino, set, &a, wall_ns());
+	err = avfs_fs_setattr(fu->fs, ino, set, &a, fu->wall);
 	if (!err)
-		err = avfs_fs_getattr(dm->fs, ino, &cur);
+		err = avfs_fs_getattr(fu->fs, ino, &cur);
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
 	}
-	after_change(dm);
+	after_change(fu);
 	to_stat(&cur, &st);
 	fuse_reply_attr(req, &st, 0);
 }
 
+/* ---- durability ---- */
+
+static void answer_fsyncs(struct avfs_fuse *fu, uint64_t done, int err)
+{
+	struct fsync_wait **pp = &fu->fsyncs;
+
+	while (*pp) {
+		struct fsync_wait *w = *pp;
+
+		if (err || done > w->after) {
+			*pp = w->next;
+			fuse_reply_err(w->req, err ? EIO : 0);
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+void avfs_fuse_committed(struct avfs_fuse *fu, uint64_t n, int err)
+{
+	answer_fsyncs(fu, n, err);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	struct fsync_wait *w = calloc(1, sizeof(*w));
+	bool under_way;
+	uint64_t done = avfs_engine_commits(fu->e, &under_way);
+
+	(void)ino, (void)datasync, (void)fi;
+	if (!w) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* data writes are already complete (replies come after the device); the next commit
+	 * makes them reachable and the metadata durable — the one after the commit under way,
+	 * which may carry a transaction from before them */
+	w->req = req;
+	w->after = done + (under_way ? 1 : 0);
+	w->next = fu->fsyncs;
+	fu->fsyncs = w;
+	avfs_engine_commit(fu->e, fu->now);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	size_t len = strlen(fu->socket);
+
+	(void)ino;
+	/* libavio finds the daemon of a file's mount here */
+	if (strcmp(name, AVFS_XATTR_SOCKET)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (!size)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, fu->socket, len);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			 struct fuse_file_info *fi)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	int err;
+
+	(void)fi;
+	if (mode & ~FALLOC_FL_KEEP_SIZE) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	ra_invalidate(fu, ino);
+	err = avfs_fs_fallocate(fu->fs, ino, (uint64_t)offset, (uint64_t)length,
+				mode & FALLOC_FL_KEEP_SIZE, fu->wall);
+	after_change(fu);
+	fuse_reply_err(req, -err);
+}
+
+/* ---- namespace ---- */
+
+static const struct fuse_ctx *ctx(fuse_req_t req)
+{
+	return fuse_req_ctx(req);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	uint64_t ino;
+	int err = avfs_fs_mknod(fu->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
+				ctx(req)->gid, fu->wall, &ino);
+
+	(void)rdev;
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	ra_invalidate(fu, ino);	/* a reused inode number starts clean */
+	after_change(fu);
+	reply_entry(req, fu, ino);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	struct fuse_entry_param e = { 0 };
+	struct avfs_stat a;
+	uint64_t ino;
+	int err = avfs_fs_mknod(fu->fs, parent, name, S_IFREG | (mode & 07777 & ~ctx(req)->umask),
+				ctx(req)->uid, ctx(req)->gid, fu->wall, &ino);
+
+	if (!err)
+		err = avfs_fs_getattr(fu->fs, ino, &a);
+	if (!err)
+		err = avfs_fs_open_ref(fu->fs, ino);
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	ra_invalidate(fu, ino);	/* a reused inode number starts clean */
+	after_change(fu);
+	fi->fh = FH_OPEN_REF;
+	e.ino = ino;
+	e.generation = a.generation;
+	to_stat(&a, &e.attr);
+	e.entry_timeout = 1.0;
+	fi->direct_io = 1;	/* no page cache between applications and the mixer */
+	fuse_reply_create(req, &e, fi);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	uint64_t ino;
+	int err = avfs_fs_mkdir(fu->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
+				ctx(req)->gid, fu->wall, &ino);
+
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	after_change(fu);
+	reply_entry(req, fu, ino);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	uint64_t ino;
+	int err = avfs_fs_symlink(fu->fs, parent, name, link, ctx(req)->uid, ctx(req)->gid,
+				  fu->wall, &ino);
+
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	after_change(fu);
+	reply_entry(req, fu, ino);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[AVFS_SYMLINK_MAX + 1];
+	int n = avfs_fs_readlink(fu_of(req)->fs, ino, buf, sizeof(buf));
+
+	if (n < 0)
+		fuse_reply_err(req, -n);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	int err = avfs_fs_link(fu->fs, ino, parent, name, fu->wall);
+
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	after_change(fu);
+	reply_entry(req, fu, ino);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	uint64_t ino;
+	int err;
+
+	if (!avfs_fs_lookup(fu->fs, parent, name, &ino))
+		ra_invalidate(fu, ino);
+	err = avfs_fs_unlink(fu->fs, parent, name, fu->wall);
+
+	after_change(fu);
+	fuse_reply_err(req, -err);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	int err = avfs_fs_rmdir(fu->fs, parent, name, fu->wall);
+
+	after_change(fu);
+	fuse_reply_err(req, -err);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	unsigned f = (flags & RENAME_NOREPLACE ? AVFS_RENAME_NOREPLACE : 0) |
+		     (flags & RENAME_EXCHANGE ? AVFS_RENAME_EXCHANGE : 0);
+	int err = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ? -EINVAL :
+		  avfs_fs_rename(fu->fs, parent, name, newparent, newname, f, fu->wall);
+
+	after_change(fu);
+	fuse_reply_err(req, -err);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct daemon *dm = dm_of(req);
+	struct avfs_fuse *fu = fu_of(req);
 	struct avfs_stat a;
-	int err = avfs_fs_getattr(dm->fs, ino, &a);
+	int err = avfs_fs_getattr(fu->fs, ino, &a);
 
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -820,17 +715,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY && a.size) {
-		avfsd_ra_invalidate(dm, ino);
+		ra_invalidate(fu, ino);
 		struct avfs_stat z = { .size = 0 };
 
-		err = avfs_fs_setattr(dm->fs, ino, AVFS_SET_SIZE, &z, wall_ns());
+		err = avfs_fs_setattr(fu->fs, ino, AVFS_SET_SIZE, &z, fu->wall);
 		if (err) {
 			fuse_reply_err(req, -err);
 			return;
 		}
-		after_change(dm);
+		after_change(fu);
 	}
-	err = avfs_fs_open_ref(dm->fs, ino);
+	err = avfs_fs_open_ref(fu->fs, ino);
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
@@ -848,34 +743,15 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct daemon *dm = dm_of(req);
+	struct avfs_fuse *fu = fu_of(req);
 
 	/* the last handle of a file unlinked while open frees it (the kernel sends RELEASE once
 	 * no read or write of this handle is left, so none of its I/O is in flight) */
-	if (fi->fh == FH_OPEN_REF && avfs_fs_open_unref(dm->fs, ino) == 1) {
-		avfsd_ra_invalidate(dm, ino);
-		after_change(dm);
+	if (fi->fh == FH_OPEN_REF && avfs_fs_open_unref(fu->fs, ino) == 1) {
+		ra_invalidate(fu, ino);
+		after_change(fu);
 	}
 	fuse_reply_err(req, 0);
-}
-
-static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
-{
-	struct daemon *dm = dm_of(req);
-	struct fsync_wait *w = calloc(1, sizeof(*w));
-
-	(void)ino, (void)datasync, (void)fi;
-	if (!w) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	/* data writes are already complete (replies come after the device); the commit makes
-	 * them reachable and the metadata durable */
-	w->req = req;
-	w->after = dm->commits_done + (dm->plan ? 1 : 0);
-	w->next = dm->fsyncs;
-	dm->fsyncs = w;
-	avfsd_commit_soon(dm);
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -887,7 +763,7 @@ struct dirbuf {
 	fuse_req_t req;
 	char *buf;
 	size_t size, used;
-	struct daemon *dm;
+	struct avfs_fuse *fu;
 };
 
 static int fill(void *arg, const char *name, uint64_t ino, uint32_t type, uint64_t next)
@@ -906,7 +782,7 @@ static int fill(void *arg, const char *name, uint64_t ino, uint32_t type, uint64
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	struct dirbuf b = { .req = req, .size = size, .dm = dm_of(req) };
+	struct dirbuf b = { .req = req, .size = size, .fu = fu_of(req) };
 	int err;
 
 	(void)fi;
@@ -915,7 +791,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	err = avfs_fs_readdir(b.dm->fs, ino, (uint64_t)off, fill, &b);
+	err = avfs_fs_readdir(b.fu->fs, ino, (uint64_t)off, fill, &b);
 	if (err)
 		fuse_reply_err(req, -err);
 	else
@@ -929,7 +805,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs v = { 0 };
 
 	(void)ino;
-	avfs_fs_statfs(dm_of(req)->fs, &s);
+	avfs_fs_statfs(fu_of(req)->fs, &s);
 	v.f_bsize = (unsigned long)s.block_size;
 	v.f_frsize = (unsigned long)s.block_size;
 	v.f_blocks = s.blocks;
@@ -942,48 +818,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &v);
 }
 
-static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
-{
-	struct daemon *dm = dm_of(req);
-	size_t len = strlen(dm->sock_path);
-
-	(void)ino;
-	/* libavio finds the daemon of a file's mount here */
-	if (strcmp(name, AVFS_XATTR_SOCKET)) {
-		fuse_reply_err(req, ENODATA);
-		return;
-	}
-	if (!size)
-		fuse_reply_xattr(req, len);
-	else if (size < len)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, dm->sock_path, len);
-}
-
-static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-			 struct fuse_file_info *fi)
-{
-	struct daemon *dm = dm_of(req);
-	int err;
-
-	(void)fi;
-	if (mode & ~FALLOC_FL_KEEP_SIZE) {
-		fuse_reply_err(req, EOPNOTSUPP);
-		return;
-	}
-	if (offset < 0 || length <= 0) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	avfsd_ra_invalidate(dm, ino);
-	err = avfs_fs_fallocate(dm->fs, ino, (uint64_t)offset, (uint64_t)length,
-				mode & FALLOC_FL_KEEP_SIZE, wall_ns());
-	after_change(dm);
-	fuse_reply_err(req, -err);
-}
-
-const struct fuse_lowlevel_ops avfsd_fuse_ops = {
+static const struct fuse_lowlevel_ops ops = {
 	.init = op_init,
 	.lookup = op_lookup,
 	.forget = op_forget,
@@ -1010,3 +845,68 @@ const struct fuse_lowlevel_ops avfsd_fuse_ops = {
 	.create = op_create,
 	.fallocate = op_fallocate,
 };
+
+/* ---- the mount ---- */
+
+int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs *fs,
+		  const struct avfs_fuse_conf *c, char *why, size_t whylen)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct avfs_fuse *fu = calloc(1, sizeof(*fu));
+
+	if (!fu)
+		return -ENOMEM;
+	fu->e = e;
+	fu->fs = fs;
+	snprintf(fu->socket, sizeof(fu->socket), "%s", c->socket ? c->socket : "");
+	/* low level; the kernel checks permissions against our modes */
+	fuse_opt_add_arg(&args, "avfsd");
+	fuse_opt_add_arg(&args, "-o");
+	fuse_opt_add_arg(&args, c->allow_other ? "default_permissions,allow_other,fsname=avfs,"
+				"subtype=avfs,max_read=1048576" :
+				"default_permissions,fsname=avfs,subtype=avfs,max_read=1048576");
+	fu->se = fuse_session_new(&args, &ops, sizeof(ops), fu);
+	fuse_opt_free_args(&args);
+	if (!fu->se || fuse_session_mount(fu->se, c->mountpoint)) {
+		snprintf(why, whylen, "cannot mount FUSE at %s", c->mountpoint);
+		if (fu->se)
+			fuse_session_destroy(fu->se);
+		free(fu);
+		return -EIO;
+	}
+	fu->fd = fuse_session_fd(fu->se);
+	*out = fu;
+	return 0;
+}
+
+void avfs_fuse_free(struct avfs_fuse *fu)
+{
+	if (!fu)
+		return;
+	answer_fsyncs(fu, UINT64_MAX, -EIO);	/* none with the engine drained */
+	fuse_session_unmount(fu->se);
+	fuse_session_destroy(fu->se);
+	free(fu->fbuf.mem);
+	for (int i = 0; i < RA_SLOTS; i++)
+		free(fu->ra[i].buf);
+	free(fu);
+}
+
+int avfs_fuse_fd(const struct avfs_fuse *fu)
+{
+	return fu->fd;
+}
+
+int avfs_fuse_process(struct avfs_fuse *fu, int64_t now, int64_t wall)
+{
+	int n = fuse_session_receive_buf(fu->se, &fu->fbuf);
+
+	if (n == -EINTR || n == -EAGAIN)
+		return -EAGAIN;
+	if (n <= 0 || fuse_session_exited(fu->se))
+		return -ENODEV;
+	fu->now = now;
+	fu->wall = wall;
+	fuse_session_process_buf(fu->se, &fu->fbuf);
+	return 0;
+}

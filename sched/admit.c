@@ -262,19 +262,27 @@ void avfs_admit_left(const struct avfs_admit *a, const struct avfs_service_req *
 	}
 }
 
-int64_t avfs_admit_add(struct avfs_admit *a, const struct avfs_service_req *r,
-		       struct avfs_admit_left *left, char *why, size_t whylen)
+static int64_t add(struct avfs_admit *a, const struct avfs_service_req *r,
+		   struct avfs_admit_left *left, char *why, size_t whylen, bool check)
 {
 	struct avfs_service_req req = *r;
-	struct avfs_service_cost c;
+	struct avfs_service_cost c = { 0 };
+	struct avfs_admit_left unused;
 	double load, room = 1 - a->conf.be_floor;
 	int err;
 
+	if (!left)
+		left = &unused;
+
 	if (!req.io)
 		req.io = a->conf.default_io;
+	if (!req.rate)
+		return -EINVAL;
 	err = avfs_service_cost(&a->conf, &req, &c, why, whylen);
-	if (err)
+	if (err && check)
 		return err;
+	if (!check)
+		goto keep;	/* an experiment's stream: counted, never refused */
 	avfs_admit_left(a, &req, left);
 	if (!left->quota_streams || left->quota_rate < req.rate) {
 		snprintf(why, whylen, "quota of uid %u: %s left", req.uid,
@@ -288,6 +296,7 @@ int64_t avfs_admit_add(struct avfs_admit *a, const struct avfs_service_req *r,
 			 100 * left->util);
 		return -EBUSY;
 	}
+keep:
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 16;
 		struct avfs_stream_info *s = realloc(a->s, cap * sizeof(*s));
@@ -299,6 +308,18 @@ int64_t avfs_admit_add(struct avfs_admit *a, const struct avfs_service_req *r,
 	}
 	a->s[a->n++] = (struct avfs_stream_info){ .id = a->next_id, .req = req, .cost = c };
 	return (int64_t)a->next_id++;
+}
+
+int64_t avfs_admit_add(struct avfs_admit *a, const struct avfs_service_req *r,
+		       struct avfs_admit_left *left, char *why, size_t whylen)
+{
+	return add(a, r, left, why, whylen, true);
+}
+
+int64_t avfs_admit_force(struct avfs_admit *a, const struct avfs_service_req *r, char *why,
+			 size_t whylen)
+{
+	return add(a, r, NULL, why, whylen, false);
 }
 
 int avfs_admit_remove(struct avfs_admit *a, uint64_t id)
@@ -378,60 +399,4 @@ int64_t avfs_service_deadline(const struct avfs_service_req *r, uint64_t len, in
 	uint64_t rest = r->buffer > len ? r->buffer - len : 0;
 
 	return now + (int64_t)((double)rest / (double)r->rate * NS);
-}
-
-/* ---- QoS statistics ---- */
-
-static unsigned margin_bin(int64_t margin_ns)
-{
-	double us = (double)margin_ns / 1e3;
-	int k;
-
-	if (us < 1)
-		return 0;
-	k = 1 + (int)floor(8 * log2(us));
-	return k >= AVFS_MARGIN_BINS ? AVFS_MARGIN_BINS - 1 : (unsigned)k;
-}
-
-void avfs_qos_add(struct avfs_qos *q, int64_t deadline, int64_t done, uint64_t bytes, int res)
-{
-	int64_t margin;
-
-	if (res >= 0)
-		q->bytes += bytes;
-	if (!deadline) {
-		q->be_requests++;
-		return;
-	}
-	margin = deadline - done;
-	if (!q->requests || margin < q->margin_min_ns)
-		q->margin_min_ns = margin;
-	q->requests++;
-	if (res < 0 || margin < 0) {
-		q->misses++;
-		q->bins[0]++;
-		return;
-	}
-	q->bins[margin_bin(margin)]++;
-}
-
-double avfs_qos_margin_quantile(const struct avfs_qos *q, double quantile)
-{
-	uint64_t want, seen = 0;
-
-	if (!q->requests)
-		return 0;
-	want = (uint64_t)ceil(quantile * (double)q->requests);
-	if (!want)
-		want = 1;
-	for (unsigned k = 0; k < AVFS_MARGIN_BINS; k++) {
-		seen += q->bins[k];
-		if (seen >= want) {
-			double lo = k ? exp2((double)(k - 1) / 8) * 1e3 : (q->misses ? -1 : 0);
-
-			/* a bin's lower edge, but never below the smallest margin seen */
-			return k && lo < (double)q->margin_min_ns ? (double)q->margin_min_ns : lo;
-		}
-	}
-	return exp2((double)(AVFS_MARGIN_BINS - 2) / 8) * 1e3;
 }

@@ -107,6 +107,10 @@ int avfs_admit_set_quota(struct avfs_admit *a, uint32_t uid, uint64_t max_rate,
  * disk: the test above fails), -ENOMEM; with why, and *left filled on -EBUSY / -EDQUOT. */
 int64_t avfs_admit_add(struct avfs_admit *a, const struct avfs_service_req *r,
 		       struct avfs_admit_left *left, char *why, size_t whylen);
+/* Add r without the admission test (an experiment that overprovisions on purpose): its id,
+ * or -EINVAL (no rate) / -ENOMEM. Its cost counts in the load like any other's. */
+int64_t avfs_admit_force(struct avfs_admit *a, const struct avfs_service_req *r, char *why,
+			 size_t whylen);
 /* End stream id. 0 or -ENOENT. */
 int avfs_admit_remove(struct avfs_admit *a, uint64_t id);
 
@@ -142,22 +146,5 @@ bool avfs_bucket_take(struct avfs_bucket *b, uint64_t len, int64_t now);
 /* The deadline of a request of a rate + buffer stream that keeps its buffer full (ABISS):
  * issued at now for len bytes, it must be done before the rest of the buffer drains. */
 int64_t avfs_service_deadline(const struct avfs_service_req *r, uint64_t len, int64_t now);
-
-/* ---- per-stream QoS statistics (completion margins, papers/001 §4) ---- */
-
-#define AVFS_MARGIN_BINS 256
-
-struct avfs_qos {
-	uint64_t requests, misses, bytes, be_requests;
-	/* RT margins: bin 0 holds misses and margins under 1 µs; bin k ≥ 1 margins from
-	 * 2^((k-1)/8) µs (eight bins an octave, 9 % wide; the last one open-ended) */
-	uint64_t bins[AVFS_MARGIN_BINS];
-	int64_t margin_min_ns;
-};
-
-/* Account a completed request: deadline 0 = served as best effort; res < 0 = failed. */
-void avfs_qos_add(struct avfs_qos *q, int64_t deadline, int64_t done, uint64_t bytes, int res);
-/* The q-quantile (0..1) of the margins of RT requests, ns (a bin's lower edge); 0 if none. */
-double avfs_qos_margin_quantile(const struct avfs_qos *q, double quantile);
 
 #endif

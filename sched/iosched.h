@@ -68,6 +68,12 @@ struct avfs_sched_predictor {
 	void *ctx;
 	int (*predict)(void *ctx, int64_t now, uint64_t off, int64_t *seek_ns, int64_t *rot_ns,
 		       int64_t *half_seek_ns, uint64_t *mid_off);
+	/* Optional, for a predictor that learns (the platter's phase, the transport): the driver
+	 * tells it of each read or write as it goes to the device, and of each completion
+	 * (transfer: the command moved data, so the head was over end_off at now). NULL for one
+	 * that reads the disk's state (the simulated disk's model). */
+	void (*issued)(void *ctx, int64_t now, uint64_t off, uint32_t len);
+	void (*observe)(void *ctx, int64_t now, uint64_t end_off, bool transfer);
 };
 
 struct avfs_sched_conf {

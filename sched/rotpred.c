@@ -170,3 +170,19 @@ void avfs_rotpred_issued(struct avfs_rotpred *r, int64_t now, uint64_t off, uint
 	r->pend_done = (double)(now > r->busy_until ? now : r->busy_until) + r->p.overhead_ns +
 		       r->slip_ns + (double)(seek + rot) + (double)len / rate_at(&r->p, off) * NS;
 }
+
+static void pred_issued(void *ctx, int64_t now, uint64_t off, uint32_t len)
+{
+	avfs_rotpred_issued(ctx, now, off, len);
+}
+
+static void pred_observe(void *ctx, int64_t now, uint64_t end_off, bool transfer)
+{
+	avfs_rotpred_observe(ctx, now, end_off, transfer);
+}
+
+struct avfs_sched_predictor avfs_rotpred_predictor(struct avfs_rotpred *r)
+{
+	return (struct avfs_sched_predictor){ .ctx = r, .predict = avfs_rotpred_predict,
+					      .issued = pred_issued, .observe = pred_observe };
+}

@@ -95,4 +95,7 @@ int avfs_rotpred_named(const char *name, uint64_t bytes, struct avfs_svc_model *
 int avfs_rotpred_predict(void *ctx, int64_t now, uint64_t off, int64_t *seek_ns, int64_t *rot_ns,
 			 int64_t *half_seek_ns, uint64_t *mid_off);
 
+/* The scheduler's predictor interface over r: predict, issued and observe. */
+struct avfs_sched_predictor avfs_rotpred_predictor(struct avfs_rotpred *r);
+
 #endif

@@ -5,6 +5,9 @@
  */
 #include "iosched.h"
 
+#include "units.h"
+#include "why.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,67 +57,6 @@ const struct avfs_sched_setting_info *avfs_sched_settings(size_t *n)
 	return settings;
 }
 
-static void why_to(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void why_to(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
-
-/* "500ms", "2s", "100us", "1500000ns", "0" -> ns */
-static int parse_time(const char *s, int64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -EINVAL;
-	if (!strcmp(end, "s"))
-		v *= 1e9;
-	else if (!strcmp(end, "ms"))
-		v *= 1e6;
-	else if (!strcmp(end, "us"))
-		v *= 1e3;
-	else if (!strcmp(end, "ns") || (!*end && v == 0))
-		;
-	else
-		return -EINVAL;	/* a time needs a unit */
-	if (v > 1e15)
-		return -ERANGE;
-	*out = (int64_t)v;
-	return 0;
-}
-
-/* "256K", "16M", "1G", "4096" -> bytes */
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -EINVAL;
-	switch (*end) {
-	case 0: break;
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char *value,
 			char *why, size_t whylen)
 {
@@ -129,22 +71,24 @@ int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char 
 		if (strcmp(settings[i].name, name))
 			continue;
 		is_time = !strcmp(settings[i].unit, "time");
-		is_bytes = !strcmp(settings[i].unit, "bytes") || !strcmp(settings[i].unit, "count");
+		is_bytes = !strcmp(settings[i].unit, "bytes");
 		if (is_time)
-			err = parse_time(value, &t);
+			err = avfs_parse_time(value, &t);
 		else if (is_bytes)
-			err = parse_bytes(value, &b);
+			err = avfs_parse_size(value, &b);
+		else if (!strcmp(settings[i].unit, "count"))
+			err = avfs_parse_uint(value, &b);
 		if (err) {
-			why_to(why, whylen, "%s: '%s' is not a %s", name, value, settings[i].unit);
+			avfs_why(why, whylen, "%s: '%s' is not a %s", name, value, settings[i].unit);
 			return err;
 		}
 		goto known;
 	}
-	why_to(why, whylen, "unknown setting '%s'", name);
+	avfs_why(why, whylen, "unknown setting '%s'", name);
 	return -ENOENT;
 known:
 #define RANGE(cond) do { if (!(cond)) { \
-		why_to(why, whylen, "%s: '%s' out of range", name, value); return -ERANGE; } } while (0)
+		avfs_why(why, whylen, "%s: '%s' out of range", name, value); return -ERANGE; } } while (0)
 	if (!strcmp(name, "margin")) {
 		RANGE(t >= 10 * MS && t <= 60000 * MS);
 		c->margin_ns = t;
@@ -196,21 +140,21 @@ known:
 int avfs_sched_conf_check(const struct avfs_sched_conf *c, char *why, size_t whylen)
 {
 	if (c->urgent_ns >= c->margin_ns) {
-		why_to(why, whylen, "urgent (e = %lld ms) must be below margin (m = %lld ms)",
+		avfs_why(why, whylen, "urgent (e = %lld ms) must be below margin (m = %lld ms)",
 		       (long long)(c->urgent_ns / MS), (long long)(c->margin_ns / MS));
 		return -EINVAL;
 	}
 	if (c->model.dmax <= 0 || c->model.dmin <= 0 || c->model.dmin > c->model.dmax ||
 	    !c->model.lmax || c->model.tr_ns < 0 || c->model.tk_ns < 0) {
-		why_to(why, whylen, "service-time model parameters are impossible");
+		avfs_why(why, whylen, "service-time model parameters are impossible");
 		return -EINVAL;
 	}
 	if ((c->jit || c->split_bytes) && !c->pred.predict) {
-		why_to(why, whylen, "jit and split need a disk that predicts its rotation");
+		avfs_why(why, whylen, "jit and split need a disk that predicts its rotation");
 		return -EINVAL;
 	}
 	if (!c->depth || c->depth > 256) {
-		why_to(why, whylen, "depth must be 1..256");
+		avfs_why(why, whylen, "depth must be 1..256");
 		return -EINVAL;
 	}
 	return 0;

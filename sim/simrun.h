@@ -1,9 +1,10 @@
 /*
- * simrun.h — one simulated run: the real file system (mkfs, fill, files) and the real
- * scheduler (traffic mixer or a baseline) over the simulated disk in virtual time, driven by
- * DVR workloads (SPEC §12): NrMw constant-bit-rate streams with buffer deadlines, best-effort
- * traffic, and the high-priority probe of the preemption study (papers/003). It measures;
- * it prints nothing (avfs-sim does).
+ * simrun.h — one simulated run: the real file system (mkfs, fill, files) and the engine avfsd
+ * runs (engine/: the scheduler, data plans, the bandwidth class, ordered commits, the
+ * metrics) over the simulated disk in virtual time, driven by the workloads of sim/workload.h
+ * (SPEC §12): NrMw constant-bit-rate streams with buffer deadlines, heterogeneous reserved
+ * streams, best-effort traffic, and the high-priority probe of the preemption study
+ * (papers/003). It measures; it prints nothing (avfs-sim does).
  */
 #ifndef AVFS_SIMRUN_H
 #define AVFS_SIMRUN_H
@@ -11,8 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "admit.h"
+#include "engine.h"
 #include "iosched.h"
+#include "metrics.h"
 
 enum avfs_be_load {
 	AVFS_BE_NONE,
@@ -52,12 +54,6 @@ struct avfs_simrun_stream_res {
 	double lat_mean_ms, lat_max_ms;	/* submit to completion, every request */
 };
 
-/* How a reserved stream's requests above its rate are served (sim/simrun.c explains). */
-enum avfs_bw_policy {
-	AVFS_BW_PARK,		/* held; best effort when no other is pending, uncharged */
-	AVFS_BW_AT_ONCE,	/* best effort at once, charged to the bucket's debt */
-	AVFS_BW_UNCHARGED,	/* best effort at once, uncharged (avfsd's way: avfs_bucket_take) */
-};
 
 struct avfs_simrun_opts {
 	const char *disk;	/* model name */
@@ -79,6 +75,10 @@ struct avfs_simrun_opts {
 	const struct avfs_simrun_stream *streams;	/* heterogeneous streams instead of NrMw */
 	unsigned nstreams;	/* (nread, nwrite, rate, io and depth then do not apply) */
 	enum avfs_bw_policy bw_policy;
+	/* JIT / split: "model" (default: the simulated disk's own state, exact) or "rotpred" (what
+	 * avfsd runs: the model's mechanics, the platter's phase learned from completions) */
+	const char *predictor;
+	uint64_t size;		/* bytes of the model used (its outer part, as hddemu --size); 0 all */
 };
 
 void avfs_simrun_defaults(struct avfs_simrun_opts *o);
@@ -89,6 +89,7 @@ struct avfs_simrun_result {
 	double margin_min_ms, margin_p001_ms, margin_p01_ms, margin_p50_ms;
 	double disk_utilization;
 	double seek_p50_gb, seek_p90_gb, seek_frac_below_5;
+	uint64_t seek_class[AVFS_SEEK_CLASSES];	/* avfs_seek_class_names: 0, <1, <5 ... GB */
 	uint64_t be_bytes, be_requests;
 	double be_mbps;		/* megabits per second, as papers/001 quotes BE rates */
 	double e_twait_ms;	/* papers/003 eq. (2) over every disk command */
@@ -115,6 +116,18 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *r, 
 		size_t whylen);
 /* Free what a result holds (its per-stream results). */
 void avfs_simrun_result_free(struct avfs_simrun_result *r);
+
+struct avfs_fsio;
+/* Format d as avfs_simrun does for o (mkfs with o's allocator, block size, seed and named
+ * model; o->size bytes of it, or all) and mount it. 0 or -errno with why. */
+int avfs_simrun_format(struct avfs_disk *d, const struct avfs_simrun_opts *o,
+		       struct avfs_fsio **io, char *why, size_t whylen);
+/* Fill the mounted file system to o->fill with 30-minute recordings rec-NNNNN.ts at o->rate,
+ * written two at a time through the real allocator, their blocks mapped and marked written
+ * without moving data (as hddemu's fast mode would fill a disk), and committed. The inode
+ * numbers in *recs (malloc'ed, *nrecs of them, in name order). 0 or -errno. */
+int avfs_simrun_fill(struct avfs_fsio *io, const struct avfs_simrun_opts *o, int64_t now,
+		     uint64_t **recs, size_t *nrecs);
 
 /* The service-time model and data block size that the file system avfs_simrun formats for
  * these options records in its superblock: what the scheduler and admission control see.

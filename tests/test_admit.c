@@ -288,38 +288,6 @@ static void test_admit_deadline(void **state)
 	assert_int_equal(avfs_service_deadline(&r, 512 << 10, 0), 1514189169);
 }
 
-/* Margins: bins of 2^(1/8) from 1 µs, bin 0 for misses; best effort apart; quantiles. */
-static void test_admit_qos_quantiles(void **state)
-{
-	struct avfs_qos q;
-	const int64_t d = 10000000000;
-
-	(void)state;
-	memset(&q, 0, sizeof(q));
-	assert_near(avfs_qos_margin_quantile(&q, 0.5), 0, 0);
-	for (int i = 0; i < 89; i++)	/* 1.024 ms: 2^10 µs, a bin's lower edge */
-		avfs_qos_add(&q, d, d - 1024000, 4096, 0);
-	for (int i = 0; i < 10; i++)	/* 1 s: bin 1 + floor(8 log2 1e6) = 160 */
-		avfs_qos_add(&q, d, d - 1000000000, 4096, 0);
-	avfs_qos_add(&q, d, d + 5, 4096, 0);	/* late by 5 ns: a miss */
-	avfs_qos_add(&q, 0, d, 8192, 0);	/* best effort: no margin */
-	avfs_qos_add(&q, 0, d, 8192, -EIO);	/* failed: no bytes */
-	assert_int_equal(q.requests, 100);
-	assert_int_equal(q.misses, 1);
-	assert_int_equal(q.be_requests, 2);
-	assert_int_equal(q.bytes, 100 * 4096 + 8192);
-	assert_int_equal(q.margin_min_ns, -5);
-	assert_near(avfs_qos_margin_quantile(&q, 0.01), -1, 0);	/* the 1st of 100: the miss */
-	assert_near(avfs_qos_margin_quantile(&q, 0.02), 1024000, 1e-3);
-	assert_near(avfs_qos_margin_quantile(&q, 0.89), 1024000, 1e-3);
-	assert_near(avfs_qos_margin_quantile(&q, 0.91), exp2(159.0 / 8) * 1e3, 1e-3);
-	assert_true(avfs_qos_margin_quantile(&q, 1) <= 1e9);
-	/* a request that failed with time to spare is a miss all the same */
-	avfs_qos_add(&q, d, d - 1000000, 4096, -ETIME);
-	assert_int_equal(q.misses, 2);
-	assert_int_equal(q.bins[0], 2);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,7 +296,6 @@ int main(void)
 		cmocka_unit_test(test_admit_busy_and_left),
 		cmocka_unit_test(test_admit_cost_by_hand),
 		cmocka_unit_test(test_admit_deadline),
-		cmocka_unit_test(test_admit_qos_quantiles),
 		cmocka_unit_test(test_admit_quota),
 		cmocka_unit_test(test_admit_remove),
 	};

@@ -23,11 +23,10 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "trace.h"
 #include "units.h"
 #include "why.h"
 
-#define TRACE_HEADER "submit_ns,complete_ns,stream,class,dir,offset,length,deadline_ns,result"
-#define TRACE_FIELDS 10	/* the last, service_ns, is optional (older traces lack it) */
 
 /* Above these the utilization bin is widened (and the user told): a point or two per bin and
  * series would make the picture heavier than it can show. */
@@ -36,21 +35,19 @@
 
 #define LEGEND_ROW 16	/* px per legend entry */
 
-enum rq_class { RQ_RT, RQ_BE, RQ_META, RQ_HP, RQ_NCLASS };
-static const char *const class_name[RQ_NCLASS] = { "rt", "be", "meta", "hp" };
 
 /* Requests of no stream are drawn per class: best effort and metadata in grey, the preemption
  * study's high-priority probe in black (drawn last, on top), RT requests of no stream (none of
  * today's writers emits them) in a third grey. */
 static const struct {
-	enum rq_class cls;
+	enum avfs_trace_class cls;
 	const char *colour;
 	const char *label;
 } others[] = {
-	{ RQ_BE, "#b0b0b0", "best effort" },
-	{ RQ_META, "#707070", "metadata" },
-	{ RQ_RT, "#8a8a8a", "RT, no stream" },
-	{ RQ_HP, "#000000", "high priority (hp)" },
+	{ AVFS_TRACE_BE, "#b0b0b0", "best effort" },
+	{ AVFS_TRACE_META, "#707070", "metadata" },
+	{ AVFS_TRACE_RT, "#8a8a8a", "RT, no stream" },
+	{ AVFS_TRACE_HP, "#000000", "high priority (hp)" },
 };
 #define NOTHERS (sizeof(others) / sizeof(others[0]))
 
@@ -61,13 +58,6 @@ static const char *const palette[] = {
 	"#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39",
 };
 #define NPALETTE (sizeof(palette) / sizeof(palette[0]))
-
-struct rec {
-	int64_t submit, complete, stream, offset, length, deadline;
-	int64_t service;	/* ns its commands were on the device; -1: not in the trace */
-	int result;
-	enum rq_class cls;
-};
 
 /* A plot area in pixels and the data range it shows. */
 struct frame {
@@ -85,7 +75,7 @@ struct column {
 
 struct series {
 	int64_t stream;		/* the stream's id, or -1 for a group of no stream */
-	enum rq_class cls;	/* a group's class (for a stream: unused) */
+	enum avfs_trace_class cls;	/* a group's class (for a stream: unused) */
 	const char *colour, *label;
 	uint64_t n;		/* requests */
 	uint64_t rt, misses;	/* its RT requests, and those that missed (docs/TRACE.md) */
@@ -150,120 +140,10 @@ static void usage(FILE *f)
 
 /* ---- reading the trace ---- */
 
-/* A decimal integer filling all of s; 0 or -EINVAL (not one) or -ERANGE. */
-static int parse_i64(const char *s, int64_t *out)
-{
-	bool neg = *s == '-';
-	uint64_t v = 0;
-	const char *p = s + neg;
-
-	if (!*p)
-		return -EINVAL;
-	for (; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		if (v > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return -ERANGE;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	*out = neg ? -(int64_t)v : (int64_t)v;
-	return 0;
-}
-
-/* One data line (its newline removed) into r; 0, or -EINVAL with the reason in why. */
-static int parse_line(char *line, int nf, struct rec *r, char *why, size_t len)
-{
-	static const char *const name[TRACE_FIELDS] = {
-		"submit_ns", "complete_ns", "stream", "class", "dir", "offset", "length",
-		"deadline_ns", "result", "service_ns",
-	};
-	char *f[TRACE_FIELDS];
-	int64_t v[TRACE_FIELDS];
-	size_t n = 1;
-	int i, err;
-
-	f[0] = line;
-	for (char *p = line; *p; p++) {
-		if (*p != ',')
-			continue;
-		if (n < TRACE_FIELDS)
-			f[n] = p + 1;
-		n++;
-		*p = '\0';
-	}
-	if (n != (size_t)nf) {
-		avfs_why(why, len, "expected %d comma-separated fields, found %zu", nf, n);
-		return -EINVAL;
-	}
-	for (i = 0; i < nf; i++) {
-		if (i == 3 || i == 4)
-			continue;
-		err = parse_i64(f[i], &v[i]);
-		if (err) {
-			avfs_why(why, len, "%s '%.40s' is not %s", name[i], f[i],
-			    err == -ERANGE ? "a 64-bit integer" : "an integer");
-			return -EINVAL;
-		}
-	}
-	for (i = 0; i < RQ_NCLASS && strcmp(f[3], class_name[i]); i++)
-		;
-	if (i == RQ_NCLASS) {
-		avfs_why(why, len, "class '%.40s' is none of rt, be, meta, hp", f[3]);
-		return -EINVAL;
-	}
-	r->cls = (enum rq_class)i;
-	if (strcmp(f[4], "r") && strcmp(f[4], "w")) {
-		avfs_why(why, len, "dir '%.40s' is neither r nor w", f[4]);
-		return -EINVAL;
-	}
-	r->submit = v[0];
-	r->complete = v[1];
-	r->stream = v[2];
-	r->offset = v[5];
-	r->length = v[6];
-	r->deadline = v[7];
-	r->service = nf == TRACE_FIELDS ? v[9] : -1;
-	if (nf == TRACE_FIELDS && (r->service < 0 || r->service > r->complete)) {
-		avfs_why(why, len, "service_ns %" PRId64 " is negative or before the clock's start",
-		    r->service);
-		return -EINVAL;
-	}
-	if (r->submit < 0) {
-		avfs_why(why, len, "submit_ns %" PRId64 " is negative", r->submit);
-		return -EINVAL;
-	}
-	if (r->complete < r->submit) {
-		avfs_why(why, len, "complete_ns %" PRId64 " is before submit_ns %" PRId64,
-		    r->complete, r->submit);
-		return -EINVAL;
-	}
-	if (r->stream < -1 || r->stream > INT32_MAX) {
-		avfs_why(why, len, "stream %" PRId64 " is out of range (-1 or a stream id >= 0)",
-		    r->stream);
-		return -EINVAL;
-	}
-	if (r->offset < 0 || r->length < 0 || r->length > INT64_MAX - r->offset) {
-		avfs_why(why, len, "offset %" PRId64 " + length %" PRId64 " is out of range",
-		    r->offset, r->length);
-		return -EINVAL;
-	}
-	if (r->deadline < 0 || (r->cls == RQ_RT && r->deadline == 0)) {
-		avfs_why(why, len, "deadline_ns %" PRId64 " is invalid%s", r->deadline,
-		    r->cls == RQ_RT ? " for an rt request" : "");
-		return -EINVAL;
-	}
-	if (v[8] > 0 || v[8] < -4095) {
-		avfs_why(why, len, "result %" PRId64 " is neither 0 nor -errno", v[8]);
-		return -EINVAL;
-	}
-	r->result = (int)v[8];
-	return 0;
-}
-
 /* docs/TRACE.md: an RT request misses if its margin is below zero or it failed with -ETIME. */
-static bool missed(const struct rec *r)
+static bool missed(const struct avfs_trace_rec *r)
 {
-	return r->cls == RQ_RT && (r->deadline < r->complete || r->result == -ETIME);
+	return r->cls == AVFS_TRACE_RT && (r->deadline_ns < r->complete_ns || r->result == -ETIME);
 }
 
 static int add_id(struct plot *p, int64_t id)
@@ -295,7 +175,7 @@ static int add_id(struct plot *p, int64_t id)
 	return 0;
 }
 
-static struct series *series_of(struct plot *p, const struct rec *r)
+static struct series *series_of(struct plot *p, const struct avfs_trace_rec *r)
 {
 	if (r->stream >= 0) {
 		size_t lo = 0, hi = p->nids;
@@ -319,12 +199,12 @@ static struct series *series_of(struct plot *p, const struct rec *r)
 }
 
 /* Pass 1: the time range, the highest offset, the streams. */
-static int measure(struct plot *p, const struct rec *r)
+static int measure(struct plot *p, const struct avfs_trace_rec *r)
 {
-	if (!p->lines || r->submit < p->t0)
-		p->t0 = r->submit;
-	if (!p->lines || r->complete > p->t1)
-		p->t1 = r->complete;
+	if (!p->lines || r->submit_ns < p->t0)
+		p->t0 = r->submit_ns;
+	if (!p->lines || r->complete_ns > p->t1)
+		p->t1 = r->complete_ns;
 	if ((double)(r->offset + r->length) / 1e9 > p->top_gb)
 		p->top_gb = (double)(r->offset + r->length) / 1e9;
 	p->lines++;
@@ -396,17 +276,17 @@ static int add_pixel(const struct plot *p, struct series *s, int c, int row)
 }
 
 /* Pass 2: one request into the three pictures. */
-static int draw_rec(struct plot *p, const struct rec *r)
+static int draw_rec(struct plot *p, const struct avfs_trace_rec *r)
 {
 	struct series *s = series_of(p, r);
-	double t = (double)(r->complete - p->t0) / 1e9, gb = (double)r->offset / 1e9;
+	double t = (double)(r->complete_ns - p->t0) / 1e9, gb = (double)r->offset / 1e9;
 	int64_t start;
 	int c, row;
 
-	if (!s || p->seen++ == p->lines || r->submit < p->t0 || r->complete > p->t1)
+	if (!s || p->seen++ == p->lines || r->submit_ns < p->t0 || r->complete_ns > p->t1)
 		return -ESTALE;
 	s->n++;
-	if (r->cls == RQ_RT) {
+	if (r->cls == AVFS_TRACE_RT) {
 		if (s->rt == s->margin_cap) {
 			size_t cap = s->margin_cap ? 2 * s->margin_cap : 16;
 			double *m = realloc(s->margin, cap * sizeof(*m));
@@ -416,7 +296,7 @@ static int draw_rec(struct plot *p, const struct rec *r)
 			s->margin = m;
 			s->margin_cap = cap;
 		}
-		s->margin[s->rt++] = (double)(r->deadline - r->complete) / 1e6;
+		s->margin[s->rt++] = (double)(r->deadline_ns - r->complete_ns) / 1e6;
 		s->misses += missed(r);
 	}
 
@@ -447,25 +327,25 @@ static int draw_rec(struct plot *p, const struct rec *r)
 		if (!s->busy)
 			return -ENOMEM;
 	}
-	start = r->service >= 0 ? r->complete - r->service : r->submit;
+	start = r->service_ns >= 0 ? r->complete_ns - r->service_ns : r->submit_ns;
 	start = start > p->busy_end ? start : p->busy_end;
-	if (r->complete > start)
-		add_busy(p, s, start, r->complete);
-	if (r->complete > p->busy_end)
-		p->busy_end = r->complete;
+	if (r->complete_ns > start)
+		add_busy(p, s, start, r->complete_ns);
+	if (r->complete_ns > p->busy_end)
+		p->busy_end = r->complete_ns;
 	return 0;
 }
 
 /* Read the whole trace, handing each request to fn; 0, or -errno after saying why on stderr. */
-static int read_trace(struct plot *p, int (*fn)(struct plot *, const struct rec *))
+static int read_trace(struct plot *p, int (*fn)(struct plot *, const struct avfs_trace_rec *))
 {
 	FILE *f = fopen(p->trace, "r");
 	char *line = NULL, why[160];
 	size_t cap = 0;
 	uint64_t no = 0;
 	ssize_t len;
-	struct rec r;
-	int err = 0, nf = TRACE_FIELDS;
+	struct avfs_trace_rec r;
+	int err = 0, nf = AVFS_TRACE_COLUMNS;
 
 	if (!f) {
 		err = -errno;
@@ -486,19 +366,19 @@ static int read_trace(struct plot *p, int (*fn)(struct plot *, const struct rec 
 			goto out;
 		}
 		if (no == 1) {
-			if (!strcmp(line, TRACE_HEADER ",service_ns")) {
-				nf = TRACE_FIELDS;
-			} else if (!strcmp(line, TRACE_HEADER)) {
-				nf = TRACE_FIELDS - 1;
-			} else {
+			char head[256];
+
+			nf = avfs_trace_parse_header(line);
+			if (nf < 0) {
+				head[avfs_trace_header(head, sizeof(head)) - 1] = 0;
 				fprintf(stderr, "avfs-admin plot: %s:1: not a request trace: the header "
-					"must be\n  %s[,service_ns]\n", p->trace, TRACE_HEADER);
+					"must be\n  %s (service_ns may be missing)\n", p->trace, head);
 				err = -EINVAL;
 				goto out;
 			}
 			continue;
 		}
-		if (parse_line(line, nf, &r, why, sizeof(why))) {
+		if (avfs_trace_parse(line, nf, &r, why, sizeof(why))) {
 			fprintf(stderr, "avfs-admin plot: %s:%" PRIu64 ": malformed line: %s\n",
 				p->trace, no, why);
 			err = -EINVAL;
@@ -645,7 +525,7 @@ static void series_attr(FILE *f, const struct series *s)
 	if (s->stream >= 0)
 		fprintf(f, "data-stream=\"%" PRId64 "\"", s->stream);
 	else
-		fprintf(f, "data-class=\"%s\"", class_name[s->cls]);
+		fprintf(f, "data-class=\"%s\"", avfs_trace_class_names[s->cls]);
 }
 
 static void open_series(FILE *f, const struct series *s)
@@ -774,7 +654,7 @@ static void draw_head(FILE *f, const struct plot *p)
 		/* marks a little bolder when few, and the probe's bolder still */
 		fprintf(f, " data-requests=\"%" PRIu64 "\"><path fill=\"none\" stroke=\"%s\" "
 			"stroke-width=\"%d\" d=\"", s->n, s->colour,
-			(p->lines < 5000 ? 3 : 2) + (s->stream < 0 && s->cls == RQ_HP));
+			(p->lines < 5000 ? 3 : 2) + (s->stream < 0 && s->cls == AVFS_TRACE_HP));
 		/* a vertical run of visited pixels in a column is one stroke */
 		for (size_t i = 0, j; i < s->npts; i = j) {	/* a list, sorted by finish() */
 			for (j = i + 1; j < s->npts && s->pts[j] == s->pts[j - 1] + 1 &&
@@ -1071,7 +951,7 @@ static const char *base_name(const char *path)
 }
 
 struct totals {
-	uint64_t rt, misses, cls[RQ_NCLASS];
+	uint64_t rt, misses, cls[AVFS_TRACE_NCLASS];
 	double busy_ns, span_ns;
 };
 
@@ -1087,7 +967,7 @@ static void count(const struct plot *p, struct totals *t)
 		if (s->stream < 0)
 			t->cls[s->cls] += s->n;
 		else
-			t->cls[RQ_RT] += s->rt;
+			t->cls[AVFS_TRACE_RT] += s->rt;
 	}
 }
 
@@ -1113,8 +993,8 @@ static int render(FILE *f, const struct plot *p)
 		"%" PRIu64 " RT in %zu streams, %" PRIu64 " BE, %" PRIu64 " meta, %" PRIu64 " hp; "
 		"deadline misses: %" PRIu64 " (P0 %.3g); disk busy %.1f %%</text>\n",
 		p->head.x, p->lines, p->nids, t.rt, t.misses, t.span_ns / 1e9, t.busy_ns / t.span_ns,
-		p->lines, t.span_ns / 1e9, t.rt, p->nids, t.cls[RQ_BE], t.cls[RQ_META],
-		t.cls[RQ_HP], t.misses, t.rt ? (double)t.misses / (double)t.rt : 0.0,
+		p->lines, t.span_ns / 1e9, t.rt, p->nids, t.cls[AVFS_TRACE_BE], t.cls[AVFS_TRACE_META],
+		t.cls[AVFS_TRACE_HP], t.misses, t.rt ? (double)t.misses / (double)t.rt : 0.0,
 		100 * t.busy_ns / t.span_ns);
 	draw_head(f, p);
 	draw_cdf(f, p);
@@ -1177,9 +1057,9 @@ out_free:
 
 static int parse_px(const char *s, int lo, int hi, int *out)
 {
-	int64_t v;
+	uint64_t v;
 
-	if (parse_i64(s, &v) || v < lo || v > hi)
+	if (avfs_parse_uint(s, &v) || v < (uint64_t)lo || v > (uint64_t)hi)
 		return -EINVAL;
 	*out = (int)v;
 	return 0;

@@ -1,0 +1,537 @@
+/*
+ * avfsd — the AVFS daemon (SPEC §1, §9, §10): mounts a formatted device or image, serves it
+ * through FUSE (fuse/) and to libavio clients (server.c), and sends every device request
+ * through the engine (engine/). This file sets the parts up, wires the engine to the device
+ * and the loop (loop.c) to the descriptors, runs the loop until unmounted or signalled, and
+ * takes everything down in order. The work is in the modules; main only connects them.
+ */
+#include "config.h"
+
+#include "admin.h"
+#include "clock.h"
+#include "settings.h"
+#include "disk.h"
+#include "engine.h"
+#include "fs.h"
+#include "fsio.h"
+#include "fuseops.h"
+#include "hddmodel.h"
+#include "log.h"
+#include "loop.h"
+#include "rotpred.h"
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define NS 1000000000ll
+#define LOOK_NS (NS / 2)	/* the loop wakes at least this often (clients, traces) */
+#define FLASH_DEPTH 16		/* commands in flight on a non-rotational device (SPEC §5.6) */
+
+struct avfsd {
+	const char *dev_path, *mnt_path;
+	struct avfsd_config cfg;
+	struct avfs_disk *d;
+	struct avfs_fsio *io;	/* the mount (its fs is the engine's) */
+	struct avfs_engine *e;
+	struct avfs_rotpred rotpred;	/* JIT / split on a real disk: the platter's phase */
+	struct avfs_hdd *geom;	/* --disk-model's mechanics, for rotpred */
+	bool predicting;
+	struct avfs_loop *l;
+	struct avfs_server *srv;
+	struct avfs_fuse *fu;
+	struct avfsd_admin_view view;
+	int wdisk, wfuse, wsig;
+	int sig_fd, lock_fd;
+	bool exiting;
+	int64_t now;
+	int64_t wall_offset;	/* CLOCK_REALTIME - CLOCK_MONOTONIC, for file times */
+	int64_t wall_at;	/* when it was last taken */
+};
+
+/* ---- the engine's side: the device ---- */
+
+static int ops_submit(void *ctx, const struct avfs_disk_req *r)
+{
+	struct avfsd *a = ctx;
+
+	return avfs_disk_submit(a->d, r);
+}
+
+static void ops_trace(void *ctx, const struct avfs_trace_rec *r)
+{
+	struct avfsd *a = ctx;
+
+	if (a->srv)
+		avfs_server_trace(a->srv, r, a->now);
+}
+
+static void ops_committed(void *ctx, uint64_t n, int err)
+{
+	struct avfsd *a = ctx;
+
+	if (a->fu)
+		avfs_fuse_committed(a->fu, n, err);
+}
+
+static void ops_log(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	avfsd_log(level, "%s", msg);
+}
+
+/* Completions of the device, to the engine. */
+static void reap(struct avfsd *a, int64_t now)
+{
+	struct avfs_disk_cqe c[16];
+	int n;
+
+	while ((n = avfs_disk_reap(a->d, c, 16)) > 0)
+		for (int i = 0; i < n; i++)
+			avfs_engine_complete(a->e, c[i].cookie, c[i].res, now);
+}
+
+/* ---- the loop's handlers ---- */
+
+static void on_disk(void *ctx, int64_t now)
+{
+	struct avfsd *a = ctx;
+
+	reap(a, now);
+	avfs_loop_arm(a->l, a->wdisk, POLLIN);
+}
+
+static int64_t wall(struct avfsd *a, int64_t now)
+{
+	/* CLOCK_REALTIME for file times, read once a second at most: the loop's clock is the
+	 * monotonic one, read once per iteration */
+	if (!a->wall_at || now - a->wall_at > NS) {
+		a->wall_offset = avfs_clock_realtime_ns() - now;
+		a->wall_at = now;
+	}
+	return now + a->wall_offset;
+}
+
+static void on_fuse(void *ctx, int64_t now)
+{
+	struct avfsd *a = ctx;
+	int err = avfs_fuse_process(a->fu, now, wall(a, now));
+
+	if (err == -ENODEV) {
+		if (!a->exiting)
+			avfsd_log(AVFSD_INFO, "unmounted: draining and committing");
+		a->exiting = true;
+		return;
+	}
+	avfs_loop_arm(a->l, a->wfuse, POLLIN);
+}
+
+static void on_signal(void *ctx, int64_t now)
+{
+	struct avfsd *a = ctx;
+	struct signalfd_siginfo si;
+
+	(void)now;
+	while (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		avfsd_log(AVFSD_INFO, "signal %u: draining, committing, unmounting", si.ssi_signo);
+		a->exiting = true;
+	}
+	avfs_loop_arm(a->l, a->wsig, POLLIN);
+}
+
+static void wrote(void *ctx, uint64_t ino)
+{
+	struct avfsd *a = ctx;
+
+	if (a->fu)
+		avfs_fuse_invalidate(a->fu, ino);
+}
+
+/* ---- set-up ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: avfsd [--foreground] [--socket PATH] [--config FILE] [--disk-model NAME]\n"
+		"             [--allow-other] [--verbose] [--set NAME=VALUE] DEVICE MOUNTPOINT\n"
+		"  Mounts an AVFS file system (made by mkfs.avfs) and serves it through FUSE and to\n"
+		"  libavio clients. SIGTERM, SIGINT or fusermount3 -u: drain, commit, unmount, exit 0.\n"
+		"  --socket PATH      client socket (default /run/avfs/<device name>.sock)\n"
+		"  --config FILE      scheduler settings (NAME=VALUE) and admission settings and\n"
+		"                     quotas (docs/ADMIN.md), one per line, # comments\n"
+		"  --disk-model NAME  service-time parameters of a named model instead of the\n"
+		"                     superblock's (avfs-250g, barracuda-500g, st318437, ...)\n"
+		"  --set NAME=VALUE   one scheduler or engine setting (avfs-sim --help lists them)\n"
+		"  --backend NAME     how to drive the device (docs/ADMIN.md): uring (io_uring,\n"
+		"                     O_DIRECT: image files, any block device), sg (SCSI commands\n"
+		"                     over SG_IO: READ/WRITE(16) with FUA, SEEK(10) for the\n"
+		"                     sub-seeks of split), nvme (NVMe passthrough on /dev/ngXnY),\n"
+		"                     or auto (default: sg on a SCSI disk when split is set,\n"
+		"                     io_uring otherwise)\n");
+}
+
+/* One line on what the device is and how it is driven (the same facts avfs-admin status shows). */
+static void log_disk(const struct avfsd *a)
+{
+	const struct avfs_disk_info *in = &a->d->info;
+	const struct avfs_disk_ident *id = &a->d->ident;
+	char who[200] = "", limit[48] = "";
+
+	if (*id->transport)
+		snprintf(who, sizeof(who), ", %s %s %s %s serial '%s'", id->transport, id->vendor,
+			 id->product, id->firmware, id->serial);
+	if (id->max_transfer)
+		snprintf(limit, sizeof(limit), ", max transfer %u bytes", id->max_transfer);
+	avfsd_log(AVFSD_INFO, "disk %s: backend %s%s, %llu bytes, lbs %u, %s%s%s, SEEK %s",
+		  a->dev_path, id->backend, who, (unsigned long long)in->size, in->lbs,
+		  in->rotational ? "rotational" : "non-rotational",
+		  id->wce_known ? (id->wce ? ", write cache on" : ", write cache off") : "", limit,
+		  in->has_seek ? "yes" : "no");
+}
+
+/* The device number of the mount at path, from /proc/self/mountinfo (the last mount there):
+ * never stat() our own mount, it would wait on us. */
+static uint64_t mount_dev(const char *path)
+{
+	char real[4096], line[8192];
+	uint64_t dev = 0;
+	FILE *f;
+
+	if (!realpath(path, real))
+		return 0;
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		char mp[4096];
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mp) == 3 && !strcmp(mp, real))
+			dev = makedev(maj, min);
+	}
+	fclose(f);
+	return dev;
+}
+
+/* The scheduler's model of the disk (SPEC §5.2): the superblock's, or a named model's part the
+ * device is (its outer part when smaller: an emulated disk, hddemu --size) with its mechanics
+ * for the predictor; the mode from the device; the predictor for JIT and split. */
+static int engine_conf(struct avfsd *a, const char *model, struct avfs_engine_conf *ec)
+{
+	const struct avfs_super *sb = avfs_fs_super(a->io->fs);
+	struct avfs_rotpred_params named = { 0 };
+	struct avfs_sched_conf def;
+
+	avfs_sched_conf_default(&def);
+	ec->sched.model = (struct avfs_svc_model){ .tr_ns = (double)sb->rotation_ns,
+						   .tk_ns = (double)sb->seek_avg_ns,
+						   .dmax = (double)sb->rate_max,
+						   .dmin = (double)sb->rate_min,
+						   .lmax = a->d->info.size };
+	if (model && avfs_rotpred_named(model, a->d->info.size, &ec->sched.model, &named,
+					&a->geom)) {
+		avfsd_log(AVFSD_ERROR, "--disk-model %s: not a rotating disk model (see avfs-sim "
+			  "--help for the names)", model);
+		return -EINVAL;
+	}
+	if (ec->sched.model.dmax <= 0 || ec->sched.model.dmin <= 0) {
+		ec->sched.model = def.model;
+		ec->sched.model.lmax = a->d->info.size;
+	}
+	ec->sched.rotational = a->d->info.rotational || !a->d->info.is_blockdev;
+	if (!ec->sched.rotational && !a->cfg.depth_set)
+		ec->sched.depth = FLASH_DEPTH;
+	if (ec->sched.jit || ec->sched.split_bytes) {	/* papers/003 §3.2: the platter, predicted */
+		struct avfs_rotpred_params rp = named;
+
+		if (!model)
+			avfs_rotpred_params_from_model(&ec->sched.model, &rp);
+		if (avfs_rotpred_init(&a->rotpred, &rp)) {
+			avfsd_log(AVFSD_ERROR, "jit/split: the disk model has no rotation to predict");
+			return -EINVAL;
+		}
+		ec->sched.pred = avfs_rotpred_predictor(&a->rotpred);
+		a->predicting = true;
+	}
+	ec->lbs = a->d->info.lbs;
+	return 0;
+}
+
+static int quotas(struct avfsd *a)
+{
+	for (unsigned i = 0; i < a->cfg.nq; i++) {
+		int err = avfs_admit_set_quota(avfs_engine_admit(a->e), a->cfg.q[i].uid,
+					       a->cfg.q[i].rate, a->cfg.q[i].streams);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int watch(struct avfsd *a, int fd, avfs_loop_fn fn, int *id)
+{
+	*id = avfs_loop_add(a->l, fd, fn, a);
+	return *id < 0 ? *id : avfs_loop_arm(a->l, *id, POLLIN);
+}
+
+/* Everything between parsing and the loop. 0, or 1 (a failure, said). */
+static int start(struct avfsd *a, const char *model, enum avfs_backend backend,
+		 const char *sock, bool allow_other)
+{
+	struct avfs_engine_ops ops = { .ctx = a, .submit = ops_submit, .trace = ops_trace,
+				       .committed = ops_committed, .log = ops_log };
+	struct avfs_mount_report rep;
+	struct avfs_engine_conf ec = a->cfg.ec;
+	char why[256] = "", sockbuf[108];
+	sigset_t mask;
+	int err;
+
+	/* one daemon per device: an exclusive lock, held while we live */
+	a->lock_fd = open(a->dev_path, O_RDONLY | O_CLOEXEC);
+	if (a->lock_fd < 0) {
+		avfsd_log(AVFSD_ERROR, "cannot open %s: %s", a->dev_path, strerror(errno));
+		return 1;
+	}
+	if (flock(a->lock_fd, LOCK_EX | LOCK_NB)) {
+		avfsd_log(AVFSD_ERROR, "%s is in use by another avfsd (locked): refusing", a->dev_path);
+		return 1;
+	}
+	err = avfs_disk_open(a->dev_path, backend, ec.sched.split_bytes ? AVFS_OPEN_SEEK : 0, &a->d,
+			     why, sizeof(why));
+	if (err) {
+		avfsd_log(AVFSD_ERROR, "%s", why);
+		return 1;
+	}
+	log_disk(a);
+	if (ec.sched.split_bytes && !a->d->info.has_seek) {
+		avfsd_log(AVFSD_ERROR, "split needs SEEK commands, which the %s backend does not give "
+			  "(--backend sg on a SCSI disk does)", a->d->ident.backend);
+		return 1;
+	}
+	err = avfs_fsio_mount(a->d, 0, &a->io, &rep, why, sizeof(why));
+	if (err) {
+		avfsd_log(AVFSD_ERROR, "cannot mount %s: %s", a->dev_path, why);
+		return 1;
+	}
+	avfsd_log(AVFSD_INFO, "mounted %s: journal replayed %llu transactions, %llu blocks repaired "
+		  "from the backup region", a->dev_path, (unsigned long long)rep.replayed_txn,
+		  (unsigned long long)rep.repaired_primary);
+	if (rep.orphans_freed)
+		avfsd_log(AVFSD_INFO, "freed %llu orphan inodes (files unlinked while open before the "
+			  "last stop)", (unsigned long long)rep.orphans_freed);
+	if (engine_conf(a, model, &ec))
+		return 1;
+	a->now = avfs_clock_ns();
+	ec.wall_offset_ns = wall(a, a->now) - a->now;
+	err = avfs_engine_new(&a->e, &ec, a->io->fs, a->d->info.size, &ops, a->now, why,
+			      sizeof(why));
+	if (!err && (err = quotas(a)))
+		snprintf(why, sizeof(why), "quotas: %s", strerror(-err));
+	if (err) {
+		avfsd_log(AVFSD_ERROR, "%s", why);
+		return 1;
+	}
+	if (!sock) {
+		const char *base = strrchr(a->dev_path, '/');
+
+		mkdir("/run/avfs", 0755);
+		snprintf(sockbuf, sizeof(sockbuf), "/run/avfs/%s.sock", base ? base + 1 : a->dev_path);
+		sock = sockbuf;
+	}
+	err = avfs_loop_new(&a->l, 4 + 2 * 1024);
+	if (err) {
+		avfsd_log(AVFSD_ERROR, "io_uring setup failed: %s", strerror(-err));
+		return 1;
+	}
+	a->view = (struct avfsd_admin_view){ .device = a->dev_path, .mountpoint = a->mnt_path,
+					     .since = a->now, .disk = a->d,
+					     .rotpred = a->predicting ? &a->rotpred : NULL };
+	{
+		struct avfs_server_conf sc = { .path = sock, .wrote = wrote, .wrote_ctx = a,
+					       .view = &a->view };
+		struct avfs_fuse_conf fc = { .mountpoint = a->mnt_path, .allow_other = allow_other,
+					     .socket = sock };
+
+		err = avfs_fuse_new(&a->fu, a->e, a->io->fs, &fc, why, sizeof(why));
+		if (err) {
+			avfsd_log(AVFSD_ERROR, "%s", why);
+			return 1;
+		}
+		sc.mnt_dev = mount_dev(a->mnt_path);
+		err = avfs_server_new(&a->srv, a->l, a->e, a->io->fs, &sc, why, sizeof(why));
+		if (err) {
+			avfsd_log(AVFSD_ERROR, "%s", why);
+			return 1;
+		}
+		a->view.socket = avfs_server_path(a->srv);
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	a->sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (a->sig_fd < 0 || watch(a, avfs_fuse_fd(a->fu), on_fuse, &a->wfuse) ||
+	    watch(a, a->sig_fd, on_signal, &a->wsig) ||
+	    watch(a, avfs_disk_poll_fd(a->d), on_disk, &a->wdisk)) {
+		avfsd_log(AVFSD_ERROR, "cannot watch the daemon's descriptors");
+		return 1;
+	}
+	avfsd_log(AVFSD_INFO, "serving %s on %s, clients on %s", a->dev_path, a->mnt_path,
+		  avfs_server_path(a->srv));
+	return 0;
+}
+
+/* The loop: one clock read an iteration (avfs_loop_run_once), handed down. It ends once
+ * unmounted or signalled and everything is drained and committed. */
+static int run(struct avfsd *a)
+{
+	int64_t now = a->now;
+
+	for (;;) {
+		int64_t until = now + LOOK_NS, t = avfs_engine_wake(a->e),
+			s = avfs_server_tick(a->srv, now);
+		bool under_way;
+
+		if (t && t < until)
+			until = t;
+		if (s && s < until)
+			until = s;
+		now = avfs_loop_run_once(a->l, until);
+		if (now < 0) {
+			avfsd_log(AVFSD_ERROR, "event loop: %s", strerror((int)-now));
+			return 1;
+		}
+		a->now = now;
+		reap(a, now);	/* completions that raced with the poll */
+		avfs_engine_tick(a->e, now);
+		if (!a->exiting)
+			continue;
+		/* drained: the last commit is on disk */
+		avfs_engine_commits(a->e, &under_way);
+		if (!under_way && avfs_fs_dirty_blocks(a->io->fs))
+			avfs_engine_commit(a->e, now);
+		else if (avfs_engine_idle(a->e))
+			return 0;
+	}
+}
+
+/* Take down what start() set up (after a failed start, or what a clean stop left). */
+static void stop(struct avfsd *a)
+{
+	avfs_server_free(a->srv);
+	avfs_fuse_free(a->fu);
+	avfs_engine_free(a->e);
+	avfs_loop_free(a->l);
+	if (a->io)
+		avfs_fsio_abandon(a->io);
+	avfs_hdd_free(a->geom);
+	avfs_disk_close(a->d);
+	if (a->sig_fd >= 0)
+		close(a->sig_fd);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "disk-model", required_argument, NULL, 'm' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "allow-other", no_argument, NULL, 'o' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "set", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	struct avfsd a = { .sig_fd = -1, .lock_fd = -1 };
+	const char *sock = NULL, *config = NULL, *model = NULL;
+	enum avfs_backend backend = AVFS_BACKEND_AUTO;
+	bool foreground = false, allow_other = false;
+	char why[256];
+	struct stat st;
+	int c, ret;
+
+	avfsd_config_default(&a.cfg);
+	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': foreground = true; break;
+		case 's': sock = optarg; break;
+		case 'c': config = optarg; break;
+		case 'm': model = optarg; break;
+		case 'b':
+			if (avfs_backend_parse(optarg, &backend)) {
+				avfsd_log(AVFSD_ERROR, "--backend %s: one of auto, uring, sg, nvme",
+					  optarg);
+				return 2;
+			}
+			break;
+		case 'o': allow_other = true; break;
+		case 'v': avfsd_log_level(AVFSD_DEBUG); break;
+		case 'S':
+			if (avfsd_config_set(&a.cfg, optarg, why, sizeof(why))) {
+				avfsd_log(AVFSD_ERROR, "%s", why);
+				return 2;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("avfsd %s\n", AVFS_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind + 2 != argc) {
+		usage(stderr);
+		return 2;
+	}
+	a.dev_path = argv[optind];
+	a.mnt_path = argv[optind + 1];
+	if (config && avfsd_config_file(&a.cfg, config, why, sizeof(why))) {
+		avfsd_log(AVFSD_ERROR, "%s", why);
+		return 2;
+	}
+	if (stat(a.mnt_path, &st) || !S_ISDIR(st.st_mode)) {
+		avfsd_log(AVFSD_ERROR, "mount point %s is not a directory", a.mnt_path);
+		return 2;
+	}
+	/* into the background before any ring exists (rings belong to their creator); logs
+	 * stay on stderr */
+	if (!foreground && daemon(0, 1)) {
+		avfsd_log(AVFSD_ERROR, "cannot go to the background: %s", strerror(errno));
+		return 1;
+	}
+	ret = start(&a, model, backend, sock, allow_other);
+	if (!ret)
+		ret = run(&a);
+	if (!ret) {
+		/* drained and committed: leave an empty journal and a clean mount */
+		avfs_server_free(a.srv);
+		a.srv = NULL;
+		avfs_fuse_free(a.fu);
+		a.fu = NULL;
+		avfs_engine_free(a.e);
+		a.e = NULL;
+		ret = avfs_fsio_unmount(a.io) ? 1 : 0;
+		a.io = NULL;
+		if (ret)
+			avfsd_log(AVFSD_ERROR, "final commit failed");
+		else
+			avfsd_log(AVFSD_INFO, "clean shutdown of %s", a.dev_path);
+	}
+	stop(&a);
+	return ret;
+}

@@ -1,0 +1,1008 @@
+/*
+ * server.c — the server side of the wire protocol (proto/proto.h) for libavio and avfs-admin.
+ * A client is a connection with its credentials (SO_PEERCRED), its handles, its requests in
+ * the engine and its buffers; messages are checked against one table of {type, size,
+ * handler}; a client that sends garbage, never reads its replies or exhausts its memory is
+ * dropped alone. I/O, reservations and cancels go to the engine; the data path is the
+ * engine's (fileio.c), the bandwidth class too (bwclass.c).
+ */
+#include "server.h"
+
+#include "admin.h"
+#include "fs.h"
+#include "log.h"
+#include "loop.h"
+#include "proto.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define NS 1000000000ll
+#define MAX_CLIENTS 1024
+#define CLIENT_OUT_MAX (64u << 20)	/* unread replies: beyond, stop reading its requests */
+#define CLIENT_OUT_HARD (512u << 20)	/* beyond this a client is dropped */
+#define CLIENT_READ_BYTES (256u << 20)	/* inline read data in flight + unread, per client */
+#define STALL_NS (3 * NS)		/* replies unread this long: the client is not reading */
+#define TRACE_FLUSH (64u << 10)
+
+struct handle {
+	uint64_t ino;
+	uint32_t access;	/* AVFS_OPEN_READ | AVFS_OPEN_WRITE */
+	uint64_t stream;	/* its reservation, 0 none */
+};
+
+struct cio;
+
+struct client {
+	struct avfs_server *s;
+	int fd;
+	int win, wout;		/* loop watches: requests in, replies out */
+	uint32_t uid, gid, pid;
+	bool dead;
+	int refs;		/* the connection, and each request still in the engine */
+	unsigned inflight;
+	uint8_t *in;		/* received bytes */
+	size_t inlen, incap;
+	uint8_t *out;		/* replies not yet sent */
+	size_t outlen, outoff, outcap;
+	bool throttled;		/* not reading requests until its replies drain */
+	int64_t stalled_since;	/* its replies last moved */
+	uint64_t read_bytes;	/* inline read data in flight */
+	uint8_t *shm;		/* the client's memfd, mapped */
+	size_t shmlen;
+	struct handle *handles;
+	uint32_t nhandles;
+	struct cio *ios;	/* its requests in the engine */
+	uint64_t trace_tag;	/* avfs-admin trace: its request, 0 none */
+	int64_t trace_until;
+};
+
+struct cio {			/* one libavio request */
+	struct avfs_fio f;	/* the engine's request */
+	struct client *c;
+	uint64_t tag;
+	uint8_t *data;		/* a bounce (inline data) or NULL (shm) */
+	uint64_t nbytes;
+	struct cio *next;
+};
+
+struct avfs_server {
+	struct avfs_server_conf c;
+	struct avfs_loop *l;
+	struct avfs_engine *e;
+	struct avfs_fs *fs;
+	int fd;
+	int wlisten;
+	char path[108];
+	int64_t now;		/* the current iteration's time */
+	struct client *clients[MAX_CLIENTS];
+	size_t nclients;	/* slots in use up to here */
+	char *trace_buf;	/* CSV lines not yet sent to the tracing clients */
+	size_t trace_len, trace_cap;
+};
+
+static void client_drop(struct client *c, const char *why);
+static void client_flush(struct client *c);
+
+/* ---- replies ---- */
+
+static void send_reply(struct client *c, uint16_t type, uint64_t tag, const void *a, size_t alen,
+		       const void *b, size_t blen)
+{
+	struct avfs_msg_hdr h = { .magic = AVFS_PROTO_MAGIC, .type = type | AVFS_MSG_REPLY,
+				  .len = (uint32_t)(alen + blen), .tag = tag };
+	size_t need = c->outlen + sizeof(h) + alen + blen;
+
+	if (c->dead)
+		return;
+	if (c->outlen == c->outoff)
+		c->stalled_since = c->s->now;	/* the clock of "not reading" starts now */
+	if (need - c->outoff > CLIENT_OUT_HARD) {
+		client_drop(c, "it does not read its replies");
+		return;
+	}
+	if (need > c->outcap) {
+		size_t cap = c->outcap ? c->outcap : 65536;
+		uint8_t *o;
+
+		while (cap < need)
+			cap *= 2;
+		o = realloc(c->out, cap);
+		if (!o) {
+			client_drop(c, "out of memory");
+			return;
+		}
+		c->out = o;
+		c->outcap = cap;
+	}
+	memcpy(c->out + c->outlen, &h, sizeof(h));
+	memcpy(c->out + c->outlen + sizeof(h), a, alen);
+	if (blen)
+		memcpy(c->out + c->outlen + sizeof(h) + alen, b, blen);
+	c->outlen += sizeof(h) + alen + blen;
+	if (!c->throttled && c->outlen - c->outoff > CLIENT_OUT_MAX) {
+		c->throttled = true;	/* stop taking its requests until it reads */
+		c->stalled_since = c->s->now;
+	}
+	client_flush(c);
+}
+
+static void client_flush(struct client *c)
+{
+	while (c->outoff < c->outlen) {
+		ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			avfs_loop_arm(c->s->l, c->wout, POLLOUT);
+			return;
+		}
+		if (n <= 0) {
+			client_drop(c, "send failed");
+			return;
+		}
+		c->outoff += (size_t)n;
+		c->stalled_since = c->s->now;	/* it reads: progress */
+	}
+	c->outoff = c->outlen = 0;
+	if (c->throttled) {	/* backpressure released: read its requests again */
+		c->throttled = false;
+		avfs_loop_arm(c->s->l, c->win, POLLIN);
+	}
+}
+
+/* ---- the life of a client ---- */
+
+static void client_free(struct client *c)
+{
+	if (c->shm)
+		munmap(c->shm, c->shmlen);
+	free(c->in);
+	free(c->out);
+	free(c->handles);
+	free(c);
+}
+
+static void client_unref(struct client *c)
+{
+	struct avfs_server *s = c->s;
+
+	if (--c->refs > 0)
+		return;
+	for (size_t i = 0; i < s->nclients; i++)
+		if (s->clients[i] == c)
+			s->clients[i] = NULL;
+	client_free(c);
+}
+
+static void client_close(struct client *c)
+{
+	avfs_loop_del(c->s->l, c->win);
+	avfs_loop_del(c->s->l, c->wout);
+	/* shutdown first: a poll still armed on the socket holds it open, and the peer must
+	 * see the end of the connection now */
+	shutdown(c->fd, SHUT_RDWR);
+	close(c->fd);
+	c->fd = -1;
+}
+
+/* Its reservations end (those it made detached stay). */
+static void streams_end(struct client *c, const char *why)
+{
+	struct avfs_engine *e = c->s->e;
+
+	for (size_t i = avfs_engine_stream_count(e); i-- > 0;) {
+		struct avfs_estream *st = avfs_engine_stream_at(e, i);
+
+		if (st->owner != c)
+			continue;
+		avfsd_log(AVFSD_INFO, "reservation %llu of uid %u on inode %llu ended: %s; %llu RT "
+			  "requests, %llu misses", (unsigned long long)st->id, st->req.uid,
+			  (unsigned long long)st->ino, why, (unsigned long long)st->qos.requests,
+			  (unsigned long long)st->qos.misses);
+		avfs_engine_release(e, st->id, c->s->now);
+	}
+}
+
+static void client_drop(struct client *c, const char *why)
+{
+	bool news = strcmp(why, "disconnected");
+
+	if (c->dead)
+		return;
+	/* a client that simply went away is news only when debugging */
+	avfsd_log(news ? AVFSD_WARNING : AVFSD_DEBUG, "client pid %u uid %u %s%s", c->pid, c->uid,
+		  news ? "dropped: " : "", why);
+	c->dead = true;
+	client_close(c);
+	/* its queued (and parked) requests leave the disk's queue; those on the device
+	 * complete, their replies going nowhere; then its reservations end */
+	for (struct cio *io = c->ios, *next; io; io = next) {
+		next = io->next;
+		avfs_engine_cancel(c->s->e, &io->f, c->s->now);
+	}
+	streams_end(c, "its client is gone");
+	c->trace_tag = 0;
+	client_unref(c);
+}
+
+/* ---- requests ---- */
+
+static void cio_done(struct avfs_fio *f, int64_t res, int64_t now)
+{
+	struct cio *io = (struct cio *)f;
+	struct client *c = io->c;
+	struct avfs_msg_io_reply rep = { .res = res };
+
+	(void)now;
+	for (struct cio **pp = &c->ios; *pp; pp = &(*pp)->next)
+		if (*pp == io) {
+			*pp = io->next;
+			break;
+		}
+	c->inflight--;
+	if (!f->write && io->data)
+		c->read_bytes -= io->nbytes;
+	if (!f->write && io->data && res > 0)
+		send_reply(c, AVFS_MSG_IO, io->tag, &rep, sizeof(rep), io->data, (size_t)res);
+	else
+		send_reply(c, AVFS_MSG_IO, io->tag, &rep, sizeof(rep), NULL, 0);
+	free(io->data);
+	free(io);
+	client_unref(c);
+}
+
+static bool may(const struct client *c, const struct avfs_stat *a, uint32_t access)
+{
+	uint32_t bits = (access & AVFS_OPEN_READ ? 4 : 0) | (access & AVFS_OPEN_WRITE ? 2 : 0);
+	uint32_t have;
+
+	if (c->uid == 0)
+		return true;
+	have = c->uid == a->uid ? (a->mode >> 6) & 7 : c->gid == a->gid ? (a->mode >> 3) & 7 :
+	       a->mode & 7;
+	return (have & bits) == bits;
+}
+
+static void *alloc_aligned(size_t len)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, 4096, len ? len : 4096) ? NULL : p;
+}
+
+/* The reservation a request of handle h is charged to: its own, or a detached one on the
+ * file (avfs-admin reserve) for a handle open that way. 0 none. */
+static uint64_t stream_of(struct avfs_server *s, const struct handle *h, bool write)
+{
+	if (h->stream)
+		return h->stream;
+	if (!(h->access & (write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ)))
+		return 0;
+	return avfs_engine_stream_for(s->e, h->ino, write);
+}
+
+/* ---- message handlers: the payload's size is checked by the table ---- */
+
+typedef void (*msg_fn)(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		       uint32_t len);
+
+static void on_hello(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		     uint32_t len)
+{
+	struct avfs_msg_hello_reply rep = { .version = AVFS_PROTO_VERSION,
+					    .max_io = AVFS_PROTO_MAX_IO, .queue = AVFS_PROTO_QUEUE };
+	struct avfs_msg_hello m;
+
+	(void)s, (void)len;
+	memcpy(&m, pl, sizeof(m));
+	rep.res = m.version == AVFS_PROTO_VERSION ? 0 : -EPROTONOSUPPORT;
+	send_reply(c, AVFS_MSG_HELLO, tag, &rep, sizeof(rep), NULL, 0);
+}
+
+static void on_open(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		    uint32_t len)
+{
+	struct avfs_msg_open_reply rep = { 0 };
+	struct avfs_msg_open m;
+	struct avfs_stat a;
+	void *h;
+
+	(void)len;
+	memcpy(&m, pl, sizeof(m));
+	if (m.dev != s->c.mnt_dev)
+		rep.res = -EXDEV;
+	else if (!m.access || m.access & ~(AVFS_OPEN_READ | AVFS_OPEN_WRITE))
+		rep.res = -EINVAL;
+	else if (avfs_fs_getattr(s->fs, m.ino, &a))
+		rep.res = -ENOENT;
+	else if (!S_ISREG(a.mode))
+		rep.res = -EINVAL;
+	else if (!may(c, &a, m.access))
+		rep.res = -EACCES;	/* checked as the mount would, with the peer's credentials */
+	else if (c->nhandles >= 4096)
+		rep.res = -EMFILE;
+	else if (!(h = realloc(c->handles, (c->nhandles + 1) * sizeof(*c->handles))))
+		rep.res = -ENOMEM;
+	else {
+		c->handles = h;
+		c->handles[c->nhandles] = (struct handle){ .ino = m.ino, .access = m.access };
+		rep.handle = c->nhandles++;
+	}
+	send_reply(c, AVFS_MSG_OPEN, tag, &rep, sizeof(rep), NULL, 0);
+}
+
+static void on_close(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		     uint32_t len)
+{
+	(void)s, (void)c, (void)tag, (void)pl, (void)len;
+	/* handles are cheap and live as long as the connection */
+}
+
+static int io_check(struct avfs_server *s, struct client *c, const struct avfs_msg_io *m,
+		    uint32_t plen)
+{
+	if (m->handle >= c->nhandles || m->op > AVFS_IO_WRITE || m->where > AVFS_IO_SHM)
+		return -EBADF;
+	if (!m->nbytes || m->nbytes > AVFS_PROTO_MAX_IO || m->offset % AVFS_PROTO_ALIGN ||
+	    m->nbytes % AVFS_PROTO_ALIGN || m->offset > (1ull << 60))
+		return -EINVAL;
+	if (!(c->handles[m->handle].access & (m->op == AVFS_IO_WRITE ? AVFS_OPEN_WRITE :
+						AVFS_OPEN_READ)))
+		return -EBADF;
+	if (m->where == AVFS_IO_SHM && (!c->shm || m->shm_off % 4096 || m->shm_off > c->shmlen ||
+					m->nbytes > c->shmlen - m->shm_off))
+		return -EINVAL;
+	if (m->op == AVFS_IO_WRITE && m->where == AVFS_IO_INLINE && plen != m->nbytes)
+		return -EINVAL;
+	if (m->deadline && m->deadline <= s->now)
+		return -ETIME;	/* already too late: never issued (the engine counts it) */
+	if (c->inflight >= AVFS_PROTO_QUEUE)
+		return -EAGAIN;
+	if (m->op == AVFS_IO_READ && m->where == AVFS_IO_INLINE &&
+	    c->read_bytes + (c->outlen - c->outoff) + m->nbytes > CLIENT_READ_BYTES)
+		return -EAGAIN;	/* bounded memory per client: let it read what it has */
+	return 0;
+}
+
+static void on_io(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		  uint32_t len)
+{
+	struct avfs_msg_io_reply rep = { 0 };
+	struct avfs_msg_io m;
+	struct avfs_stat a;
+	struct cio *io = NULL;
+	bool write;
+	int err;
+
+	memcpy(&m, pl, sizeof(m));
+	err = io_check(s, c, &m, len - (uint32_t)sizeof(m));
+	write = m.op == AVFS_IO_WRITE;
+	if (!err && avfs_fs_getattr(s->fs, c->handles[m.handle].ino, &a))
+		err = -EBADF;	/* the file was deleted */
+	if (!err && !(io = calloc(1, sizeof(*io))))
+		err = -ENOMEM;
+	if (err)
+		goto refuse;
+	io->c = c;
+	io->tag = tag;
+	io->f = (struct avfs_fio){
+		.ino = c->handles[m.handle].ino, .off = m.offset, .len = m.nbytes, .write = write,
+		.cap = m.nbytes, .deadline = m.deadline, .cls = AVFS_TRACE_BE, .done = cio_done,
+		.stream = stream_of(s, &c->handles[m.handle], write),
+	};
+	io->f.label = io->f.stream ? (int64_t)io->f.stream : -1;
+	if (m.where == AVFS_IO_SHM) {
+		io->f.buf = c->shm + m.shm_off;	/* zero copy: the device works in it */
+	} else {
+		io->data = alloc_aligned(m.nbytes);
+		if (!io->data) {
+			err = -ENOMEM;
+			goto refuse;
+		}
+		if (write)
+			memcpy(io->data, pl + sizeof(m), m.nbytes);
+		io->nbytes = m.nbytes;
+		io->f.buf = io->data;
+	}
+	if (write && s->c.wrote)
+		s->c.wrote(s->c.wrote_ctx, io->f.ino);	/* FUSE readers must not see old data */
+	c->inflight++;
+	c->refs++;
+	if (!write && io->data)
+		c->read_bytes += io->nbytes;
+	io->next = c->ios;
+	c->ios = io;
+	err = avfs_engine_io(s->e, &io->f, s->now);
+	if (!err)
+		return;
+	/* refused by the engine: undo, answer */
+	c->ios = io->next;
+	c->inflight--;
+	c->refs--;
+	if (!write && io->data)
+		c->read_bytes -= io->nbytes;
+refuse:
+	if (io)
+		free(io->data);
+	free(io);
+	rep.res = err;
+	send_reply(c, AVFS_MSG_IO, tag, &rep, sizeof(rep), NULL, 0);
+}
+
+static void on_cancel(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		      uint32_t len)
+{
+	struct avfs_msg_cancel_reply rep = { .res = AVFS_CANCEL_GONE };
+	struct avfs_msg_cancel m;
+
+	(void)len;
+	memcpy(&m, pl, sizeof(m));
+	for (struct cio *io = c->ios; io; io = io->next) {
+		if (io->tag != m.target)
+			continue;
+		/* 0: its -ECANCELED reply went before this one */
+		rep.res = avfs_engine_cancel(s->e, &io->f, s->now) ? AVFS_CANCEL_BUSY :
+								     AVFS_CANCEL_DONE;
+		break;
+	}
+	send_reply(c, AVFS_MSG_CANCEL, tag, &rep, sizeof(rep), NULL, 0);
+}
+
+static void on_shm(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		   uint32_t len)
+{
+	struct avfs_msg_shm_reply rep = { .res = c->shm ? 0 : -EINVAL };
+
+	(void)s, (void)pl, (void)len;
+	send_reply(c, AVFS_MSG_SHM, tag, &rep, sizeof(rep), NULL, 0);
+}
+
+static void on_reserve(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		       uint32_t len)
+{
+	struct avfs_msg_reserve_reply rep = { .quota_streams = UINT32_MAX,
+					      .quota_rate = UINT64_MAX };
+	struct avfs_admit_left left = { 0 };
+	struct avfs_msg_reserve m;
+	struct avfs_service_req req;
+	int64_t id;
+
+	(void)len;
+	memcpy(&m, pl, sizeof(m));
+	req = (struct avfs_service_req){ .rate = m.rate, .buffer = m.buffer, .io = m.io,
+					 .write = m.write != 0, .uid = c->uid };
+	if (m.handle >= c->nhandles || m.flags & ~AVFS_RESERVE_DETACHED || m.write > 1) {
+		rep.res = -EINVAL;
+		snprintf(rep.why, sizeof(rep.why), "bad handle or flags");
+	} else if (!(c->handles[m.handle].access & (m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ))) {
+		rep.res = -EBADF;
+		snprintf(rep.why, sizeof(rep.why), "the file is not open for %s",
+			 m.write ? "writing" : "reading");
+	} else if (c->handles[m.handle].stream) {
+		rep.res = -EEXIST;
+		snprintf(rep.why, sizeof(rep.why), "the file already has a reservation (%llu)",
+			 (unsigned long long)c->handles[m.handle].stream);
+	} else {
+		bool detached = m.flags & AVFS_RESERVE_DETACHED;
+
+		id = avfs_engine_reserve(s->e, &req, c->handles[m.handle].ino, detached ? NULL : c,
+					 0, s->now, &left, rep.why, sizeof(rep.why));
+		if (id < 0) {
+			rep.res = (int32_t)id;
+			rep.left_rate = left.rate;
+			rep.quota_rate = left.quota_rate;
+			rep.quota_streams = left.quota_streams;
+			rep.left_util_ppm = (uint32_t)(left.util * 1e6);
+		} else {
+			struct avfs_estream *st = avfs_engine_stream(s->e, (uint64_t)id);
+
+			st->pid = c->pid;
+			if (!detached)
+				c->handles[m.handle].stream = st->id;
+			rep.id = st->id;
+			avfs_admit_left(avfs_engine_admit(s->e), NULL, &left);
+			rep.left_util_ppm = (uint32_t)(left.util * 1e6);
+			avfsd_log(AVFSD_INFO, "reservation %llu: uid %u pid %u inode %llu, %s %.2f "
+				  "MB/s, buffer %.1f MiB%s; load now %.1f %%",
+				  (unsigned long long)st->id, c->uid, c->pid,
+				  (unsigned long long)st->ino, req.write ? "write" : "read",
+				  (double)req.rate / 1e6, (double)req.buffer / (1 << 20),
+				  detached ? ", detached" : "",
+				  100 * avfs_admit_load(avfs_engine_admit(s->e)));
+		}
+	}
+	if (rep.res && rep.res != -EINVAL && rep.res != -EBADF && rep.res != -EEXIST)
+		avfsd_log(AVFSD_INFO, "reservation refused to uid %u pid %u: %s", c->uid, c->pid,
+			  rep.why);
+	send_reply(c, AVFS_MSG_RESERVE, tag, &rep, sizeof(rep), NULL, 0);
+}
+
+static void on_release(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		       uint32_t len)
+{
+	struct avfs_msg_release_reply rep = { 0 };
+	struct avfs_msg_release m;
+	struct avfs_estream *st = NULL;
+
+	(void)len;
+	memcpy(&m, pl, sizeof(m));
+	if (m.handle == AVFS_RELEASE_BY_ID) {
+		st = avfs_engine_stream(s->e, m.id);
+		if (!st)
+			rep.res = -ENOENT;
+		else if (c->uid && c->uid != st->req.uid)
+			rep.res = -EPERM;
+	} else if (m.handle >= c->nhandles) {
+		rep.res = -EINVAL;
+	} else if (!(st = avfs_engine_stream(s->e, c->handles[m.handle].stream))) {
+		rep.res = -ENOENT;
+	}
+	if (!rep.res) {
+		struct client *owner = st->owner;
+
+		for (uint32_t h = 0; owner && h < owner->nhandles; h++)
+			if (owner->handles[h].stream == st->id)
+				owner->handles[h].stream = 0;
+		avfsd_log(AVFSD_INFO, "reservation %llu of uid %u on inode %llu ended: %s; %llu RT "
+			  "requests, %llu misses", (unsigned long long)st->id, st->req.uid,
+			  (unsigned long long)st->ino,
+			  m.handle == AVFS_RELEASE_BY_ID ? "released by id" : "released",
+			  (unsigned long long)st->qos.requests, (unsigned long long)st->qos.misses);
+		avfs_engine_release(s->e, st->id, s->now);
+	}
+	send_reply(c, AVFS_MSG_RELEASE, tag, &rep, sizeof(rep), NULL, 0);
+}
+
+static void on_stats(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		     uint32_t len)
+{
+	struct avfs_msg_stats_reply rep = { 0 };
+	struct avfs_msg_stats m;
+	struct avfs_estream *st;
+
+	(void)len;
+	memcpy(&m, pl, sizeof(m));
+	st = m.handle < c->nhandles ? avfs_engine_stream(s->e, c->handles[m.handle].stream) : NULL;
+	if (!st) {
+		rep.res = m.handle < c->nhandles ? -ENOENT : -EINVAL;
+	} else {
+		rep.requests = st->qos.requests;
+		rep.misses = st->qos.misses;
+		rep.bytes = st->qos.bytes;
+		rep.margin_min_ns = st->qos.margin_min_ns;
+	}
+	send_reply(c, AVFS_MSG_STATS, tag, &rep, sizeof(rep), NULL, 0);
+}
+
+static void on_admin(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		     uint32_t len)
+{
+	struct avfs_msg_admin_reply rep = { 0 };
+	int err = 0;
+	char *text = avfsd_admin_json(s->c.view, s->e, avfs_server_clients(s), (const char *)pl,
+				      len, s->now, &err);
+
+	rep.res = err;
+	send_reply(c, AVFS_MSG_ADMIN, tag, &rep, sizeof(rep), text ? text : "",
+		   text ? strlen(text) : 0);
+	free(text);
+}
+
+static bool tracing(const struct avfs_server *s)
+{
+	for (size_t i = 0; i < s->nclients; i++)
+		if (s->clients[i] && !s->clients[i]->dead && s->clients[i]->trace_tag)
+			return true;
+	return false;
+}
+
+static void trace_flush(struct avfs_server *s, int64_t now, int64_t *next)
+{
+	for (size_t i = 0; i < s->nclients; i++) {
+		struct client *c = s->clients[i];
+		struct avfs_msg_trace_reply rep = { 0 };
+
+		if (!c || c->dead || !c->trace_tag)
+			continue;
+		if (s->trace_len)
+			send_reply(c, AVFS_MSG_TRACE, c->trace_tag, &rep, sizeof(rep), s->trace_buf,
+				   s->trace_len);
+		if (c->dead)
+			continue;
+		if (now >= c->trace_until) {
+			rep.done = 1;
+			send_reply(c, AVFS_MSG_TRACE, c->trace_tag, &rep, sizeof(rep), NULL, 0);
+			c->trace_tag = 0;
+			avfsd_log(AVFSD_INFO, "trace for pid %u ended", c->pid);
+		} else if (next && (!*next || c->trace_until < *next)) {
+			*next = c->trace_until;
+		}
+	}
+	s->trace_len = 0;
+	if (!tracing(s)) {
+		free(s->trace_buf);
+		s->trace_buf = NULL;
+		s->trace_cap = 0;
+	}
+}
+
+static void on_trace(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		     uint32_t len)
+{
+	struct avfs_msg_trace_reply rep = { 0 };
+	struct avfs_msg_trace m;
+	char head[256];
+
+	(void)len;
+	memcpy(&m, pl, sizeof(m));
+	if (c->uid)
+		rep.res = -EPERM;	/* a trace shows every user's requests */
+	else if (m.duration_ns < 1000000 || m.duration_ns > 86400ull * NS)
+		rep.res = -EINVAL;
+	else if (c->trace_tag)
+		rep.res = -EBUSY;
+	if (rep.res) {
+		rep.done = 1;
+		send_reply(c, AVFS_MSG_TRACE, tag, &rep, sizeof(rep), NULL, 0);
+		return;
+	}
+	trace_flush(s, s->now, NULL);	/* lines before this trace go to earlier ones */
+	send_reply(c, AVFS_MSG_TRACE, tag, &rep, sizeof(rep), head,
+		   avfs_trace_header(head, sizeof(head)));
+	c->trace_tag = tag;
+	c->trace_until = s->now + (int64_t)m.duration_ns;
+	avfsd_log(AVFSD_INFO, "trace for pid %u: %.1f s", c->pid, (double)m.duration_ns / NS);
+}
+
+/* The messages: type, payload size (fixed: min == max), handler. */
+static const struct {
+	uint16_t type;
+	uint32_t min, max;
+	const char *name;
+	msg_fn fn;
+} messages[] = {
+	{ AVFS_MSG_HELLO, sizeof(struct avfs_msg_hello), sizeof(struct avfs_msg_hello), "HELLO",
+	  on_hello },
+	{ AVFS_MSG_OPEN, sizeof(struct avfs_msg_open), sizeof(struct avfs_msg_open), "OPEN",
+	  on_open },
+	{ AVFS_MSG_CLOSE, sizeof(struct avfs_msg_close), sizeof(struct avfs_msg_close), "CLOSE",
+	  on_close },
+	{ AVFS_MSG_IO, sizeof(struct avfs_msg_io), AVFS_PROTO_MAX_PAYLOAD, "IO", on_io },
+	{ AVFS_MSG_CANCEL, sizeof(struct avfs_msg_cancel), sizeof(struct avfs_msg_cancel),
+	  "CANCEL", on_cancel },
+	{ AVFS_MSG_SHM, 0, AVFS_PROTO_MAX_PAYLOAD, "SHM", on_shm },
+	{ AVFS_MSG_RESERVE, sizeof(struct avfs_msg_reserve), sizeof(struct avfs_msg_reserve),
+	  "RESERVE", on_reserve },
+	{ AVFS_MSG_RELEASE, sizeof(struct avfs_msg_release), sizeof(struct avfs_msg_release),
+	  "RELEASE", on_release },
+	{ AVFS_MSG_STATS, sizeof(struct avfs_msg_stats), sizeof(struct avfs_msg_stats), "STATS",
+	  on_stats },
+	{ AVFS_MSG_ADMIN, 0, 256, "ADMIN", on_admin },
+	{ AVFS_MSG_TRACE, sizeof(struct avfs_msg_trace), sizeof(struct avfs_msg_trace), "TRACE",
+	  on_trace },
+};
+
+/* ---- input ---- */
+
+/* The client's buffer memory (a memfd sent with SCM_RIGHTS), mapped once; a second one
+ * replaces it. */
+static void take_shm(struct client *c, int fd)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && st.st_size > 0 && st.st_size <= (1ll << 34)) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		if (p != MAP_FAILED) {
+			if (c->shm)
+				munmap(c->shm, c->shmlen);
+			c->shm = p;
+			c->shmlen = (size_t)st.st_size;
+		}
+	}
+	close(fd);
+}
+
+/* Read what the socket has; false when the client was dropped. */
+static bool receive(struct client *c)
+{
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		struct iovec iov;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		ssize_t n;
+
+		if (c->incap - c->inlen < 65536) {
+			size_t cap = c->incap ? c->incap * 2 : 131072;
+			uint8_t *in;
+
+			if (cap > 2 * (size_t)AVFS_PROTO_MAX_PAYLOAD + 65536) {
+				client_drop(c, "message too large");
+				return false;
+			}
+			in = realloc(c->in, cap);
+			if (!in) {
+				client_drop(c, "out of memory");
+				return false;
+			}
+			c->in = in;
+			c->incap = cap;
+		}
+		iov.iov_base = c->in + c->inlen;
+		iov.iov_len = c->incap - c->inlen;
+		n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n <= 0) {
+			client_drop(c, n == 0 ? "disconnected" : "receive failed");
+			return false;
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+				take_shm(c, fd);
+			}
+		}
+		c->inlen += (size_t)n;
+	}
+}
+
+static void client_input(void *ctx, int64_t now)
+{
+	struct client *c = ctx;
+	struct avfs_server *s = c->s;
+	size_t used = 0;
+
+	s->now = now;
+	c->refs++;	/* a guard: a handler may drop it */
+	if (!receive(c))
+		goto out;
+	/* whole messages, each through the table */
+	while (!c->dead && c->inlen - used >= sizeof(struct avfs_msg_hdr)) {
+		struct avfs_msg_hdr h;
+		size_t k;
+
+		memcpy(&h, c->in + used, sizeof(h));
+		if (h.magic != AVFS_PROTO_MAGIC || h.len > AVFS_PROTO_MAX_PAYLOAD) {
+			client_drop(c, "malformed message");
+			break;
+		}
+		if (c->inlen - used < sizeof(h) + h.len)
+			break;
+		for (k = 0; k < sizeof(messages) / sizeof(messages[0]); k++)
+			if (messages[k].type == h.type)
+				break;
+		if (k == sizeof(messages) / sizeof(messages[0])) {
+			client_drop(c, "unknown message type");
+			break;
+		}
+		if (h.len < messages[k].min || h.len > messages[k].max) {
+			char why[32];
+
+			snprintf(why, sizeof(why), "malformed %s", messages[k].name);
+			client_drop(c, why);
+			break;
+		}
+		messages[k].fn(s, c, h.tag, c->in + used + sizeof(h), h.len);
+		used += sizeof(h) + h.len;
+	}
+	if (c->dead)
+		goto out;
+	memmove(c->in, c->in + used, c->inlen - used);
+	c->inlen -= used;
+	if (c->outlen - c->outoff > CLIENT_OUT_MAX) {
+		c->throttled = true;	/* re-armed when its replies drain */
+		c->stalled_since = now;
+	} else {
+		avfs_loop_arm(s->l, c->win, POLLIN);
+	}
+out:
+	client_unref(c);
+}
+
+static void client_output(void *ctx, int64_t now)
+{
+	struct client *c = ctx;
+
+	c->s->now = now;
+	if (!c->dead)
+		client_flush(c);
+}
+
+static void accept_clients(void *ctx, int64_t now)
+{
+	struct avfs_server *s = ctx;
+
+	s->now = now;
+	for (;;) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		struct client *c;
+		size_t i;
+
+		if (fd < 0)
+			break;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+			close(fd);
+			continue;
+		}
+		for (i = 0; i < s->nclients && s->clients[i]; i++)
+			;
+		if (i == MAX_CLIENTS) {
+			avfsd_log(AVFSD_WARNING, "too many clients: refusing pid %d", cr.pid);
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		*c = (struct client){ .s = s, .fd = fd, .uid = cr.uid, .gid = cr.gid,
+				      .pid = (uint32_t)cr.pid, .refs = 1 };
+		c->win = avfs_loop_add(s->l, fd, client_input, c);
+		c->wout = avfs_loop_add(s->l, fd, client_output, c);
+		if (c->win < 0 || c->wout < 0) {
+			avfsd_log(AVFSD_WARNING, "no room to watch pid %d: refusing it", cr.pid);
+			avfs_loop_del(s->l, c->win);
+			avfs_loop_del(s->l, c->wout);
+			close(fd);
+			free(c);
+			continue;
+		}
+		s->clients[i] = c;
+		if (i == s->nclients)
+			s->nclients++;
+		avfsd_log(AVFSD_DEBUG, "client pid %d uid %d connected", cr.pid, cr.uid);
+		avfs_loop_arm(s->l, c->win, POLLIN);
+	}
+	avfs_loop_arm(s->l, s->wlisten, POLLIN);
+}
+
+/* ---- the server ---- */
+
+int avfs_server_new(struct avfs_server **out, struct avfs_loop *l, struct avfs_engine *e,
+		    struct avfs_fs *fs, const struct avfs_server_conf *c, char *why, size_t whylen)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct avfs_server *s;
+	int err;
+
+	if (strlen(c->path) >= sizeof(a.sun_path)) {
+		snprintf(why, whylen, "socket path too long: %s", c->path);
+		return -ENAMETOOLONG;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->c = *c;
+	s->l = l;
+	s->e = e;
+	s->fs = fs;
+	snprintf(s->path, sizeof(s->path), "%s", c->path);
+	strcpy(a.sun_path, c->path);
+	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	unlink(c->path);	/* a stale socket of a dead daemon (the device lock says none runs) */
+	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) || listen(s->fd, 64)) {
+		err = -errno;
+		goto fail;
+	}
+	chmod(c->path, 0666);	/* access is checked per file with the peer's credentials */
+	s->wlisten = avfs_loop_add(l, s->fd, accept_clients, s);
+	if (s->wlisten < 0 || (err = avfs_loop_arm(l, s->wlisten, POLLIN))) {
+		err = s->wlisten < 0 ? s->wlisten : err;
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	snprintf(why, whylen, "cannot listen on %s: %s", c->path, strerror(-err));
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+	return err;
+}
+
+void avfs_server_free(struct avfs_server *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nclients; i++) {
+		struct client *c = s->clients[i];
+
+		if (!c)
+			continue;
+		if (!c->dead)
+			client_close(c);
+		while (c->ios) {	/* none with the engine idle; forgotten if so */
+			struct cio *io = c->ios;
+
+			c->ios = io->next;
+			free(io->data);
+			free(io);
+		}
+		client_free(c);
+	}
+	avfs_loop_del(s->l, s->wlisten);
+	close(s->fd);
+	unlink(s->path);
+	free(s->trace_buf);
+	free(s);
+}
+
+void avfs_server_trace(struct avfs_server *s, const struct avfs_trace_rec *r, int64_t now)
+{
+	if (!s->trace_buf && !tracing(s))
+		return;
+	if (s->trace_len + AVFS_TRACE_LINE_MAX > s->trace_cap) {
+		size_t cap = s->trace_cap ? s->trace_cap * 2 : 2 * TRACE_FLUSH;
+		char *b = realloc(s->trace_buf, cap);
+
+		if (!b)
+			return;	/* a trace line lost, nothing else */
+		s->trace_buf = b;
+		s->trace_cap = cap;
+	}
+	s->trace_len += avfs_trace_format(r, s->trace_buf + s->trace_len,
+					  s->trace_cap - s->trace_len);
+	if (s->trace_len >= TRACE_FLUSH)
+		trace_flush(s, now, NULL);
+}
+
+int64_t avfs_server_tick(struct avfs_server *s, int64_t now)
+{
+	int64_t next = 0;
+
+	s->now = now;
+	/* a client whose replies have not moved for 3 s is not reading them at all: drop it
+	 * (SPEC §14), the others go on */
+	for (size_t i = 0; i < s->nclients; i++) {
+		struct client *c = s->clients[i];
+
+		if (!c || c->dead || c->outlen <= c->outoff)
+			continue;
+		if (now - c->stalled_since > STALL_NS)
+			client_drop(c, "it does not read its replies");
+		else if (!next || c->stalled_since + STALL_NS + 1 < next)
+			next = c->stalled_since + STALL_NS + 1;
+	}
+	if (s->trace_buf || tracing(s)) {
+		int64_t t = 0;
+
+		trace_flush(s, now, &t);
+		if (t && (!next || t < next))
+			next = t;
+	}
+	return next;
+}
+
+size_t avfs_server_clients(const struct avfs_server *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nclients; i++)
+		n += s->clients[i] && !s->clients[i]->dead;
+	return n;
+}
+
+const char *avfs_server_path(const struct avfs_server *s)
+{
+	return s->path;
+}

@@ -1,0 +1,156 @@
+/*
+ * settings.c — avfsd's settings parsed and checked: NAME=VALUE lines go to the engine's settings
+ * table (avfs_engine_conf_set, then the scheduler's), the admission lines (be-floor,
+ * isolation, io, quota) to the admission configuration and the quota list.
+ */
+#include "settings.h"
+
+#include "proto.h"
+#include "units.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void avfsd_config_default(struct avfsd_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	avfs_engine_conf_default(&c->ec);
+}
+
+int avfsd_config_set(struct avfsd_config *c, const char *nv, char *why, size_t whylen)
+{
+	char name[64];
+	const char *eq = strchr(nv, '=');
+	int err;
+
+	if (!eq || eq == nv || (size_t)(eq - nv) >= sizeof(name)) {
+		snprintf(why, whylen, "setting '%s': NAME=VALUE", nv);
+		return -EINVAL;
+	}
+	memcpy(name, nv, (size_t)(eq - nv));
+	name[eq - nv] = 0;
+	err = avfs_engine_conf_set(&c->ec, name, eq + 1, why, whylen);
+	if (!err)
+		c->depth_set |= !strcmp(name, "depth");
+	return err;
+}
+
+/* A rate (powers of 1000) or, binary, a size (powers of 1024). */
+static int number(const char *s, bool binary, uint64_t *out)
+{
+	double v;
+	int err = binary ? avfs_parse_size(s, out) : avfs_parse_rate(s, false, &v);
+
+	if (!err && !binary) {
+		if (v > 1e18)
+			return -ERANGE;
+		*out = (uint64_t)v;
+	}
+	return err;
+}
+
+/* An admission line: 0 (taken, or not one: *admission false), or -EINVAL with why. */
+static int admission_line(struct avfsd_config *c, char *line, bool *admission, char *why,
+			  size_t whylen)
+{
+	struct avfs_admit_conf *ac = &c->ec.admit;
+	char *tok[8], *save = NULL;
+	int n = 0;
+	uint64_t v;
+
+	*admission = false;
+	for (char *t = strtok_r(line, " \t", &save); t && n < 8; t = strtok_r(NULL, " \t", &save))
+		tok[n++] = t;
+	if (!n || strchr(tok[0], '='))
+		return 0;	/* empty, or a setting NAME=VALUE */
+	*admission = true;
+	if (!strcmp(tok[0], "be-floor") && n == 2) {
+		char *end;
+		double f = strtod(tok[1], &end);
+
+		if (*end == '%')
+			f /= 100, end++;
+		if (*end || end == tok[1] || f < 0 || f >= 0.9) {
+			snprintf(why, whylen, "be-floor: '%s' is not a share from 0 to 90%%", tok[1]);
+			return -EINVAL;
+		}
+		ac->be_floor = f;
+		return 0;
+	}
+	if (!strcmp(tok[0], "isolation") && n == 2 &&
+	    (!strcmp(tok[1], "on") || !strcmp(tok[1], "off"))) {
+		ac->isolation = !strcmp(tok[1], "on");
+		return 0;
+	}
+	if (!strcmp(tok[0], "io") && n == 2) {
+		if (number(tok[1], true, &v) || !v || v % 4096 || v > AVFS_PROTO_MAX_IO) {
+			snprintf(why, whylen, "io: '%s' is not a multiple of 4K up to 16M", tok[1]);
+			return -EINVAL;
+		}
+		ac->default_io = (uint32_t)v;
+		return 0;
+	}
+	if (!strcmp(tok[0], "quota") && n >= 3) {
+		uint64_t uid = AVFS_ADMIT_ANY_UID, rate = 0, streams = 0;
+
+		if (strcmp(tok[1], "default") &&
+		    (strncmp(tok[1], "uid=", 4) || avfs_parse_uint(tok[1] + 4, &uid) ||
+		     uid >= AVFS_ADMIT_ANY_UID)) {
+			snprintf(why, whylen, "quota: say 'default' or 'uid=N', not '%s'", tok[1]);
+			return -EINVAL;
+		}
+		for (int i = 2; i < n; i++) {
+			if (!strncmp(tok[i], "rate=", 5) && !number(tok[i] + 5, false, &rate))
+				continue;
+			if (!strncmp(tok[i], "streams=", 8) &&
+			    !avfs_parse_uint(tok[i] + 8, &streams) && streams < UINT32_MAX)
+				continue;
+			snprintf(why, whylen, "quota: '%s' is neither rate=BYTES/S nor streams=N",
+				 tok[i]);
+			return -EINVAL;
+		}
+		if (c->nq == AVFSD_QUOTAS) {
+			snprintf(why, whylen, "quota: more than %u quotas", c->nq);
+			return -EINVAL;
+		}
+		c->q[c->nq++] = (struct avfsd_quota){ .uid = (uint32_t)uid, .rate = rate,
+						      .streams = (uint32_t)streams };
+		return 0;
+	}
+	snprintf(why, whylen, "unknown setting '%s' (be-floor, isolation, io, quota, or "
+		 "NAME=VALUE)", tok[0]);
+	return -EINVAL;
+}
+
+int avfsd_config_file(struct avfsd_config *c, const char *path, char *why, size_t whylen)
+{
+	FILE *f = fopen(path, "r");
+	char line[512], msg[200];
+	unsigned no = 0;
+	int err = 0;
+
+	if (!f) {
+		err = -errno;
+		snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
+		return err;
+	}
+	while (!err && fgets(line, sizeof(line), f)) {
+		char *s = line + strspn(line, " \t"), copy[512];
+		bool admission;
+
+		no++;
+		s[strcspn(s, "\r\n#")] = 0;
+		snprintf(copy, sizeof(copy), "%s", s);
+		err = admission_line(c, copy, &admission, msg, sizeof(msg));
+		if (!err && !admission && *s) {
+			s[strcspn(s, " \t")] = 0;	/* NAME=VALUE, trailing blanks dropped */
+			err = avfsd_config_set(c, s, msg, sizeof(msg));
+		}
+		if (err)
+			snprintf(why, whylen, "%s:%u: %s", path, no, msg);
+	}
+	fclose(f);
+	return err;
+}

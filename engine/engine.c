@@ -1,0 +1,373 @@
+/*
+ * engine.c — the engine's public entry points (engine.h): thin checks, then the module that
+ * owns the work; the one completion path of a front-end request (QoS metrics, its
+ * reservation's statistics, then the front end's done()); the wake time, given to the driver
+ * whenever it changes. Settings beyond the scheduler's live here too.
+ */
+#include "engine_i.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS 1000000ll
+#define NS 1000000000ll
+
+void avfs_engine_log(struct avfs_engine *e, int level, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!e->ops.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e->ops.log(e->ops.ctx, level, msg);
+}
+
+void avfs_engine_conf_default(struct avfs_engine_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->policy = &avfs_sched_tm;
+	avfs_sched_conf_default(&c->sched);
+	avfs_admit_conf_default(&c->admit, &c->sched.model, 4u << 20);
+	c->lbs = 512;
+	c->commit_period_ns = 5 * NS;
+	c->commit_dirty = 64;
+	c->bw = AVFS_BW_PARK;
+	c->chunk_fua = true;
+}
+
+int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
+			 char *why, size_t whylen)
+{
+	if (!strcmp(name, "bw")) {
+		if (!strcmp(value, "park"))
+			c->bw = AVFS_BW_PARK;
+		else if (!strcmp(value, "at-once"))
+			c->bw = AVFS_BW_AT_ONCE;
+		else if (!strcmp(value, "uncharged"))
+			c->bw = AVFS_BW_UNCHARGED;
+		else {
+			snprintf(why, whylen, "bw: '%s' is none of park, at-once, uncharged", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcmp(name, "commit-period")) {
+		struct avfs_sched_conf tmp = c->sched;
+		int err;
+
+		/* a time like the scheduler's: borrow its parser through a setting of that unit */
+		err = avfs_sched_conf_set(&tmp, "be-age", value, why, whylen);
+		if (err && strcmp(value, "0")) {
+			snprintf(why, whylen, "commit-period: '%s' is not a time from 10ms to 600s "
+				 "(or 0: only when asked)", value);
+			return err;
+		}
+		c->commit_period_ns = strcmp(value, "0") ? tmp.be_age_ns : 0;
+		return 0;
+	}
+	return avfs_sched_conf_set(&c->sched, name, value, why, whylen);
+}
+
+/* ---- the wake time ---- */
+
+static int64_t wake(const struct avfs_engine *e)
+{
+	int64_t at = e->d.hold_at, b = bw_wake(e), c = e->fs ? e->cm.next_at : 0;
+
+	if (b && (!at || b < at))
+		at = b;
+	if (c && (!at || c < at))
+		at = c;
+	return at;
+}
+
+static void rearm(struct avfs_engine *e)
+{
+	int64_t at = wake(e);
+
+	if (at != e->armed) {
+		e->armed = at;
+		if (e->ops.arm)
+			e->ops.arm(e->ops.ctx, at);
+	}
+}
+
+int64_t avfs_engine_wake(const struct avfs_engine *e)
+{
+	return wake(e);
+}
+
+/* ---- front-end requests ---- */
+
+/* The one completion path: metrics, the reservation's figures, the front end. */
+static void fio_done(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	int64_t res = f->priv.res;
+	uint64_t bytes = res > 0 ? (uint64_t)res : 0;
+
+	if (!f->priv.canceled) {
+		if (f->sched_deadline)
+			avfs_qos_add(&e->m.rt, f->sched_deadline, now, bytes, res < 0 ? (int)res : 0);
+		else if (res >= 0) {
+			e->m.be_requests++;
+			e->m.be_bytes += bytes;
+		}
+	}
+	bw_fio_done(e, f, now);
+	e->nfio--;
+	f->done(f, f->priv.canceled ? -ECANCELED : res, now);
+}
+
+static void be_idle(struct avfs_engine *e, int64_t now)
+{
+	if (e->bw.nparked)
+		bw_be_idle(e, now);
+}
+
+int avfs_engine_io(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	struct avfs_estream *s = NULL;
+
+	if (!f || !f->done)
+		return -EINVAL;
+	if (f->zero_tail ? !f->ino || !f->write || f->len :
+	    !f->buf || !f->len || f->len > AVFS_DISK_MAX_IO || f->cap < f->len ||
+	    f->off + f->len < f->off)
+		return -EINVAL;
+	if (!f->ino && (f->off % e->c.lbs || f->len % e->c.lbs || f->off + f->len > e->dev_size ||
+			(uintptr_t)f->buf % 4096))
+		return -EINVAL;	/* raw: whole device blocks, an aligned buffer */
+	if (f->ino && !e->fs)
+		return -EINVAL;
+	if (f->deadline && f->deadline <= now) {
+		e->m.etime++;
+		return -ETIME;	/* already too late: never issued */
+	}
+	if (f->stream && !(s = bw_stream(e, f->stream)))
+		return -ENOENT;
+	memset(&f->priv, 0, sizeof(f->priv));
+	f->sched_deadline = 0;
+	f->disk_ns = 0;
+	f->arrival = now;
+	e->nfio++;
+	if (s)
+		bw_io(e, s, f, now);
+	else
+		fio_start(e, f, f->deadline, false, now);
+	rearm(e);
+	return 0;
+}
+
+int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	int err = 0;
+
+	if (f->priv.canceled)
+		return -ENOENT;
+	if (!bw_unpark(e, f)) {	/* a parked request is in no queue yet */
+		if (!f->priv.started)
+			return -ENOENT;
+		err = fio_withdraw(e, f);
+		if (err)
+			return err;
+	}
+	f->priv.canceled = true;
+	f->priv.res = -ECANCELED;
+	fio_done(e, f, now);
+	rearm(e);
+	return 0;
+}
+
+/* ---- the driver's side ---- */
+
+int avfs_engine_new(struct avfs_engine **out, const struct avfs_engine_conf *c,
+		    struct avfs_fs *fs, uint64_t dev_size, const struct avfs_engine_ops *ops,
+		    int64_t now, char *why, size_t whylen)
+{
+	struct avfs_engine *e;
+	int err;
+
+	*out = NULL;
+	if (!c || !ops || !ops->submit || !dev_size || !c->lbs || (c->lbs & (c->lbs - 1)) ||
+	    c->lbs > 4096) {
+		if (why)
+			snprintf(why, whylen, "engine: bad configuration");
+		return -EINVAL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->c = *c;
+	if (!e->c.policy)
+		e->c.policy = &avfs_sched_tm;
+	e->ops = *ops;
+	e->fs = fs;
+	e->dev_size = dev_size;
+	e->block_size = fs ? avfs_fs_block_size(fs) : 4u << 20;
+	e->be_idle = be_idle;
+	e->fio_done = fio_done;
+	err = dsp_init(e, why, whylen);
+	if (!err)
+		err = bw_init(e, why, whylen);
+	if (err) {
+		avfs_engine_free(e);
+		return err;
+	}
+	cm_init(e, now);
+	avfs_metrics_reset(&e->m, now);
+	*out = e;
+	rearm(e);
+	return 0;
+}
+
+void avfs_engine_free(struct avfs_engine *e)
+{
+	if (!e)
+		return;
+	cm_fini(e);
+	bw_fini(e);
+	dsp_fini(e);
+	free(e);
+}
+
+void avfs_engine_complete(struct avfs_engine *e, uint64_t cookie, int64_t res, int64_t now)
+{
+	dsp_complete(e, cookie, res, now);
+	rearm(e);
+}
+
+void avfs_engine_tick(struct avfs_engine *e, int64_t now)
+{
+	dsp_tick(e, now);
+	bw_tick(e, now);
+	cm_tick(e, now);
+	rearm(e);
+}
+
+bool avfs_engine_idle(const struct avfs_engine *e)
+{
+	return !e->nfio && !e->cm.plan && dsp_idle(e);
+}
+
+/* ---- commits ---- */
+
+void avfs_engine_commit(struct avfs_engine *e, int64_t now)
+{
+	cm_request(e, now);
+	rearm(e);
+}
+
+void avfs_engine_changed(struct avfs_engine *e, int64_t now)
+{
+	cm_changed(e, now);
+	rearm(e);
+}
+
+uint64_t avfs_engine_commits(const struct avfs_engine *e, bool *under_way)
+{
+	if (under_way)
+		*under_way = e->cm.plan != NULL;
+	return e->cm.done;
+}
+
+double avfs_engine_commit_max_s(const struct avfs_engine *e, int64_t now)
+{
+	double s = e->cm.max_s;
+
+	if (e->cm.plan && (double)(now - e->cm.t0) / NS > s)
+		s = (double)(now - e->cm.t0) / NS;
+	return s;
+}
+
+/* ---- reservations ---- */
+
+int64_t avfs_engine_reserve(struct avfs_engine *e, const struct avfs_service_req *r, uint64_t ino,
+			    void *owner, unsigned flags, int64_t now, struct avfs_admit_left *left,
+			    char *why, size_t whylen)
+{
+	if (!r || flags & ~AVFS_RESERVE_UNCHECKED)
+		return -EINVAL;
+	return bw_reserve(e, r, ino, owner, flags, now, left, why, whylen);
+}
+
+int avfs_engine_release(struct avfs_engine *e, uint64_t id, int64_t now)
+{
+	int err = bw_release(e, id, now);
+
+	rearm(e);
+	return err;
+}
+
+struct avfs_estream *avfs_engine_stream(struct avfs_engine *e, uint64_t id)
+{
+	return bw_stream(e, id);
+}
+
+struct avfs_estream *avfs_engine_stream_at(struct avfs_engine *e, size_t i)
+{
+	return i < e->bw.n ? e->bw.v[i] : NULL;
+}
+
+size_t avfs_engine_stream_count(const struct avfs_engine *e)
+{
+	return e->bw.n;
+}
+
+uint64_t avfs_engine_stream_for(const struct avfs_engine *e, uint64_t ino, bool write)
+{
+	for (size_t i = 0; i < e->bw.n; i++) {
+		const struct avfs_estream *s = e->bw.v[i];
+
+		if (!s->owner && s->ino == ino && s->req.write == write)
+			return s->id;
+	}
+	return 0;
+}
+
+struct avfs_admit *avfs_engine_admit(struct avfs_engine *e)
+{
+	return e->bw.admit;
+}
+
+/* ---- what it knows ---- */
+
+struct avfs_sched *avfs_engine_sched(struct avfs_engine *e)
+{
+	return &e->d.sched;
+}
+
+struct avfs_fs *avfs_engine_fs(struct avfs_engine *e)
+{
+	return e->fs;
+}
+
+const struct avfs_engine_conf *avfs_engine_conf(const struct avfs_engine *e)
+{
+	return &e->c;
+}
+
+const struct avfs_metrics *avfs_engine_metrics(const struct avfs_engine *e)
+{
+	return &e->m;
+}
+
+void avfs_engine_metrics_reset(struct avfs_engine *e, int64_t now)
+{
+	avfs_metrics_reset(&e->m, now);
+}
+
+uint64_t avfs_engine_be_pending(const struct avfs_engine *e)
+{
+	return e->d.be_pending;
+}
+
+size_t avfs_engine_parked(const struct avfs_engine *e)
+{
+	return e->bw.nparked;
+}

@@ -1,0 +1,205 @@
+/*
+ * engine.h — the engine between the front ends (FUSE, libavio clients, the simulator's
+ * workload generators) and a disk backend (SPEC §2): it turns a front end's request on a file
+ * (or on raw device bytes) into device requests through the file system's data plans, applies
+ * the bandwidth class of a reservation (token bucket, parking, spare best effort, promotion),
+ * feeds the scheduler and issues its commands (one on a rotating disk, `depth` on others, FUA
+ * on the last chunk of a chunked data write), steps ordered commits (generation barrier, FLUSH,
+ * commit record), and counts the QoS metrics and the request trace. avfsd, avfs-sim and the
+ * guest mixer runner are thin adapters over it: the same code runs in real and virtual time.
+ *
+ * Sans-I/O: it never reads a clock, sleeps or touches a descriptor. Every call takes `now` (ns,
+ * the driver's monotonic clock); it reaches the world only through struct avfs_engine_ops.
+ * Single-threaded: the driver calls it from one thread.
+ */
+#ifndef AVFS_ENGINE_H
+#define AVFS_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "admit.h"
+#include "disk.h"	/* struct avfs_disk_req: the command handed to ops.submit (types only) */
+#include "iosched.h"
+#include "metrics.h"
+#include "trace.h"
+
+struct avfs_fs;
+struct avfs_engine;
+
+/* ---- requests ---- */
+
+/* A front end's request: a range of a file (ino != 0) or of the device (ino == 0, raw: device
+ * aligned). The front end owns the memory until done() has run; the fields after `priv` are
+ * the engine's. */
+struct avfs_fio {
+	uint64_t ino;		/* the file, or 0: raw device bytes */
+	uint64_t off, len;	/* byte range (a file's: any; raw: aligned to the device) */
+	bool write;
+	bool zero_tail;		/* a write of no data: the stale bytes past `off` (the size) in its
+				 * page zeroed, before a truncate grows the file (len 0, buf NULL) */
+	uint8_t *buf;		/* len bytes: read into / written from */
+	uint64_t cap;		/* bytes of buf the engine may write (>= len): a read whose pages fit
+				 * and whose buf is aligned for the device goes straight into buf */
+	int64_t deadline;	/* the client's, ns; 0: none (a reservation's requests then get the
+				 * service's deadline, others are best effort) */
+	uint64_t stream;	/* the reservation to charge (avfs_engine_reserve), 0: none */
+	int64_t label;		/* the trace's stream column (-1: none) */
+	enum avfs_trace_class cls;	/* trace class when best effort (BE; HP for a probe) */
+	void (*done)(struct avfs_fio *f, int64_t res, int64_t now);	/* bytes or -errno */
+	void *arg;		/* the front end's */
+	/* what happened, valid in done() */
+	int64_t sched_deadline;	/* the deadline it was scheduled with, 0: best effort */
+	int64_t disk_ns;	/* time its commands spent on the device */
+	int64_t arrival;	/* when the engine took it */
+	struct avfs_fio_priv {
+		struct avfs_ereq *parts;	/* its device requests */
+		int pending;		/* parts not complete, plus guards */
+		int64_t res;
+		bool parked;		/* held above its reservation's rate */
+		bool spare;		/* sent as best effort in time nobody asked for */
+		bool started;		/* planned and its parts built */
+		bool canceled;
+		struct avfs_fio *park_next;	/* its stream's parked requests */
+		struct avfs_fio *sp_prev, *sp_next;	/* its stream's spare requests */
+	} priv;
+};
+
+/* Take a request. 0: accepted, done() will run (possibly before this returns: a read with
+ * nothing on the device, an error found while planning); -errno: refused, done() will not run
+ * (-EINVAL: a bad range or buffer, -ETIME: its deadline has passed, -ENOENT: no such stream). */
+int avfs_engine_io(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+/* Withdraw a request no command of which has reached the device: 0 (done() runs with
+ * -ECANCELED), -EBUSY (on the device, or a write already planned: it completes), -ENOENT. */
+int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+
+/* ---- the driver's side ---- */
+
+struct avfs_engine_ops {
+	void *ctx;
+	/* Issue one command (read, write, flush, seek); its completion comes back through
+	 * avfs_engine_complete() with r->cookie. 0, or -errno (nothing issued). */
+	int (*submit)(void *ctx, const struct avfs_disk_req *r);
+	/* The engine wants avfs_engine_tick() at `at` (0: at no particular time); called when
+	 * that time changes. */
+	void (*arm)(void *ctx, int64_t at);
+	/* Optional: one device request completed (the request trace). */
+	void (*trace)(void *ctx, const struct avfs_trace_rec *r);
+	/* Optional: a commit is on disk (err 0) or failed (-errno: the file system turned
+	 * read-only); n commits done so far. */
+	void (*committed)(void *ctx, uint64_t n, int err);
+	/* Optional: something worth a log line (level 0 error, 1 warning, 2 info). */
+	void (*log)(void *ctx, int level, const char *msg);
+};
+
+/* How a reserved stream's requests above its rate are served (papers/004 §3.1). */
+enum avfs_bw_policy {
+	AVFS_BW_PARK,		/* held until its tokens are due (then real time) or nobody else
+				 * asks for the disk (then spare best effort, uncharged) */
+	AVFS_BW_AT_ONCE,	/* best effort at once, charged to the bucket's debt */
+	AVFS_BW_UNCHARGED,	/* best effort at once, uncharged */
+};
+
+struct avfs_engine_conf {
+	const struct avfs_sched_ops *policy;	/* the scheduler: tm unless set */
+	struct avfs_sched_conf sched;	/* the model, rotational, depth, chunk, jit, predictor */
+	struct avfs_admit_conf admit;	/* reservations; its model and block: the engine's */
+	uint32_t lbs;			/* the device's logical block: lba = off / lbs */
+	int64_t commit_period_ns;	/* commit this often when anything changed (5 s); 0: never
+					 * by itself */
+	size_t commit_dirty;		/* ... and when this many metadata blocks are dirty (64) */
+	int64_t wall_offset_ns;		/* the file system's timestamps: now + this */
+	enum avfs_bw_policy bw;		/* AVFS_BW_PARK */
+	bool chunk_fua;			/* a chunked data write carries FUA on its last chunk on a
+					 * rotating disk (SPEC §6; default true) */
+};
+
+/* Defaults: tm with avfs_sched_conf_default, lbs 512, commits every 5 s or 64 dirty blocks,
+ * the bandwidth class parking, FUA on the last chunk. */
+void avfs_engine_conf_default(struct avfs_engine_conf *c);
+/* Engine settings by name, then the scheduler's (avfs_sched_conf_set): "commit-period" (time),
+ * "bw" (park, at-once, uncharged). 0, -ENOENT (unknown), -EINVAL / -ERANGE with why. */
+int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
+			 char *why, size_t whylen);
+
+/* An engine over fs (NULL: raw requests only, no commits) and a device of dev_size bytes.
+ * c->admit's model and block size are taken from c->sched and fs. 0, or -errno with why. */
+int avfs_engine_new(struct avfs_engine **out, const struct avfs_engine_conf *c,
+		    struct avfs_fs *fs, uint64_t dev_size, const struct avfs_engine_ops *ops,
+		    int64_t now, char *why, size_t whylen);
+/* Free: requests still held are forgotten (their done() does not run); drain first. */
+void avfs_engine_free(struct avfs_engine *e);
+
+/* The device finished the command with this cookie: res bytes or -errno. */
+void avfs_engine_complete(struct avfs_engine *e, uint64_t cookie, int64_t res, int64_t now);
+/* Time passed (the armed time came, or any time): hold timers, parked requests, commits. */
+void avfs_engine_tick(struct avfs_engine *e, int64_t now);
+/* When the engine wants the next tick (0: no particular time). */
+int64_t avfs_engine_wake(const struct avfs_engine *e);
+/* Nothing in flight or held: no request, no command, no commit under way. */
+bool avfs_engine_idle(const struct avfs_engine *e);
+
+/* ---- commits (ordered mode: a transaction's data writes reach the disk before the commit
+ * record that makes them reachable) ---- */
+
+/* Commit the running transaction as soon as the one under way (if any) is done; committed()
+ * tells when it is on disk. */
+void avfs_engine_commit(struct avfs_engine *e, int64_t now);
+/* The front end changed the file system: commit when the transaction has grown large. */
+void avfs_engine_changed(struct avfs_engine *e, int64_t now);
+/* Commits done so far, and whether one is under way (an fsync that arrives now waits for the
+ * one after it). */
+uint64_t avfs_engine_commits(const struct avfs_engine *e, bool *under_way);
+/* The longest a commit took, s (one still under way counts its age). */
+double avfs_engine_commit_max_s(const struct avfs_engine *e, int64_t now);
+
+/* ---- reservations (SPEC §7: admission and the bandwidth class) ---- */
+
+/* A reserved stream, as the engine keeps it. */
+struct avfs_estream {
+	uint64_t id;
+	uint64_t ino;		/* the file it was made on (0: none) */
+	struct avfs_service_req req;
+	struct avfs_bucket bucket;
+	struct avfs_qos qos;
+	int64_t since;
+	void *owner;		/* the front end's (a client), NULL: detached */
+	uint32_t pid;		/* the process that made it (the front end's, for avfs-admin) */
+	struct avfs_fio *park_head, *park_tail;	/* requests above its rate, in order */
+	struct avfs_fio *spare_head, *spare_tail;	/* sent as spare, not complete */
+	bool park_timer;	/* a tick is wanted when the head's tokens are due */
+	int64_t park_due;
+};
+
+#define AVFS_RESERVE_UNCHECKED (1u << 0)	/* no admission test (experiments: overprovision) */
+/* Admit a service on ino for owner: its id (> 0), or -errno (-EBUSY: the disk cannot carry it,
+ * -EDQUOT: the user's quota, -EINVAL) with why, and *left on -EBUSY / -EDQUOT. */
+int64_t avfs_engine_reserve(struct avfs_engine *e, const struct avfs_service_req *r, uint64_t ino,
+			    void *owner, unsigned flags, int64_t now, struct avfs_admit_left *left,
+			    char *why, size_t whylen);
+/* End a reservation: its parked requests go on as best effort. 0 or -ENOENT. */
+int avfs_engine_release(struct avfs_engine *e, uint64_t id, int64_t now);
+struct avfs_estream *avfs_engine_stream(struct avfs_engine *e, uint64_t id);
+/* The i-th reservation (0 <= i < count), NULL past the end. */
+struct avfs_estream *avfs_engine_stream_at(struct avfs_engine *e, size_t i);
+size_t avfs_engine_stream_count(const struct avfs_engine *e);
+/* A detached reservation (owner NULL) on ino for the direction: its id, 0 none. */
+uint64_t avfs_engine_stream_for(const struct avfs_engine *e, uint64_t ino, bool write);
+struct avfs_admit *avfs_engine_admit(struct avfs_engine *e);
+/* Add a quota (avfs_admit_set_quota). */
+
+/* ---- what it knows ---- */
+
+struct avfs_sched *avfs_engine_sched(struct avfs_engine *e);
+struct avfs_fs *avfs_engine_fs(struct avfs_engine *e);
+const struct avfs_engine_conf *avfs_engine_conf(const struct avfs_engine *e);
+/* The QoS metrics; reset starts a new measurement at now. */
+const struct avfs_metrics *avfs_engine_metrics(const struct avfs_engine *e);
+void avfs_engine_metrics_reset(struct avfs_engine *e, int64_t now);
+/* Best-effort requests in the scheduler (spare ones not counted): work conservation's aside. */
+uint64_t avfs_engine_be_pending(const struct avfs_engine *e);
+/* Reserved requests parked above their rate, every stream. */
+size_t avfs_engine_parked(const struct avfs_engine *e);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * engine_i.h — the engine's private parts and how its modules call each other. Layers, each
+ * calling only those below it (callbacks upward go through the function pointers in struct
+ * avfs_engine, set by engine.c):
+ *
+ *   engine.c    the public entry points, the wake time, the completion of front-end requests
+ *   bwclass.c   reservations and the bandwidth class: charge, park, spare, promote
+ *   fileio.c    a front-end request into device requests (data plans: reads, zero-fills,
+ *               read-modify-writes)
+ *   commit.c    ordered commits: generations, the barrier, FLUSH, the plan's writes
+ *   dispatch.c  the scheduler and the device: slots, commands, FLUSH, completions
+ *   metrics.c, trace.c   leaves: counting and the trace's text
+ */
+#ifndef AVFS_ENGINE_I_H
+#define AVFS_ENGINE_I_H
+
+#include "engine.h"
+#include "fs.h"
+
+/* One device request through the scheduler: a part of a front-end request, a read of a
+ * read-modify-write, or a write of a commit's plan. */
+struct avfs_ereq {
+	struct avfs_io io;	/* first: the scheduler hands it back */
+	uint8_t *buf;		/* the device's side of the transfer */
+	uint8_t *own;		/* a buffer it owns (a bounce, a page to merge), freed with it */
+	struct avfs_fio *f;	/* its front-end request; NULL for a commit's write */
+	struct avfs_ereq *next;	/* on f->priv.parts */
+	/* called when it completed or failed (res bytes or -errno); the owner frees it */
+	void (*done)(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now);
+	enum avfs_trace_class cls;	/* when best effort (RT when it has a deadline) */
+	int64_t label;		/* the trace's stream */
+	unsigned gen;		/* a data write: the commit generation it belongs to */
+	bool data_write;	/* counted by commit.c until done (ordered mode) */
+	bool be_counted;	/* counted in be_pending */
+	bool queued;		/* in the scheduler */
+	bool dispatched;	/* a command of it reached the device */
+	bool spare;		/* best effort nobody else asked for: not counted in be_pending */
+	int64_t service_ns;	/* its commands' time on the device */
+	/* fileio.c: a read that a write waits for (read-modify-write), or a bounced read */
+	struct avfs_ereq *then;	/* the write to complete (merge into) when this read is done */
+	uint32_t at;		/* the page's offset in then->own */
+	uint32_t keep_head, keep_tail;	/* bytes of the page to merge: [0, head), [4096 - tail, 4096) */
+	int waits;		/* a write: reads it waits for */
+	uint64_t copy_to, copy_len;	/* a bounced read: bytes for f->buf at copy_to, from own + skip */
+	uint32_t skip;
+};
+
+struct avfs_dispatch {
+	struct avfs_sched sched;
+	struct avfs_sched_cmd *slots;	/* commands on the device, by cookie */
+	int64_t *slot_at;		/* when each went */
+	unsigned nslots;
+	int64_t hold_at;		/* the scheduler's WAIT, 0: none */
+	uint64_t be_pending;
+	bool kicking, again;		/* kick() is running: a nested call only asks it to loop */
+	/* FLUSH: one at a time, through a slot like any command */
+	bool flush_wanted, flush_inflight;
+	int64_t flush_at;
+	void (*flush_done)(struct avfs_engine *e, int res, int64_t now);
+};
+
+struct avfs_commit {
+	struct avfs_plan *plan;	/* the one under way */
+	size_t i;		/* its next operation */
+	unsigned gen;		/* data writes issued now belong to this generation */
+	unsigned writes[2];	/* data writes not yet complete, by generation parity */
+	bool wanted;		/* another commit after this one */
+	bool busy;		/* a write of the plan is out */
+	bool flushing;
+	uint64_t done;		/* commits on disk */
+	int64_t next_at;	/* the periodic commit */
+	int64_t t0;		/* the plan under way began */
+	double max_s;
+};
+
+struct avfs_bw {
+	struct avfs_admit *admit;
+	struct avfs_estream **v;
+	size_t n, cap;
+	size_t nparked;
+};
+
+struct avfs_engine {
+	struct avfs_engine_conf c;
+	struct avfs_engine_ops ops;
+	struct avfs_fs *fs;	/* NULL: raw requests only */
+	uint64_t dev_size;
+	uint64_t block_size;
+	struct avfs_dispatch d;
+	struct avfs_commit cm;
+	struct avfs_bw bw;
+	struct avfs_metrics m;
+	int64_t armed;		/* the time last given to ops.arm */
+	size_t nfio;		/* front-end requests taken and not done */
+	/* upward calls (set by engine.c) */
+	void (*be_idle)(struct avfs_engine *e, int64_t now);	/* be_pending fell to 0 */
+	void (*fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+};
+
+void avfs_engine_log(struct avfs_engine *e, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* dispatch.c */
+int dsp_init(struct avfs_engine *e, char *why, size_t whylen);
+void dsp_fini(struct avfs_engine *e);
+/* Into the scheduler (and kick). 0, or -errno (-ETIME: its deadline passed; not kept). */
+int dsp_submit(struct avfs_engine *e, struct avfs_ereq *q, int64_t now);
+/* Out of the scheduler again (not dispatched): 0, or -EBUSY / -ENOENT. */
+int dsp_withdraw(struct avfs_engine *e, struct avfs_ereq *q);
+void dsp_kick(struct avfs_engine *e, int64_t now);
+void dsp_complete(struct avfs_engine *e, uint64_t cookie, int64_t res, int64_t now);
+/* Issue a FLUSH when a slot is free, before the scheduler's next command. */
+void dsp_flush(struct avfs_engine *e, void (*done)(struct avfs_engine *e, int res, int64_t now),
+	       int64_t now);
+void dsp_tick(struct avfs_engine *e, int64_t now);
+bool dsp_idle(const struct avfs_engine *e);
+
+/* commit.c */
+void cm_init(struct avfs_engine *e, int64_t now);
+void cm_fini(struct avfs_engine *e);
+void cm_request(struct avfs_engine *e, int64_t now);
+void cm_changed(struct avfs_engine *e, int64_t now);
+void cm_tick(struct avfs_engine *e, int64_t now);
+/* A data write begins (its generation) / ends (may let a waiting commit go on). */
+unsigned cm_write_begin(struct avfs_engine *e);
+void cm_write_end(struct avfs_engine *e, unsigned gen, int64_t now);
+
+/* fileio.c */
+/* Plan f and send its parts (deadline 0: best effort; spare: not counted as best effort
+ * pending). f->done runs through e->fio_done when all are complete. */
+void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool spare,
+	       int64_t now);
+/* Its parts back out of the scheduler (none on the device): 0 (freed, f done with -ECANCELED
+ * by the caller), -EBUSY. */
+int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f);
+/* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY. */
+int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now);
+
+/* bwclass.c */
+int bw_init(struct avfs_engine *e, char *why, size_t whylen);
+void bw_fini(struct avfs_engine *e);
+void bw_io(struct avfs_engine *e, struct avfs_estream *s, struct avfs_fio *f, int64_t now);
+void bw_fio_done(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+bool bw_unpark(struct avfs_engine *e, struct avfs_fio *f);
+void bw_tick(struct avfs_engine *e, int64_t now);
+void bw_be_idle(struct avfs_engine *e, int64_t now);
+int64_t bw_wake(const struct avfs_engine *e);
+int64_t bw_reserve(struct avfs_engine *e, const struct avfs_service_req *r, uint64_t ino,
+		   void *owner, unsigned flags, int64_t now, struct avfs_admit_left *left,
+		   char *why, size_t whylen);
+int bw_release(struct avfs_engine *e, uint64_t id, int64_t now);
+struct avfs_estream *bw_stream(const struct avfs_engine *e, uint64_t id);
+
+#endif

@@ -1,0 +1,365 @@
+/*
+ * fileio.c — a front end's request into device requests. A file's range becomes the fs core's
+ * data plan (avfs_fs_plan_read / avfs_fs_plan_write): reads of initialized pages, zero-fills of
+ * holes, writes with their partial pages read-modify-written; raw device ranges go as they are.
+ * Where the caller's buffer fits the device's pages the transfer goes straight into or out of
+ * it; otherwise through a bounce buffer. Data writes are counted in their commit generation
+ * (ordered mode). It does not decide deadlines (bwclass.c, engine.c do) nor compute what to
+ * zero or merge (the core's plan says).
+ */
+#include "engine_i.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE AVFS_PAGE
+#define ALIGN 4096u	/* O_DIRECT buffers: the largest alignment any backend asks for */
+
+static void *alloc_buf(size_t len)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, ALIGN, len ? len : ALIGN) ? NULL : p;
+}
+
+static bool aligned(const void *p)
+{
+	return ((uintptr_t)p & (ALIGN - 1)) == 0;
+}
+
+static void part_free(struct avfs_ereq *q)
+{
+	free(q->own);
+	free(q);
+}
+
+/* All of f's parts are done (or it failed before any went): the engine finishes it. */
+static void put(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	if (--f->priv.pending > 0)
+		return;
+	while (f->priv.parts) {
+		struct avfs_ereq *q = f->priv.parts;
+
+		f->priv.parts = q->next;
+		part_free(q);
+	}
+	e->fio_done(e, f, now);
+}
+
+static void fail(struct avfs_fio *f, int err)
+{
+	if (err < 0 && f->priv.res >= 0)
+		f->priv.res = err;
+}
+
+static void unlink_part(struct avfs_fio *f, struct avfs_ereq *q)
+{
+	for (struct avfs_ereq **pp = &f->priv.parts; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			return;
+		}
+}
+
+/* A part done: its write's generation, its bounce copied out, its time counted. */
+static void part_done(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now)
+{
+	struct avfs_fio *f = q->f;
+
+	f->disk_ns += q->service_ns;
+	if (q->data_write)
+		cm_write_end(e, q->gen, now);
+	if (res < 0)
+		fail(f, res);
+	else if (q->copy_len)
+		memcpy(f->buf + q->copy_to, q->own + q->skip, q->copy_len);
+	unlink_part(f, q);
+	part_free(q);
+	put(e, f, now);
+}
+
+static struct avfs_ereq *part_new(struct avfs_fio *f, uint64_t off, uint64_t len, bool write,
+				  int64_t deadline, bool spare)
+{
+	struct avfs_ereq *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->io.off = off;
+	q->io.len = len;
+	q->io.write = write;
+	q->io.deadline = deadline;
+	q->spare = spare;
+	q->f = f;
+	q->cls = f->cls;
+	q->label = f->label;
+	q->done = part_done;
+	q->next = f->priv.parts;
+	f->priv.parts = q;
+	f->priv.pending++;
+	return q;
+}
+
+/* Send q; a refusal (its deadline passed, a bad range) completes it with the error. */
+static void send(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
+{
+	int err = dsp_submit(e, q, now);
+
+	if (err) {
+		if (err == -ETIME)
+			e->m.etime++;
+		q->done(e, q, err, now);
+	}
+}
+
+static void data_write_flags(struct avfs_engine *e, struct avfs_ereq *q)
+{
+	const struct avfs_sched_conf *s = &e->c.sched;
+
+	q->data_write = true;
+	q->gen = cm_write_begin(e);
+	/* SPEC §6, papers/003 §3.1.3: a chunked data write goes with FUA on its last chunk (the
+	 * mixer puts it there), so that the drive's write-back adds no seek behind the next
+	 * request; the commit's FLUSH still makes everything durable */
+	q->io.fua = e->c.chunk_fua && s->chunk && q->io.len > s->chunk && s->rotational;
+}
+
+/* A read of a read-modify-write is done: merge its kept bytes into the write waiting for it,
+ * and send the write once it waits for nothing more. */
+static void rmw_read_done(struct avfs_engine *e, struct avfs_ereq *r, int res, int64_t now)
+{
+	struct avfs_fio *f = r->f;
+	struct avfs_ereq *w = r->then;
+
+	f->disk_ns += r->service_ns;
+	if (res < 0) {
+		fail(f, res);
+	} else {
+		memcpy(w->own + r->at, r->own, r->keep_head);
+		memcpy(w->own + r->at + PAGE - r->keep_tail, r->own + PAGE - r->keep_tail,
+		       r->keep_tail);
+	}
+	unlink_part(f, r);
+	part_free(r);
+	if (--w->waits > 0) {
+		put(e, f, now);
+		return;
+	}
+	if (f->priv.res < 0)	/* a read failed: the write must not go with a wrong page */
+		w->done(e, w, f->priv.res, now);
+	else
+		send(e, w, now);
+	put(e, f, now);
+}
+
+/* The read of one page of w to merge (at its offset at). */
+static int rmw_read(struct avfs_fio *f, struct avfs_ereq *w, uint32_t at, uint32_t head,
+		    uint32_t tail, int64_t deadline, bool spare)
+{
+	struct avfs_ereq *r = part_new(f, w->io.off + at, PAGE, false, deadline, spare);
+
+	if (!r)
+		return -ENOMEM;
+	r->own = alloc_buf(PAGE);
+	if (!r->own)
+		return -ENOMEM;
+	r->buf = r->own;
+	r->then = w;
+	r->at = at;
+	r->keep_head = head;
+	r->keep_tail = tail;
+	r->done = rmw_read_done;
+	w->waits++;
+	return 0;
+}
+
+/* The device request of op o: on the caller's buffer (direct) or on a buffer of its own. */
+static struct avfs_ereq *part_of(struct avfs_fio *f, const struct avfs_dop *o, bool write,
+				 bool direct, int64_t deadline, bool spare)
+{
+	struct avfs_ereq *q = part_new(f, o->dev_off, o->dev_len, write, deadline, spare);
+
+	if (!q)
+		return NULL;
+	if (direct) {
+		q->buf = f->buf + o->buf_off;
+		return q;
+	}
+	q->own = alloc_buf(o->dev_len);
+	q->buf = q->own;
+	return q->own ? q : NULL;	/* (a part without its buffer is freed with f's parts) */
+}
+
+/* Build the parts of one op of a plan; reads and ready writes are listed in *go to be sent. */
+static int op_parts(struct avfs_engine *e, struct avfs_fio *f, const struct avfs_dop *o,
+		    int64_t deadline, bool spare)
+{
+	struct avfs_ereq *q;
+	uint8_t *dst = f->buf ? f->buf + o->buf_off : NULL;	/* (none for a zero_tail) */
+
+	switch (o->kind) {
+	case AVFS_DOP_ZERO:
+		memset(dst, 0, o->len);
+		return 0;
+	case AVFS_DOP_READ:
+		/* straight into the caller's buffer where its pages fit, else through a bounce */
+		q = part_of(f, o, false, !o->skip && aligned(dst) && o->buf_off + o->dev_len <= f->cap,
+			    deadline, spare);
+		if (!q)
+			return -ENOMEM;
+		if (q->buf == dst)
+			return 0;
+		q->copy_to = o->buf_off;
+		q->copy_len = o->len;
+		q->skip = o->skip;
+		return 0;
+	case AVFS_DOP_WRITE:
+		/* straight from the caller's buffer when it is whole pages, else assembled */
+		q = part_of(f, o, true, !(o->flags & AVFS_DOP_ZEROS) && !o->skip && !o->keep_head &&
+			    !o->keep_tail && o->len == o->dev_len && dst && aligned(dst),
+			    deadline, spare);
+		if (!q)
+			return -ENOMEM;
+		data_write_flags(e, q);
+		if (q->buf == dst)
+			return 0;
+		memset(q->own, 0, o->dev_len);
+		if (!(o->flags & AVFS_DOP_ZEROS) && dst)
+			memcpy(q->own + o->skip, dst, o->len);
+		/* the partial first and last pages keep the bytes around the data: read them first
+		 * (one read when they are the same page) */
+		if (o->dev_len == PAGE && (o->keep_head || o->keep_tail))
+			return rmw_read(f, q, 0, o->keep_head, o->keep_tail, deadline, spare);
+		if (o->keep_head && rmw_read(f, q, 0, o->keep_head, 0, deadline, spare))
+			return -ENOMEM;
+		if (o->keep_tail && rmw_read(f, q, (uint32_t)(o->dev_len - PAGE), 0, o->keep_tail,
+					     deadline, spare))
+			return -ENOMEM;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Send the parts that wait for nothing: reads, and writes with no page to merge. They are
+ * listed first: a send that fails at once completes its part (and a read of a
+ * read-modify-write may finish its write) while the list is walked. The caller holds a guard. */
+static void send_ready(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	struct avfs_ereq *q, *one[8], **v = one;
+	size_t n = 0, k = 0;
+
+	for (q = f->priv.parts; q; q = q->next)
+		n += !q->waits && !q->queued && !q->dispatched;
+	if (n > 8 && !(v = malloc(n * sizeof(*v)))) {
+		v = one;	/* without memory: one at a time, each walk from the start */
+		while ((q = f->priv.parts)) {
+			while (q && (q->waits || q->queued || q->dispatched))
+				q = q->next;
+			if (!q)
+				break;
+			send(e, q, now);
+		}
+		return;
+	}
+	for (q = f->priv.parts; q; q = q->next)
+		if (!q->waits && !q->queued && !q->dispatched)
+			v[k++] = q;
+	for (k = 0; k < n; k++)
+		send(e, v[k], now);
+	if (v != one)
+		free(v);
+}
+
+void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool spare,
+	       int64_t now)
+{
+	struct avfs_data_plan p;
+	struct avfs_ereq *q, *next;
+	int err = 0;
+
+	f->sched_deadline = deadline;
+	f->priv.spare = spare;
+	f->priv.started = true;
+	f->priv.pending = 1;	/* a guard while the parts are built and sent */
+	avfs_data_plan_init(&p);
+	if (!f->ino) {
+		q = part_new(f, f->off, f->len, f->write, deadline, spare);
+		if (!q) {
+			err = -ENOMEM;
+		} else {
+			q->buf = f->buf;
+			if (f->write)
+				data_write_flags(e, q);
+			p.bytes = f->len;
+		}
+	} else if (f->zero_tail) {
+		err = avfs_fs_plan_zero_tail(e->fs, f->ino, f->off, &p);
+	} else if (f->write) {
+		err = avfs_fs_plan_write(e->fs, f->ino, f->off, f->len, now + e->c.wall_offset_ns,
+					 &p);
+	} else {
+		err = avfs_fs_plan_read(e->fs, f->ino, f->off, f->len, &p);
+	}
+	for (size_t i = 0; !err && i < p.n; i++)
+		err = op_parts(e, f, &p.ops[i], deadline, spare);
+	f->priv.res = err ? err : (int64_t)p.bytes;
+	avfs_data_plan_free(&p);
+	if (err) {
+		/* nothing was sent: every part ends here (a write's generation too) */
+		for (q = f->priv.parts; q; q = next) {
+			next = q->next;
+			if (q->data_write)
+				cm_write_end(e, q->gen, now);
+			f->priv.pending--;
+		}
+	} else {
+		send_ready(e, f, now);
+	}
+	if (f->ino && f->write)
+		cm_changed(e, now);
+	put(e, f, now);
+}
+
+int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f)
+{
+	struct avfs_ereq *q, *next;
+
+	for (q = f->priv.parts; q; q = q->next)
+		if (q->dispatched || q->data_write || q->then)
+			return -EBUSY;	/* on the device, or a planned write: it completes */
+	for (q = f->priv.parts; q; q = q->next)
+		if (q->queued && dsp_withdraw(e, q))
+			return -EBUSY;	/* cannot happen: none was dispatched */
+	for (q = f->priv.parts; q; q = next) {
+		next = q->next;
+		part_free(q);
+		f->priv.pending--;
+	}
+	f->priv.parts = NULL;
+	return 0;
+}
+
+int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now)
+{
+	struct avfs_ereq *q;
+
+	for (q = f->priv.parts; q; q = q->next)
+		if (q->dispatched)
+			return -EBUSY;
+	for (q = f->priv.parts; q; q = q->next)
+		if (q->queued && dsp_withdraw(e, q))
+			return -EBUSY;	/* cannot happen: none was dispatched */
+	f->sched_deadline = deadline;
+	f->priv.spare = false;
+	for (q = f->priv.parts; q; q = q->next) {
+		q->io.deadline = deadline;
+		q->spare = false;
+	}
+	f->priv.pending++;	/* a guard */
+	send_ready(e, f, now);
+	put(e, f, now);
+	return 0;
+}

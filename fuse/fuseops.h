@@ -1,0 +1,41 @@
+/*
+ * fuseops.h — avfsd's FUSE front end (libfuse3's low-level API, SPEC §9): the mount, and the
+ * POSIX operations mapped onto the file system core (namespace and attributes, answered at
+ * once from memory) and onto the engine (reads and writes, answered when their device requests
+ * complete; fsync when the commit after it is on disk). Its own read-ahead inside a data block.
+ * It reads no clock (the loop hands it the time) and never blocks on the disk.
+ */
+#ifndef AVFS_FUSEOPS_H
+#define AVFS_FUSEOPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct avfs_engine;
+struct avfs_fs;
+struct avfs_fuse;
+
+struct avfs_fuse_conf {
+	const char *mountpoint;
+	bool allow_other;
+	const char *socket;	/* shown in the user.avfs.socket attribute of every file */
+};
+
+/* Mount the file system at c->mountpoint. 0, or -errno with why. */
+int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs *fs,
+		  const struct avfs_fuse_conf *c, char *why, size_t whylen);
+/* Unmount and free. */
+void avfs_fuse_free(struct avfs_fuse *fu);
+/* The descriptor to watch for requests. */
+int avfs_fuse_fd(const struct avfs_fuse *fu);
+/* The descriptor is readable: take one request and answer it (or start its I/O). now: the
+ * loop's time; wall: the file system's time stamps (ns since the epoch). 0, -EAGAIN (nothing
+ * there after all), or -ENODEV once the mount is gone. */
+int avfs_fuse_process(struct avfs_fuse *fu, int64_t now, int64_t wall);
+/* n commits are on disk (err 0), or a commit failed: fsync replies waiting for it go. */
+void avfs_fuse_committed(struct avfs_fuse *fu, uint64_t n, int err);
+/* The data of ino changed behind the mount (a libavio write): forget what was read ahead. */
+void avfs_fuse_invalidate(struct avfs_fuse *fu, uint64_t ino);
+
+#endif
