@@ -1,12 +1,13 @@
 /*
- * mixer_run.c — a short avfs-sim-like run of the traffic mixer over a real disk backend, in real
- * time (issue 8): N real-time readers, each a sequential stream at a fixed rate with a deadline
- * per request, one recording stream (writes with FUA: the mixer puts it on the last chunk),
- * and one greedy best-effort reader at random places, all scheduled by the same avfs_sched_tm
- * that avfsd and avfs-sim run, issued through avfs_disk_open's backend (uring, sg, nvme).
- * Prints the QoS figures, the expected wait of a newly arriving urgent request for the command
- * on the device, E(T_wait) = ½ ΣT_i² / elapsed (papers/003 eq. (2), T_i the commands' times on
- * the device), and the commands issued by kind; exit 0 when every real-time request
+ * mixer_run.c — a short avfs-sim-like run of the engine over a real disk backend, in real time
+ * (issue 8): N real-time readers, each a sequential stream at a fixed rate with a deadline per
+ * request, one recording stream (a chunked write carries FUA on its last chunk), and one
+ * greedy best-effort reader at random places — raw device requests to the same engine avfsd
+ * and avfs-sim run (engine/: the traffic mixer, chunking, JIT and split with the predictor),
+ * issued through avfs_disk_open's backend (uring, sg, nvme). This file is the real-time
+ * adapter: the clock, the device's completions, the workload.
+ * Prints the QoS figures, E(T_wait) = ½ ΣT_i² / elapsed (papers/003 eq. (2), T_i the commands'
+ * times on the device) and the commands issued by kind; exit 0 when every real-time request
  * met its deadline and every command succeeded, 1 otherwise, 2 for bad usage.
  *
  * Usage: mixer_run [--backend B] [--duration S] [--streams N] [--rate R] [--io SIZE]
@@ -32,8 +33,8 @@
 
 #include "clock.h"
 #include "disk.h"
+#include "engine.h"
 #include "hddmodel.h"	/* avfs_hdd_free */
-#include "iosched.h"
 #include "rotpred.h"
 #include "units.h"
 
@@ -42,32 +43,27 @@
 #define BE_IO (64u << 10)
 
 struct req {
-	struct avfs_io io;	/* first: the scheduler hands back &io */
+	struct avfs_fio f;	/* first: the engine hands it back */
 	int stream;		/* -1: best effort */
-	void *buf;
-	int64_t deadline;
 };
 
 struct stream {
 	uint64_t base, span, next_off;
 	int64_t next_release;
 	bool write;
-	unsigned outstanding;
 };
 
 static struct {
 	struct avfs_disk *d;
-	struct avfs_sched s;
+	struct avfs_engine *e;
 	struct avfs_rotpred rp;
 	bool predicting;
-	struct avfs_sched_cmd slots[256];
-	uint64_t rt, misses, etime, be, be_bytes, errors;
+	int64_t wake;		/* the engine's */
+	uint64_t errors;
 	uint64_t cmds_read, cmds_write, cmds_fua, cmds_seek;
-	int64_t margin_min, busy_ns, started_at[256];
-	double busy2;		/* Σ T_i² over commands, ns² (papers/003 eq. (2)) */
 	unsigned be_out;
 	uint64_t seed;
-} g = { .margin_min = INT64_MAX, .seed = 88172645463325252ull };
+} g = { .seed = 88172645463325252ull };
 
 static uint64_t rnd(void)
 {
@@ -77,121 +73,78 @@ static uint64_t rnd(void)
 	return g.seed;
 }
 
-static struct req *new_req(uint64_t off, uint32_t len, bool write, int64_t deadline, int stream)
-{
-	struct req *q = calloc(1, sizeof(*q));
+/* ---- the engine's side: the device ---- */
 
-	if (!q || !(q->buf = avfs_disk_alloc_buf(g.d, len))) {
-		fprintf(stderr, "mixer_run: out of memory\n");
-		exit(1);
-	}
-	memset(q->buf, write ? 0x5a : 0, len);
-	q->io = (struct avfs_io){ .off = off, .len = len, .write = write, .fua = write,
-				  .deadline = deadline };
-	q->stream = stream;
-	q->deadline = deadline;
-	return q;
+static int ops_submit(void *ctx, const struct avfs_disk_req *r)
+{
+	(void)ctx;
+	g.cmds_seek += r->op == AVFS_DISK_SEEK;
+	g.cmds_read += r->op == AVFS_DISK_READ;
+	g.cmds_write += r->op == AVFS_DISK_WRITE;
+	g.cmds_fua += r->op == AVFS_DISK_WRITE && (r->flags & AVFS_DISK_FUA);
+	return avfs_disk_submit(g.d, r);
 }
 
-static void submit(struct req *q, int64_t now)
+static void ops_arm(void *ctx, int64_t at)
 {
-	int err = avfs_sched_submit(&g.s, &q->io, now);
-
-	if (err) {
-		fprintf(stderr, "mixer_run: scheduler refused a request: %s\n", strerror(-err));
-		exit(1);
-	}
+	(void)ctx;
+	g.wake = at;
 }
 
-static void finish(struct req *q, struct stream *st, int res, int64_t now)
+static void ops_log(void *ctx, int level, const char *msg)
 {
-	if (q->stream >= 0) {
-		st[q->stream].outstanding--;
-		g.rt++;
-		if (res == -ETIME) {
-			g.etime++;
-			g.misses++;
-		} else if (now > q->deadline) {
-			g.misses++;
-		}
-		if (res >= 0 && q->deadline - now < g.margin_min)
-			g.margin_min = q->deadline - now;
-	} else {
+	(void)ctx;
+	fprintf(stderr, "mixer_run: engine: %s%s\n", level ? "" : "error: ", msg);
+}
+
+static void done(struct avfs_fio *f, int64_t res, int64_t now)
+{
+	struct req *q = (struct req *)f;
+
+	(void)now;
+	if (q->stream < 0)
 		g.be_out--;
-		g.be++;
-		g.be_bytes += res >= 0 ? q->io.orig_len : 0;
-	}
 	if (res < 0 && res != -ETIME) {
 		g.errors++;
 		fprintf(stderr, "mixer_run: %s at %" PRIu64 " failed: %s\n",
-			q->io.write ? "write" : "read", q->io.orig_off, strerror(-res));
+			f->write ? "write" : "read", f->off, strerror((int)-res));
 	}
-	free(q->buf);
+	free(f->buf);
 	free(q);
 }
 
-/* What the mixer says now: dispatch, fail or wait. Returns the hold timer, or 0. */
-static int64_t kick(struct stream *st)
+static void submit(uint64_t off, uint32_t len, bool write, int64_t deadline, int stream,
+		   int64_t now)
 {
-	for (;;) {
-		struct avfs_sched_cmd cmd;
-		struct req *q;
-		unsigned s;
-		int err;
+	struct req *q = calloc(1, sizeof(*q));
+	int err;
 
-		avfs_sched_next(&g.s, avfs_clock_ns(), &cmd);
-		if (cmd.kind == AVFS_SCHED_IDLE)
-			return 0;
-		if (cmd.kind == AVFS_SCHED_WAIT)
-			return cmd.at;
-		q = (struct req *)cmd.io;
-		if (cmd.kind == AVFS_SCHED_FAIL) {
-			finish(q, st, cmd.err, avfs_clock_ns());
-			continue;
-		}
-		for (s = 0; g.slots[s].io; s++)
-			;
-		g.slots[s] = cmd;
-		g.started_at[s] = avfs_clock_ns();
-		g.cmds_seek += cmd.seek;
-		g.cmds_read += !cmd.seek && !cmd.write;
-		g.cmds_write += !cmd.seek && cmd.write;
-		g.cmds_fua += cmd.fua;
-		err = avfs_disk_submit(g.d, &(struct avfs_disk_req){
-			.op = cmd.seek ? AVFS_DISK_SEEK : cmd.write ? AVFS_DISK_WRITE : AVFS_DISK_READ,
-			.flags = cmd.fua ? AVFS_DISK_FUA : 0, .lba = cmd.off / g.d->info.lbs,
-			.len = cmd.len, .buf = (char *)q->buf + (cmd.off - q->io.orig_off),
-			.buf_index = -1, .cookie = s });
-		if (err) {
-			g.slots[s].io = NULL;
-			avfs_sched_done(&g.s, &cmd, avfs_clock_ns(), err);
-			finish(q, st, err, avfs_clock_ns());
-		} else if (g.predicting && !cmd.seek) {
-			avfs_rotpred_issued(&g.rp, g.started_at[s], cmd.off, cmd.len);
-		}
+	if (!q || !(q->f.buf = avfs_disk_alloc_buf(g.d, len))) {
+		fprintf(stderr, "mixer_run: out of memory\n");
+		exit(1);
+	}
+	memset(q->f.buf, write ? 0x5a : 0, len);
+	q->stream = stream;
+	q->f = (struct avfs_fio){ .off = off, .len = len, .write = write, .buf = q->f.buf,
+				  .cap = len, .deadline = deadline, .label = stream,
+				  .cls = AVFS_TRACE_BE, .done = done };
+	if (stream < 0)
+		g.be_out++;
+	err = avfs_engine_io(g.e, &q->f, now);
+	if (err) {
+		fprintf(stderr, "mixer_run: the engine refused a request: %s\n", strerror(-err));
+		exit(1);
 	}
 }
 
-static void reap(struct stream *st)
+static void reap(int64_t now)
 {
 	struct avfs_disk_cqe c[16];
 	int n;
 
-	while ((n = avfs_disk_reap(g.d, c, 16)) > 0) {
-		for (int i = 0; i < n; i++) {
-			struct avfs_sched_cmd cmd = g.slots[c[i].cookie];
-			int64_t t = avfs_clock_ns();
-
-			g.slots[c[i].cookie].io = NULL;
-			g.busy_ns += t - g.started_at[c[i].cookie];
-			g.busy2 += (double)(t - g.started_at[c[i].cookie]) *
-				   (double)(t - g.started_at[c[i].cookie]);
-			if (g.predicting && c[i].res >= 0)
-				avfs_rotpred_observe(&g.rp, t, cmd.off + cmd.len, !cmd.seek);
-			if (avfs_sched_done(&g.s, &cmd, t, (int)c[i].res))
-				finish((struct req *)cmd.io, st, c[i].res < 0 ? (int)c[i].res : 0, t);
-		}
-	}
+	while ((n = avfs_disk_reap(g.d, c, 16)) > 0)
+		for (int i = 0; i < n; i++)
+			avfs_engine_complete(g.e, c[i].cookie, c[i].res, now);
 }
 
 static void usage(FILE *f)
@@ -200,6 +153,32 @@ static void usage(FILE *f)
 		"                 [--rate BYTES/S] [--io SIZE] [--buffer S] [--disk-model NAME]\n"
 		"                 [--set NAME=VALUE]... DEVICE   (a scratch device or image file: it is "
 		"written)\n");
+}
+
+static void report(double duration, int64_t now)
+{
+	const struct avfs_metrics *m = avfs_engine_metrics(g.e);
+	struct avfs_metrics_summary s;
+	struct avfs_sched_counters k;
+
+	avfs_metrics_summary(m, now, &s);
+	printf("mixer_run: RT requests %" PRIu64 ", misses %" PRIu64 " (-ETIME %" PRIu64 "), "
+	       "margin min %.1f ms; BE %" PRIu64 " requests, %.2f MB/s; disk busy %.1f %%; "
+	       "E(T_wait) %.3f ms\n",
+	       s.rt_requests, s.misses, s.etime, s.rt_requests ? s.margin_min_ms : 0.0,
+	       s.be_requests, s.be_bytes / 1e6 / duration, 100.0 * s.utilization, s.e_twait_ms);
+	printf("mixer_run: commands READ %" PRIu64 ", WRITE %" PRIu64 " (FUA %" PRIu64 "), SEEK %"
+	       PRIu64 ", errors %" PRIu64 "; mean command time %.3f ms\n", g.cmds_read,
+	       g.cmds_write, g.cmds_fua, g.cmds_seek, g.errors,
+	       s.commands ? m->svc_sum_ns / 1e6 / (double)s.commands : 0.0);
+	avfs_sched_counters(avfs_engine_sched(g.e), &k);
+	printf("mixer_run: mixer: %" PRIu64 " chunk commands, %" PRIu64 " JIT waits (%.1f ms "
+	       "predicted slack), %" PRIu64 " seek splits\n", k.chunks, k.jit_waits,
+	       k.jit_wait_ns / 1e6, k.seek_splits);
+	if (g.predicting)
+		printf("mixer_run: predictor: transport slip learned %.3f ms; %" PRIu64 " of %" PRIu64
+		       " commands judged lost a turn\n", g.rp.slip_ns / 1e6, g.rp.slip_lost,
+		       g.rp.slip_samples);
 }
 
 int main(int argc, char **argv)
@@ -217,7 +196,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	enum avfs_backend backend = AVFS_BACKEND_AUTO;
-	struct avfs_sched_conf conf;
+	struct avfs_engine_conf ec;
+	struct avfs_engine_ops ops = { .submit = ops_submit, .arm = ops_arm, .log = ops_log };
 	struct avfs_rotpred_params rpp;
 	struct avfs_hdd *geom = NULL;
 	const char *model = NULL;
@@ -226,10 +206,12 @@ int main(int argc, char **argv)
 	uint64_t rate = 2000000, io = 256u << 10, v;
 	unsigned nstreams = 2;
 	char why[256];
-	int64_t t0, end, hold = 0;
+	int64_t t0, end;
+	bool failed;
 	int c, err;
 
-	avfs_sched_conf_default(&conf);
+	avfs_engine_conf_default(&ec);
+	ec.commit_period_ns = 0;	/* raw requests: no file system, no commits */
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char name[64];
 		const char *eq;
@@ -260,7 +242,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			snprintf(name, sizeof(name), "%.*s", (int)(eq - optarg), optarg);
-			if (avfs_sched_conf_set(&conf, name, eq + 1, why, sizeof(why))) {
+			if (avfs_engine_conf_set(&ec, name, eq + 1, why, sizeof(why))) {
 				fprintf(stderr, "mixer_run: %s\n", why);
 				return 2;
 			}
@@ -274,40 +256,41 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	err = avfs_disk_open(argv[optind], backend,
-			     conf.split_bytes ? AVFS_OPEN_SEEK : 0, &g.d, why, sizeof(why));
+	err = avfs_disk_open(argv[optind], backend, ec.sched.split_bytes ? AVFS_OPEN_SEEK : 0, &g.d,
+			     why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "mixer_run: %s\n", why);
 		return 1;
 	}
-	if (conf.split_bytes && !g.d->info.has_seek) {
+	if (ec.sched.split_bytes && !g.d->info.has_seek) {
 		fprintf(stderr, "mixer_run: split needs SEEK, which the %s backend does not give\n",
 			g.d->ident.backend);
 		return 2;
 	}
 	io -= io % g.d->info.lbs;
-	conf.model.lmax = g.d->info.size;
-	avfs_rotpred_params_from_model(&conf.model, &rpp);
-	if (model && (err = avfs_rotpred_named(model, g.d->info.size, &conf.model, &rpp, &geom))) {
+	ec.sched.model.lmax = g.d->info.size;
+	avfs_rotpred_params_from_model(&ec.sched.model, &rpp);
+	if (model && (err = avfs_rotpred_named(model, g.d->info.size, &ec.sched.model, &rpp, &geom))) {
 		fprintf(stderr, "mixer_run: --disk-model %s: %s\n", model,
 			err == -ENOENT ? "not a rotating disk model (avfs-250g, barracuda-500g, "
 			"st318437, travelstar-20g)" : strerror(-err));
 		return 2;
 	}
-	conf.rotational = g.d->info.rotational || !g.d->info.is_blockdev;
-	if (conf.jit || conf.split_bytes) {
+	ec.sched.rotational = g.d->info.rotational || !g.d->info.is_blockdev;
+	if (ec.sched.jit || ec.sched.split_bytes) {
 		if (avfs_rotpred_init(&g.rp, &rpp)) {
 			fprintf(stderr, "mixer_run: jit/split: the disk model has no rotation to "
 				"predict\n");
 			return 2;
 		}
-		conf.pred = (struct avfs_sched_predictor){ .ctx = &g.rp,
-							   .predict = avfs_rotpred_predict };
+		ec.sched.pred = avfs_rotpred_predictor(&g.rp);
 		g.predicting = true;
 	}
-	err = avfs_sched_init(&g.s, &avfs_sched_tm, &conf);
+	ec.lbs = g.d->info.lbs;
+	t0 = avfs_clock_ns();
+	err = avfs_engine_new(&g.e, &ec, NULL, g.d->info.size, &ops, t0, why, sizeof(why));
 	if (err) {
-		fprintf(stderr, "mixer_run: scheduler settings refused: %s\n", strerror(-err));
+		fprintf(stderr, "mixer_run: %s\n", why);
 		return 2;
 	}
 	printf("mixer_run: %s via %s (%s%s%s), %.1f MB, %s mode; %u readers + 1 recorder at %.2f "
@@ -315,14 +298,14 @@ int main(int argc, char **argv)
 	       ", %.1f s\n", argv[optind], g.d->ident.backend,
 	       *g.d->ident.transport ? g.d->ident.transport : "unidentified",
 	       *g.d->ident.product ? " " : "", g.d->ident.product, g.d->info.size / 1e6,
-	       conf.rotational ? "rotational" : "non-rotational", nstreams, rate / 1e6, io >> 10,
-	       buffer, conf.chunk, conf.jit ? "on" : "off", conf.split_bytes, duration);
+	       ec.sched.rotational ? "rotational" : "non-rotational", nstreams, rate / 1e6, io >> 10,
+	       buffer, ec.sched.chunk, ec.sched.jit ? "on" : "off", ec.sched.split_bytes, duration);
 	if (model)
 		printf("mixer_run: disk model %s: T_r %.3f ms, mean seek %.2f ms, %.1f-%.1f MB/s; "
 		       "predictor seek %.2f-%.2f ms, overhead %.2f ms, jit offset %.2f ms\n", model,
-		       conf.model.tr_ns / 1e6, conf.model.tk_ns / 1e6, conf.model.dmax / 1e6,
-		       conf.model.dmin / 1e6, rpp.track_ns / 1e6, rpp.full_ns / 1e6,
-		       rpp.overhead_ns / 1e6, conf.jit_offset_ns / 1e6);
+		       ec.sched.model.tr_ns / 1e6, ec.sched.model.tk_ns / 1e6,
+		       ec.sched.model.dmax / 1e6, ec.sched.model.dmin / 1e6, rpp.track_ns / 1e6,
+		       rpp.full_ns / 1e6, rpp.overhead_ns / 1e6, ec.sched.jit_offset_ns / 1e6);
 	/* streams spread over the disk; the last one records */
 	nstreams++;
 	for (unsigned i = 0; i < nstreams; i++) {
@@ -331,72 +314,48 @@ int main(int argc, char **argv)
 		st[i].base = i * st[i].span;
 		st[i].write = i == nstreams - 1;
 	}
-	t0 = avfs_clock_ns();
 	end = t0 + (int64_t)(duration * NS);
-	for (;;) {
-		int64_t t = avfs_clock_ns(), wake = end;
+	for (int64_t t = t0;;) {
 		struct pollfd pfd = { .fd = avfs_disk_poll_fd(g.d), .events = POLLIN };
 		bool running = t < end;
+		int64_t wake = end;
 
 		for (unsigned i = 0; running && i < nstreams; i++) {
 			while (st[i].next_release <= t - t0) {
-				struct req *q = new_req(st[i].base + st[i].next_off % st[i].span,
-							(uint32_t)io, st[i].write,
-							t0 + st[i].next_release + (int64_t)(buffer * NS), (int)i);
-
+				submit(st[i].base + st[i].next_off % st[i].span, (uint32_t)io,
+				       st[i].write, t0 + st[i].next_release + (int64_t)(buffer * NS),
+				       (int)i, t);
 				st[i].next_off += io;
 				st[i].next_release += (int64_t)((double)io / (double)rate * NS);
-				st[i].outstanding++;
-				submit(q, t);
 			}
 			if (t0 + st[i].next_release < wake)
 				wake = t0 + st[i].next_release;
 		}
-		if (running && !g.be_out) {	/* greedy best effort, one at a time */
-			uint64_t off = rnd() % (g.d->info.size / BE_IO) * BE_IO;
-
-			g.be_out++;
-			submit(new_req(off, BE_IO, false, 0, -1), t);
-		}
-		hold = kick(st);
-		if (!running && !avfs_disk_inflight(g.d) && !g.s.ops->pending(g.s.ctx))
+		if (running && !g.be_out)	/* greedy best effort, one at a time */
+			submit(rnd() % (g.d->info.size / BE_IO) * BE_IO, BE_IO, false, 0, -1, t);
+		if (!running && avfs_engine_idle(g.e))
 			break;
-		if (hold && hold < wake)
-			wake = hold;
-		t = avfs_clock_ns();
+		if (g.wake && g.wake < wake)
+			wake = g.wake;
 		{	/* to the ns: a JIT wait woken a millisecond late misses its sector */
 			int64_t w = !running ? 10000000 : wake > t ? wake - t : 0;
 			struct timespec ts = { .tv_sec = w / NS, .tv_nsec = w % NS };
 
 			ppoll(&pfd, 1, &ts, NULL);
 		}
-		reap(st);
+		t = avfs_clock_ns();	/* once an iteration, handed down */
+		reap(t);
+		avfs_engine_tick(g.e, t);
 	}
-	printf("mixer_run: RT requests %" PRIu64 ", misses %" PRIu64 " (-ETIME %" PRIu64 "), "
-	       "margin min %.1f ms; BE %" PRIu64 " requests, %.2f MB/s; disk busy %.1f %%; "
-	       "E(T_wait) %.3f ms\n",
-	       g.rt, g.misses, g.etime, g.margin_min == INT64_MAX ? 0 : g.margin_min / 1e6, g.be,
-	       g.be_bytes / 1e6 / duration, 100.0 * (double)g.busy_ns / (double)(avfs_clock_ns() - t0),
-	       0.5 * g.busy2 / (double)(avfs_clock_ns() - t0) / 1e6);
-	printf("mixer_run: commands READ %" PRIu64 ", WRITE %" PRIu64 " (FUA %" PRIu64 "), SEEK %"
-	       PRIu64 ", errors %" PRIu64 "; mean command time %.3f ms\n", g.cmds_read,
-	       g.cmds_write, g.cmds_fua, g.cmds_seek, g.errors,
-	       g.cmds_read + g.cmds_write + g.cmds_seek ?
-	       g.busy_ns / 1e6 / (double)(g.cmds_read + g.cmds_write + g.cmds_seek) : 0.0);
+	report(duration, avfs_clock_ns());
 	{
-		struct avfs_sched_counters k;
+		struct avfs_metrics_summary s;
 
-		avfs_sched_counters(&g.s, &k);
-		printf("mixer_run: mixer: %" PRIu64 " chunk commands, %" PRIu64 " JIT waits (%.1f ms "
-		       "predicted slack), %" PRIu64 " seek splits\n", k.chunks, k.jit_waits,
-		       k.jit_wait_ns / 1e6, k.seek_splits);
-		if (g.predicting)
-			printf("mixer_run: predictor: transport slip learned %.3f ms; %" PRIu64
-			       " of %" PRIu64 " commands judged lost a turn\n", g.rp.slip_ns / 1e6,
-			       g.rp.slip_lost, g.rp.slip_samples);
+		avfs_metrics_summary(avfs_engine_metrics(g.e), avfs_clock_ns(), &s);
+		failed = s.misses || g.errors || !s.rt_requests;
 	}
-	avfs_sched_destroy(&g.s);
+	avfs_engine_free(g.e);
 	avfs_hdd_free(geom);
 	avfs_disk_close(g.d);
-	return g.misses || g.errors || !g.rt ? 1 : 0;
+	return failed ? 1 : 0;
 }
