@@ -588,8 +588,18 @@ static void on_admin(struct avfs_server *s, struct client *c, uint64_t tag, cons
 {
 	struct avfs_msg_admin_reply rep = { 0 };
 	int err = 0;
-	char *text = avfsd_admin_json(s->c.view, s->e, avfs_server_clients(s), (const char *)pl,
-				      len, s->now, &err);
+	char *text;
+
+	if (len == 5 && !memcmp(pl, "reset", 5)) {	/* a new measurement begins now */
+		if (c->uid)
+			rep.res = -EPERM;
+		else
+			avfs_engine_metrics_reset(s->e, s->now);
+		send_reply(c, AVFS_MSG_ADMIN, tag, &rep, sizeof(rep), "{}", rep.res ? 0 : 2);
+		return;
+	}
+	text = avfsd_admin_json(s->c.view, s->e, avfs_server_clients(s), (const char *)pl, len,
+				s->now, &err);
 
 	rep.res = err;
 	send_reply(c, AVFS_MSG_ADMIN, tag, &rep, sizeof(rep), text ? text : "",

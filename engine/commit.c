@@ -46,7 +46,7 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 	c->plan = NULL;
 	c->busy = c->flushing = false;
 	if (err) {
-		avfs_engine_log(e, 0, "commit failed: %s; the file system is read-only until "
+		elog(e, 0, "commit failed: %s; the file system is read-only until "
 				"remounted", strerror(-err));
 		told(e, err);
 		return;
@@ -145,7 +145,7 @@ void cm_request(struct avfs_engine *e, int64_t now)
 	c->wanted = false;
 	err = avfs_fs_commit(e->fs, now + e->c.wall_offset_ns, &c->plan);
 	if (err) {
-		avfs_engine_log(e, 0, "commit failed: %s (%s)", strerror(-err), avfs_fs_why(e->fs));
+		elog(e, 0, "commit failed: %s (%s)", strerror(-err), avfs_fs_why(e->fs));
 		told(e, err);
 		return;
 	}

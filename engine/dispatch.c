@@ -23,7 +23,7 @@ int dsp_init(struct avfs_engine *e, char *why, size_t whylen)
 	if (!err)
 		err = avfs_sched_init(&d->sched, e->c.policy, &e->c.sched);
 	if (err) {
-		avfs_engine_log(e, 0, "scheduler: %s", *w ? w : strerror(-err));
+		elog(e, 0, "scheduler: %s", *w ? w : strerror(-err));
 		if (why)
 			snprintf(why, whylen, "scheduler settings refused: %s", *w ? w : strerror(-err));
 		return err;
@@ -53,8 +53,8 @@ static void be_uncount(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
 	if (!q->be_counted)
 		return;
 	q->be_counted = false;
-	if (--e->d.be_pending == 0 && e->be_idle)
-		e->be_idle(e, now);
+	if (--e->d.be_pending == 0 && e->on_be_idle)
+		e->on_be_idle(e, now);
 }
 
 /* A request is whole (or failed): trace it, hand it to its owner. */
@@ -230,7 +230,7 @@ void dsp_complete(struct avfs_engine *e, uint64_t cookie, int64_t res, int64_t n
 		return;
 	}
 	if (cookie >= d->nslots - 1 || !d->slots[cookie].io) {
-		avfs_engine_log(e, 0, "a completion for no command (cookie %llu)",
+		elog(e, 0, "a completion for no command (cookie %llu)",
 				(unsigned long long)cookie);
 		return;
 	}

@@ -15,19 +15,6 @@
 #define MS 1000000ll
 #define NS 1000000000ll
 
-void avfs_engine_log(struct avfs_engine *e, int level, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	if (!e->ops.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	e->ops.log(e->ops.ctx, level, msg);
-}
-
 void avfs_engine_conf_default(struct avfs_engine_conf *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -106,7 +93,7 @@ int64_t avfs_engine_wake(const struct avfs_engine *e)
 /* ---- front-end requests ---- */
 
 /* The one completion path: metrics, the reservation's figures, the front end. */
-static void fio_done(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+static void finish_fio(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 {
 	int64_t res = f->priv.res;
 	uint64_t bytes = res > 0 ? (uint64_t)res : 0;
@@ -124,7 +111,7 @@ static void fio_done(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	f->done(f, f->priv.canceled ? -ECANCELED : res, now);
 }
 
-static void be_idle(struct avfs_engine *e, int64_t now)
+static void wake_parked(struct avfs_engine *e, int64_t now)
 {
 	if (e->bw.nparked)
 		bw_be_idle(e, now);
@@ -179,7 +166,7 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	}
 	f->priv.canceled = true;
 	f->priv.res = -ECANCELED;
-	fio_done(e, f, now);
+	finish_fio(e, f, now);
 	rearm(e);
 	return 0;
 }
@@ -210,8 +197,8 @@ int avfs_engine_new(struct avfs_engine **out, const struct avfs_engine_conf *c,
 	e->fs = fs;
 	e->dev_size = dev_size;
 	e->block_size = fs ? avfs_fs_block_size(fs) : 4u << 20;
-	e->be_idle = be_idle;
-	e->fio_done = fio_done;
+	e->on_be_idle = wake_parked;
+	e->on_fio_done = finish_fio;
 	err = dsp_init(e, why, whylen);
 	if (!err)
 		err = bw_init(e, why, whylen);

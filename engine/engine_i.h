@@ -10,12 +10,16 @@
  *   commit.c    ordered commits: generations, the barrier, FLUSH, the plan's writes
  *   dispatch.c  the scheduler and the device: slots, commands, FLUSH, completions
  *   metrics.c, trace.c   leaves: counting and the trace's text
+ * (and elog() below, the log line any layer may write)
  */
 #ifndef AVFS_ENGINE_I_H
 #define AVFS_ENGINE_I_H
 
 #include "engine.h"
 #include "fs.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 
 /* One device request through the scheduler: a part of a front-end request, a read of a
  * read-modify-write, or a write of a commit's plan. */
@@ -93,12 +97,24 @@ struct avfs_engine {
 	int64_t armed;		/* the time last given to ops.arm */
 	size_t nfio;		/* front-end requests taken and not done */
 	/* upward calls (set by engine.c) */
-	void (*be_idle)(struct avfs_engine *e, int64_t now);	/* be_pending fell to 0 */
-	void (*fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+	void (*on_be_idle)(struct avfs_engine *e, int64_t now);	/* be_pending fell to 0 */
+	void (*on_fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 };
 
-void avfs_engine_log(struct avfs_engine *e, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* A line for the driver's log (ops.log), from any layer. */
+static inline void __attribute__((format(printf, 3, 4)))
+elog(struct avfs_engine *e, int level, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!e->ops.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e->ops.log(e->ops.ctx, level, msg);
+}
 
 /* dispatch.c */
 int dsp_init(struct avfs_engine *e, char *why, size_t whylen);

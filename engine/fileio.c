@@ -46,7 +46,7 @@ static void put(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 		f->priv.parts = q->next;
 		part_free(q);
 	}
-	e->fio_done(e, f, now);
+	e->on_fio_done(e, f, now);
 }
 
 static void fail(struct avfs_fio *f, int err)

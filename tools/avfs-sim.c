@@ -9,11 +9,13 @@
 #include "config.h"
 #include "disk.h"
 #include "hddmodel.h"
+#include "jsonout.h"
 #include "profile.h"
 #include "profile_json.h"
 #include "simdisk.h"
 #include "simengine.h"
 #include "simrun.h"
+#include "sim_realtime.h"
 #include "sim_reserve.h"
 #include "units.h"
 
@@ -28,15 +30,6 @@
 
 #define MB 1e6
 #define NS_PER_MS 1e6
-
-int avfs_sim_print_json(json_object *o, bool pretty)
-{
-	int err = avfs_json_print(stdout, o, pretty);
-
-	if (err)
-		fprintf(stderr, "avfs-sim: cannot print the JSON: %s\n", strerror(-err));
-	return err ? 1 : 0;
-}
 
 static void usage_disk(FILE *f)
 {
@@ -125,7 +118,7 @@ static int print_json(const char *model, const struct avfs_disk *d, uint32_t ncy
 	json_object_object_add(o, "inner_rate_mbs", avfs_json_double(r->inner / MB, "%.3f"));
 	json_object_object_add(o, "rate_mbs",
 			       avfs_profile_json_rates(r->nrate, r->rate_off, r->rate, false));
-	return avfs_sim_print_json(o, true);
+	return avfs_json_stdout(o, true, "avfs-sim");
 }
 
 static int cmd_disk(int argc, char **argv)
@@ -244,6 +237,10 @@ struct cli {
 	const char *policies;
 	unsigned ratio_r, ratio_w, max_streams;
 	bool chunk_given;
+	bool reserve;		/* NrMw streams with reservations (the bandwidth class) */
+	const char *mount;	/* realtime: the avfsd mount */
+	const char *hddemu;	/* realtime: hddemu's mount directory, for its statistics */
+	struct avfs_simrun_stream spec[4096];	/* --reserve: the NrMw streams as services */
 };
 
 static int set_conf(struct cli *c, const char *name, const char *value)
@@ -285,6 +282,11 @@ static int parse(int argc, char **argv, struct cli *c)
 		{ "be-size", required_argument, NULL, 'B' },
 		{ "hp-rate", required_argument, NULL, 'H' },
 		{ "block-size", required_argument, NULL, 'K' },
+		{ "reserve", no_argument, NULL, 'Q' },
+		{ "size", required_argument, NULL, 'Z' },
+		{ "predictor", required_argument, NULL, 'y' },
+		{ "mount", required_argument, NULL, 'U' },
+		{ "hddemu", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -440,9 +442,36 @@ static int parse(int argc, char **argv, struct cli *c)
 			}
 			c->o.block_shift = (uint32_t)__builtin_ctzll(size);
 			break;
+		case 'Q': c->reserve = true; break;
+		case 'Z':
+			if (avfs_parse_size(optarg, &size) || size < (64u << 20) || size % 4096) {
+				fprintf(stderr, "avfs-sim: --size '%s': bytes of the model, at least 64M, "
+					"whole pages\n", optarg);
+				return 2;
+			}
+			c->o.size = size;
+			break;
+		case 'y':
+			if (strcmp(optarg, "model") && strcmp(optarg, "rotpred")) {
+				fprintf(stderr, "avfs-sim: --predictor '%s': model or rotpred\n", optarg);
+				return 2;
+			}
+			c->o.predictor = optarg;
+			break;
+		case 'U': c->mount = optarg; break;
+		case 'E': c->hddemu = optarg; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (c->reserve) {	/* each NrMw stream a reserved rate + buffer service */
+		for (unsigned i = 0; i < c->o.nread + c->o.nwrite; i++)
+			c->spec[i] = (struct avfs_simrun_stream){
+				.rate = c->o.rate, .io = c->o.io,
+				.buffer = (uint64_t)c->o.io * c->o.depth, .write = i >= c->o.nread,
+				.reserved = true, .place = -1 };
+		c->o.streams = c->spec;
+		c->o.nstreams = c->o.nread + c->o.nwrite;
 	}
 	if (optind != argc) {
 		fprintf(stderr, "avfs-sim: unexpected argument '%s'\n", argv[optind]);
@@ -490,6 +519,14 @@ static int run_json(const struct cli *c, const struct avfs_simrun_result *r)
 	json_object_object_add(sk, "p90", avfs_json_double(r->seek_p90_gb, "%.3f"));
 	json_object_object_add(sk, "frac_below_5", avfs_json_double(r->seek_frac_below_5, "%.4f"));
 	json_object_object_add(j, "seek_gb", sk);
+	{	/* the seek distances' classes (GB), as avfs-admin stats shows them */
+		json_object *cls = json_object_new_object();
+
+		for (unsigned i = 0; i < AVFS_SEEK_CLASSES; i++)
+			json_object_object_add(cls, avfs_seek_class_names[i],
+					       json_object_new_uint64(r->seek_class[i]));
+		json_object_object_add(j, "seek_classes", cls);
+	}
 	json_object_object_add(j, "be_mbps", avfs_json_double(r->be_mbps, "%.2f"));
 	json_object_object_add(j, "be_requests", json_object_new_uint64(r->be_requests));
 	json_object_object_add(j, "e_twait_ms", avfs_json_double(r->e_twait_ms, "%.3f"));
@@ -505,7 +542,29 @@ static int run_json(const struct cli *c, const struct avfs_simrun_result *r)
 	json_object_object_add(j, "deleted_files", json_object_new_uint64(r->deleted_files));
 	json_object_object_add(j, "wall_s", avfs_json_double(r->wall_s, "%.2f"));
 	json_object_object_add(j, "fill_wall_s", avfs_json_double(r->fill_wall_s, "%.2f"));
-	return avfs_sim_print_json(j, true);
+	json_object_object_add(j, "reserved", json_object_new_boolean(c->reserve));
+	if (o->size)
+		json_object_object_add(j, "size", json_object_new_uint64(o->size));
+	if (r->streams) {
+		json_object *a = json_object_new_array();
+
+		for (unsigned i = 0; i < r->nstreams; i++) {
+			const struct avfs_simrun_stream_res *x = &r->streams[i];
+			json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "rt_requests", json_object_new_uint64(x->qos.requests));
+			json_object_object_add(e, "misses", json_object_new_uint64(x->qos.misses));
+			json_object_object_add(e, "be_requests",
+					       json_object_new_uint64(x->qos.be_requests));
+			json_object_object_add(e, "mbps", avfs_json_double(x->mbps, "%.3f"));
+			json_object_object_add(e, "margin_min_ms", avfs_json_double(
+					       x->qos.requests ? (double)x->qos.margin_min_ns / 1e6 : 0,
+					       "%.1f"));
+			json_object_array_add(a, e);
+		}
+		json_object_object_add(j, "streams", a);
+	}
+	return avfs_json_stdout(j, true, "avfs-sim");
 }
 
 /* The figures of one run, as a table or as JSON. The exit code. */
@@ -525,6 +584,10 @@ static int print_run(const struct cli *c, const struct avfs_simrun_result *r)
 	printf("  disk utilization   %.1f %%\n", r->disk_utilization * 100);
 	printf("  seek distance      median %.2f GB, p90 %.2f GB, %.1f %% below 5 GB\n",
 	       r->seek_p50_gb, r->seek_p90_gb, r->seek_frac_below_5 * 100);
+	printf("  seeks (GB)        ");
+	for (unsigned i = 0; i < AVFS_SEEK_CLASSES; i++)
+		printf(" %s: %" PRIu64, avfs_seek_class_names[i], r->seek_class[i]);
+	printf("\n");
 	if (o->be != AVFS_BE_NONE)
 		printf("  best effort        %.1f Mbps (%" PRIu64 " requests)\n", r->be_mbps,
 		       r->be_requests);
@@ -630,7 +693,7 @@ static int cmd_search(int argc, char **argv)
 			json_object_array_add(a, x);
 		}
 		json_object_object_add(j, "results", a);
-		return avfs_sim_print_json(j, false);
+		return avfs_json_stdout(j, false, "avfs-sim");
 	}
 	printf("largest mix with zero misses over %.0f simulated s on %s (reads:writes %u:%u):\n",
 	       c.o.duration_s, c.o.disk, c.ratio_r, c.ratio_w);
@@ -699,7 +762,7 @@ static int cmd_preempt(int argc, char **argv)
 			json_object_array_add(a, x);
 		}
 		json_object_object_add(j, "runs", a);
-		return avfs_sim_print_json(j, false);
+		return avfs_json_stdout(j, false, "avfs-sim");
 	}
 	printf("preemption study: %u KiB random BE reads, %.2f high-priority 4 KiB reads/s, "
 	       "%.0f s on %s, chunk %u KiB\n", c.o.be_size >> 10, c.o.hp_rate, c.o.duration_s,
@@ -713,6 +776,99 @@ static int cmd_preempt(int argc, char **argv)
 	return 0;
 }
 
+/* avfs-sim fill [options] DEVICE: format and fill a real device or image as a run would. */
+static int cmd_fill(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	char why[256] = "";
+	size_t files = 0;
+	const char *dev;
+	int err;
+
+	avfs_simrun_defaults(&c.o);
+	if (argc < 2 || argv[argc - 1][0] == '-') {
+		fprintf(stderr, "usage: avfs-sim fill [--disk M] [--size S] [--seed N] [--fill F] "
+			"[--rate R] [--alloc A] [--block-size B] DEVICE\n");
+		return 2;
+	}
+	dev = argv[argc - 1];
+	optind = 1;
+	err = parse(argc - 1, argv, &c);
+	if (err)
+		return err == 1 ? 0 : 2;
+	err = avfs_sim_fill(&c.o, dev, &files, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "avfs-sim: fill: %s\n", why[0] ? why : strerror(-err));
+		return err == -EINVAL ? 2 : 1;
+	}
+	printf("avfs-sim fill: %s formatted as %s%s and filled to %.2f with %zu recordings of "
+	       "30 min at %.2f Mbit/s (seed %" PRIu64 ")\n", dev, c.o.disk, c.o.size ? " (part)" : "",
+	       c.o.fill, files, c.o.rate * 8 / 1e6, c.o.seed);
+	return 0;
+}
+
+/* avfs-sim realtime --mount DIR [options]: the run's workload against a running avfsd. */
+static int cmd_realtime(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct avfs_simrun_result r;
+	struct avfs_sim_rt_extra x;
+	char why[256] = "";
+	int err;
+
+	avfs_simrun_defaults(&c.o);
+	optind = 1;
+	err = parse(argc, argv, &c);
+	if (err)
+		return err == 1 ? 0 : 2;
+	if (!c.mount) {
+		fprintf(stderr, "avfs-sim: realtime: say --mount DIR (an avfsd mount, filled by "
+			"avfs-sim fill with the same options)\n");
+		return 2;
+	}
+	if (c.o.nread + c.o.nwrite == 0 && c.o.be == AVFS_BE_NONE) {
+		fprintf(stderr, "avfs-sim: say --workload NrMw (see --help)\n");
+		return 2;
+	}
+	err = avfs_sim_realtime(&c.o, c.mount, c.hddemu, &r, &x, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "avfs-sim: realtime: %s\n", why[0] ? why : strerror(-err));
+		return err == -EINVAL ? 2 : 1;
+	}
+	r.wall_s = c.o.duration_s;
+	if (c.json) {
+		json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "hddemu_timing_err_mean_us",
+				       avfs_json_double(x.hddemu_err_mean_us, "%.1f"));
+		json_object_object_add(j, "hddemu_timing_err_max_us",
+				       avfs_json_double(x.hddemu_err_max_us, "%.1f"));
+		json_object_object_add(j, "hddemu_utilization",
+				       avfs_json_double(x.hddemu_utilization, "%.4f"));
+		json_object_object_add(j, "hddemu_late", json_object_new_uint64(x.hddemu_late));
+		json_object_object_add(j, "client_errors", json_object_new_uint64(x.client_errors));
+		json_object_object_add(j, "pictures", json_object_new_uint64(x.pictures));
+		json_object_object_add(j, "reservations", json_object_new_uint64(x.reserved));
+		printf("{\"realtime\": %s,\n \"run\": ", json_object_to_json_string_ext(j,
+		       JSON_C_TO_STRING_PLAIN));
+		json_object_put(j);
+		fflush(stdout);
+		print_run(&c, &r);
+		printf("}\n");
+	} else {
+		print_run(&c, &r);
+		printf("  real time          %u reservations, %llu pictures, %llu client errors",
+		       x.reserved, x.pictures, x.client_errors);
+		if (x.hddemu_err_mean_us >= 0)
+			printf("; hddemu timing error mean %.1f us, max %.1f us, %llu late, its "
+			       "utilization %.1f %%", x.hddemu_err_mean_us, x.hddemu_err_max_us,
+			       x.hddemu_late, 100 * x.hddemu_utilization);
+		printf("\n");
+	}
+	avfs_simrun_result_free(&r);
+	return x.client_errors ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "disk"))
@@ -723,6 +879,10 @@ int main(int argc, char **argv)
 		return cmd_preempt(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "reserve"))
 		return avfs_sim_cmd_reserve(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "fill"))
+		return cmd_fill(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "realtime"))
+		return cmd_realtime(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "isolation"))
 		return avfs_sim_cmd_isolation(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "--version")) {

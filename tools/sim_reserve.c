@@ -10,6 +10,8 @@
 #include "config.h"
 #include "sim_reserve.h"
 
+#include "jsonout.h"
+
 #include "admit.h"
 #include "simrun.h"
 #include "units.h"
@@ -570,7 +572,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 		json_object_object_add(sum, "refused", refused_json(refused));
 		json_object_object_add(o, "summary", sum);
 		free(sr);
-		return avfs_sim_print_json(o, true);
+		return avfs_json_stdout(o, true, "avfs-sim");
 	}
 	printf("admission on %s: %u seeds x %u random reservation requests (2-40 Mbit/s, buffers "
 	       "2-32 MiB,\nrequests 256 KiB-1 MiB, 70 %% playback), padded for %s, u_BE 2 %%. The "
@@ -1174,5 +1176,5 @@ int avfs_sim_cmd_isolation(int argc, char **argv)
 		c.o.bw_policy == AVFS_BW_PARK ? "park" :
 		c.o.bw_policy == AVFS_BW_AT_ONCE ? "at-once" : "uncharged"));
 	json_object_object_add(o, "scenarios", scenarios);
-	return avfs_sim_print_json(o, true);
+	return avfs_json_stdout(o, true, "avfs-sim");
 }

@@ -5,14 +5,8 @@
 #ifndef AVFS_SIM_RESERVE_H
 #define AVFS_SIM_RESERVE_H
 
-#include "jsonout.h"
-
 /* argv[0] is the subcommand's name. The exit code: 0, 1 (a run failed), 2 (bad input). */
 int avfs_sim_cmd_reserve(int argc, char **argv);
 int avfs_sim_cmd_isolation(int argc, char **argv);
-
-/* Print a --json document to stdout and free it (tools/avfs-sim.c): the exit code, 0, or 1
- * with the reason on stderr. Pretty: indented, as the multi-line documents were. */
-int avfs_sim_print_json(json_object *o, bool pretty);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <string.h>
 
 json_object *avfs_json_double(double v, const char *fmt)
 {
@@ -27,4 +28,13 @@ int avfs_json_print(FILE *f, json_object *o, bool pretty)
 
 	json_object_put(o);
 	return err;
+}
+
+int avfs_json_stdout(json_object *o, bool pretty, const char *prog)
+{
+	int err = avfs_json_print(stdout, o, pretty);
+
+	if (err)
+		fprintf(stderr, "%s: cannot print the JSON: %s\n", prog, strerror(-err));
+	return err ? 1 : 0;
 }

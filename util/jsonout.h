@@ -18,5 +18,8 @@ json_object *avfs_json_double(double v, const char *fmt) __attribute__((format(p
  * "key": value with a space, '/' not escaped. Drops the caller's reference to o (to print it
  * twice, pass json_object_get(o) the first time). 0, or -ENOMEM / -EIO. */
 int avfs_json_print(FILE *f, json_object *o, bool pretty);
+/* A tool's document: avfs_json_print to stdout, a failure said on stderr as prog's. The exit
+ * code: 0, or 1 when it could not be printed. */
+int avfs_json_stdout(json_object *o, bool pretty, const char *prog);
 
 #endif
