@@ -122,6 +122,8 @@ check "stats --json: every documented field" test "$(json "$AVFS_T/stats.json" "
 check "stats --json: consistent (RT requests = dvr's, no misses, utilization in (0, 1], seeks counted)" \
 	test "$(json "$AVFS_T/stats.json" "d['rt']['requests'] >= $(json "$AVFS_T/dvr.json" "d['rt_requests']") and d['rt']['misses'] == 0 and 0 < d['disk_utilization'] <= 1 and sum(d['seek_distance']['counts']) > 0 and d['model']['rotation_ms'] > 0 and d['rt']['margin_ms']['min'] <= d['rt']['margin_ms']['p50']")" = True
 check "stats (table) runs" bash -c "'$ADMIN' --socket '$SOCK' stats | grep -q 'disk utilization'"
+check "reset refused to another user (exit 1)" bash -c "! $NOBODY '$ADMIN' --socket '$SOCK' reset 2>/dev/null"
+check "reset by root: a new measurement, no RT request in it yet" bash -c "'$ADMIN' --socket '$SOCK' reset >/dev/null && '$ADMIN' --socket '$SOCK' stats --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d[\"rt\"][\"requests\"] == 0 else 1)'"
 wait $trace_pid
 check "trace --duration 9: a file, header first" bash -c "head -1 '$AVFS_T/trace.csv' | grep -q '^submit_ns,complete_ns,stream,class'"
 check "trace: the six dvr streams' RT requests in it" test "$(awk -F, 'NR > 1 && $4 == "rt" { s[$3] = 1 } END { print length(s) }' "$AVFS_T/trace.csv")" -ge 6

@@ -40,6 +40,7 @@ static void usage(FILE *f)
 		"                             B and S in bytes (K, M, G: powers of 1024)\n"
 		"  release ID                 end reservation ID\n"
 		"  stats [--json]             QoS statistics: margins, misses, utilization, seeks\n"
+		"  reset                      begin a new measurement of the statistics, root\n"
 		"  trace --duration S --out FILE   record the request trace (docs/TRACE.md), root\n"
 		"  plot TRACE --out FILE.svg  draw a trace\n"
 		"  profile DEVICE             measure a disk (sim:MODEL for a simulated one)\n"
@@ -272,6 +273,10 @@ static int cmd_query(int argc, char **argv)
 		fprintf(stderr, "usage: avfs-admin %s [--json]\n", argv[0]);
 		return 2;
 	}
+	if (!strcmp(argv[0], "reset") && argc != 1) {
+		fprintf(stderr, "usage: avfs-admin reset\n");
+		return 2;
+	}
 	s = connect_daemon(NULL);
 	if (s < 0)
 		return 1;
@@ -299,6 +304,8 @@ static int cmd_query(int argc, char **argv)
 			       json_object_object_get(o, "admission"), "isolation")) ? "on" : "off");
 	} else if (!strcmp(argv[0], "streams")) {
 		print_streams(json_object_object_get(o, "streams"));
+	} else if (!strcmp(argv[0], "reset")) {
+		printf("statistics reset: a new measurement begins\n");
 	} else {
 		json_object *seek = json_object_object_get(o, "seek_distance");
 		json_object *bins = json_object_object_get(seek, "bins_gb");
@@ -587,7 +594,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[0], "status") || !strcmp(argv[0], "streams") || !strcmp(argv[0], "stats"))
+	if (!strcmp(argv[0], "status") || !strcmp(argv[0], "streams") || !strcmp(argv[0], "stats") ||
+	    !strcmp(argv[0], "reset"))
 		return cmd_query(argc, argv);
 	if (!strcmp(argv[0], "reserve"))
 		return cmd_reserve(argc, argv);

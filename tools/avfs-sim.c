@@ -480,8 +480,8 @@ static int parse(int argc, char **argv, struct cli *c)
 	return 0;
 }
 
-/* print_run's --json document (the keys of SPEC §10). The exit code. */
-static int run_json(const struct cli *c, const struct avfs_simrun_result *r)
+/* print_run's --json document (the keys of SPEC §10). */
+static json_object *run_doc(const struct cli *c, const struct avfs_simrun_result *r)
 {
 	const struct avfs_simrun_opts *o = &c->o;
 	const struct {
@@ -564,7 +564,7 @@ static int run_json(const struct cli *c, const struct avfs_simrun_result *r)
 		}
 		json_object_object_add(j, "streams", a);
 	}
-	return avfs_json_stdout(j, true, "avfs-sim");
+	return j;
 }
 
 /* The figures of one run, as a table or as JSON. The exit code. */
@@ -573,7 +573,7 @@ static int print_run(const struct cli *c, const struct avfs_simrun_result *r)
 	const struct avfs_simrun_opts *o = &c->o;
 
 	if (c->json)
-		return run_json(c, r);
+		return avfs_json_stdout(run_doc(c, r), true, "avfs-sim");
 	printf("avfs-sim: %ur%uw on %s, policy %s, %s allocation, %.0f s simulated in %.1f s\n",
 	       o->nread, o->nwrite, o->disk, o->policy, o->alloc ? "contiguous" : "ZRR",
 	       o->duration_s, r->wall_s);
@@ -837,7 +837,7 @@ static int cmd_realtime(int argc, char **argv)
 	}
 	r.wall_s = c.o.duration_s;
 	if (c.json) {
-		json_object *j = json_object_new_object();
+		json_object *j = json_object_new_object(), *doc = json_object_new_object();
 
 		json_object_object_add(j, "hddemu_timing_err_mean_us",
 				       avfs_json_double(x.hddemu_err_mean_us, "%.1f"));
@@ -849,12 +849,9 @@ static int cmd_realtime(int argc, char **argv)
 		json_object_object_add(j, "client_errors", json_object_new_uint64(x.client_errors));
 		json_object_object_add(j, "pictures", json_object_new_uint64(x.pictures));
 		json_object_object_add(j, "reservations", json_object_new_uint64(x.reserved));
-		printf("{\"realtime\": %s,\n \"run\": ", json_object_to_json_string_ext(j,
-		       JSON_C_TO_STRING_PLAIN));
-		json_object_put(j);
-		fflush(stdout);
-		print_run(&c, &r);
-		printf("}\n");
+		json_object_object_add(doc, "realtime", j);
+		json_object_object_add(doc, "run", run_doc(&c, &r));
+		err = avfs_json_stdout(doc, true, "avfs-sim");
 	} else {
 		print_run(&c, &r);
 		printf("  real time          %u reservations, %llu pictures, %llu client errors",
@@ -866,7 +863,7 @@ static int cmd_realtime(int argc, char **argv)
 		printf("\n");
 	}
 	avfs_simrun_result_free(&r);
-	return x.client_errors ? 1 : 0;
+	return err ? err : x.client_errors ? 1 : 0;
 }
 
 int main(int argc, char **argv)
