@@ -1,6 +1,22 @@
 /*
- * fs_i.h — private state of the file system core shared by fs.c (format, journal, mount)
- * and inode.c (inodes, block maps, directories, data mapping). Not installed.
+ * fs_i.h — the file system core's private state and the functions its files share. Not
+ * installed; fsck.c, fsio.c and white-box tests include it too.
+ *
+ * The files form layers. A file calls only into files on lower lines, never into one that
+ * calls it back, so the file-level call graph has no cycle:
+ *
+ *   fsio.c  fsck.c                    the synchronous driver; the checker
+ *   mkfs.c                            a fresh format
+ *   mount.c                           open/close, load, finish, the recovery plan
+ *   journal.c                         commit, replay, the tail
+ *   namei.c                           namespace operations
+ *   lifetime.c  attr.c  dataplan.c    inode death and orphans; attributes; data plans
+ *   dir.c  data.c                     directories and their index; file data mapping
+ *   bmap.c                            block maps, data block allocation
+ *   inode.c                           the inode table
+ *   super.c  plan.c                   geometry and superblock checks; plan building
+ *   cache.c                           metadata images, dirty set, metadata allocation
+ *   info.c  crc32c.c                  accessors and explanations; checksums
  */
 #ifndef AVFS_FS_I_H
 #define AVFS_FS_I_H
@@ -12,7 +28,7 @@
 #include <stdarg.h>
 
 /* In-memory index of one directory: name hash -> (block index, slot), and free slots per
- * block. Built on first use from the directory blocks; keeps lookups O(1). */
+ * block. Built on first use from the directory blocks; keeps lookups O(1). Owned by dir.c. */
 struct dirindex {
 	uint32_t *keys;		/* name hash; */
 	uint32_t *locs;		/* (bi << 6 | slot) + 1; 0 = empty, UINT32_MAX = tombstone */
@@ -56,23 +72,84 @@ struct avfs_fs {
 	char why[256];
 };
 
+#define RW_CHECK(fs) do { if (avfs_fs_rdonly(fs)) return -EROFS; } while (0)
+
+/* ---- info.c ---- */
 void fs_why(struct avfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint8_t *fs_blk(struct avfs_fs *fs, uint64_t m);
-void fs_dirty(struct avfs_fs *fs, uint64_t m);
+/* The same into a caller's buffer (nothing when why is NULL or len 0). */
+void fs_why_to(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+struct avfs_super *fs_sb(struct avfs_fs *fs);	/* the live superblock image */
+
+/* ---- cache.c ---- */
+void fs_hdr_init(struct avfs_fs *fs, uint8_t *img, uint64_t m, uint32_t type);
+void fs_seal(struct avfs_fs *fs, uint8_t *img);	/* the header's CRC32C */
+/* A block image's header (magic, home m, UUID unless NULL, type unless 0) and CRC.
+ * 0 or -EUCLEAN. */
+int fs_verify_img(const uint8_t *uuid, uint64_t m, const uint8_t *img, uint32_t type);
+void fs_dirty(struct avfs_fs *fs, uint64_t m);	/* m joins the running transaction */
+/* Set or clear one bit in the on-disk bitmap starting at metadata block `start`. */
+void fs_set_bit(struct avfs_fs *fs, uint64_t start, uint64_t bit, bool on);
 int fs_meta_alloc(struct avfs_fs *fs, uint32_t type, uint64_t *m);
 void fs_meta_free(struct avfs_fs *fs, uint64_t m);
-void fs_set_bit(struct avfs_fs *fs, uint64_t start, uint64_t bit, bool on);
-void fs_hdr_init(struct avfs_fs *fs, uint8_t *img, uint64_t m, uint32_t type);
-void fs_seal(struct avfs_fs *fs, uint8_t *img);
+/* Is m a live dynamic metadata block of that type (a pointer found in an image)? */
+bool fs_meta_ok(struct avfs_fs *fs, uint32_t m, uint32_t type);
+
+/* ---- plan.c ---- */
+struct avfs_plan *fs_plan_new(void);
+uint8_t *fs_plan_buf(struct avfs_plan *p, size_t len);	/* aligned, owned by the plan */
 int fs_plan_write(struct avfs_plan *p, uint64_t off, const uint8_t *img, uint32_t len,
 		  bool fua, bool copy);
 int fs_plan_flush(struct avfs_plan *p);
-struct avfs_super *fs_sb(struct avfs_fs *fs);
-void dirindex_free(struct dirindex *d);
-/* Free a live inode with its blocks, into the running transaction (fsck's orphans). */
-void fs_ino_free(struct avfs_fs *fs, uint64_t ino);
-uint8_t fs_dtype_of(uint32_t mode);	/* DT_* of <dirent.h> for an inode mode */
+
+/* ---- inode.c ---- */
+bool fs_ino_ok(const struct avfs_fs *fs, uint64_t ino);	/* 1 .. ninodes */
+uint64_t fs_ino_block(const struct avfs_fs *fs, uint64_t ino);
+struct avfs_dinode *fs_ino_raw(struct avfs_fs *fs, uint64_t ino);	/* live or not */
+/* A live inode, or NULL (-ENOENT / -EINVAL in *err). */
+struct avfs_dinode *fs_ino_get(struct avfs_fs *fs, uint64_t ino, int *err);
 void fs_ino_dirty(struct avfs_fs *fs, uint64_t ino);
+int fs_ino_alloc(struct avfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, int64_t now,
+		 uint64_t *ino);
+/* The record goes back to the inode bitmap (its blocks are the caller's). */
+void fs_ino_release(struct avfs_fs *fs, uint64_t ino);
+uint8_t fs_dtype_of(uint32_t mode);	/* DT_* of <dirent.h> for an inode mode */
+
+/* ---- bmap.c ---- */
+/* Find (or with create, make) the slot of index k in an inode's tree. *slot_m: the metadata
+ * block holding the slot. -ENOENT when absent, -EUCLEAN for a corrupt pointer, -EFBIG
+ * beyond the tree. */
+int fs_bmap_slot(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		 bool create, struct avfs_bptr **slot, uint64_t *slot_m);
+/* Read slot k without creating: the pointer, or a zero one for a hole. */
+int fs_bmap_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		struct avfs_bptr *out);
+/* Free every mapped entry with index >= from. data: leaves are data blocks (files), else
+ * metadata blocks (directories). */
+void fs_bmap_trim(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t from,
+		  bool data);
+/* A data block by ZRR after the file's block prev (UINT64_MAX: none). 0 or -ENOSPC. */
+int fs_data_alloc(struct avfs_fs *fs, uint64_t prev, uint32_t *out);
+
+/* ---- dir.c ---- */
+/* A live directory, or NULL (-ENOTDIR or fs_ino_get's error in *err). */
+struct avfs_dinode *fs_dir_get(struct avfs_fs *fs, uint64_t dir, int *err);
+/* Find name: its index slot (for deletion), location and inode; any may be NULL. */
+int fs_dir_find(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, const char *name,
+		size_t len, size_t *hslot, uint32_t *loc, uint64_t *ino);
+/* Add an entry. Nothing changes on failure. */
+int fs_dir_add(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, const char *name,
+	       size_t len, uint64_t ino, uint32_t mode);
+void fs_dir_del(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, size_t hslot,
+		uint32_t loc);
+/* Point an existing entry at another inode (rename over an existing name). */
+void fs_dir_retarget(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, uint32_t loc,
+		     uint64_t ino, uint32_t mode);
+/* 1 when dir holds no entry, 0 when it does, or -ENOMEM (its index). */
+int fs_dir_empty(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di);
+/* Drop dir's index (freed, or changed behind its back): rebuilt on next use. */
+void fs_dir_forget(struct avfs_fs *fs, uint64_t dir);
+
+/* ---- data.c ---- */
 /* A live regular file: 0, -ENOENT / -EINVAL, -EISDIR (a directory), -EINVAL (another type). */
 int fs_file_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode **di);
 /* The checks of a write (or preallocation) of [off, off + len) of ino: 0 and *di, or -EROFS,
@@ -86,5 +163,22 @@ int fs_block_read(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint
  * is a hole, valid raised to `pages`. 0, -ENOSPC, -EUCLEAN. */
 int fs_block_write(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
 		   uint32_t pages, struct avfs_bext *e);
+/* A new size: shrinking frees blocks past it and uninitializes the pages past it in its
+ * block. 0 or -EFBIG. */
+int fs_file_resize(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t size);
+
+/* ---- lifetime.c ---- */
+/* Free a live inode with its blocks, into the running transaction (also fsck's orphans). */
+void fs_ino_free(struct avfs_fs *fs, uint64_t ino);
+/* One name of ino is gone; at the last one it is freed unless open (an orphan then). */
+void fs_drop_link(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, int64_t now);
+
+/* ---- journal.c ---- */
+/* A journal superblock naming (tail, seq), to the slot after the last one written. */
+int fs_plan_jsuper(struct avfs_fs *fs, struct avfs_plan *p, uint64_t tail, uint64_t seq);
+/* Sealed copies of the sorted blocks ms to their homes (pass want_p) and backup copies
+ * (want_b), consecutive blocks coalesced; NULL wants all. */
+int fs_plan_homes(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, size_t n,
+		  const struct avfs_bitmap *want_p, const struct avfs_bitmap *want_b);
 
 #endif

@@ -211,10 +211,8 @@ static bool meta_ok(const struct ck *ck, uint64_t m, uint32_t type)
 
 static void drop_dix(struct ck *ck, uint64_t ino)
 {
-	if (ino <= ck->ninodes && ck->fs->dix[ino]) {
-		dirindex_free(ck->fs->dix[ino]);
-		ck->fs->dix[ino] = NULL;
-	}
+	if (ino <= ck->ninodes)
+		fs_dir_forget(ck->fs, ino);
 }
 
 /* A repair changed inode ino (and maybe what its directory index was built from). */
