@@ -26,18 +26,6 @@ int64_t avfs_fsio_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void why(char *w, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void why(char *w, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!w || !n)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(w, n, fmt, ap);
-	va_end(ap);
-}
-
 static int dev_io(struct avfs_disk *d, enum avfs_disk_op op, uint64_t off, void *buf, uint64_t len,
 		  bool fua)
 {
@@ -102,8 +90,8 @@ int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct a
 	if (!opts.size)
 		opts.size = d->info.size;
 	if (opts.size > d->info.size) {
-		why(w, wlen, "--size %llu is larger than the device (%llu bytes)",
-		    (unsigned long long)opts.size, (unsigned long long)d->info.size);
+		fs_why_to(w, wlen, "--size %llu is larger than the device (%llu bytes)",
+			  (unsigned long long)opts.size, (unsigned long long)d->info.size);
 		return -EINVAL;
 	}
 	if (!opts.now_ns)
@@ -113,12 +101,12 @@ int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct a
 		return err;
 	err = avfs_fs_format(&sb, opts.now_ns, &fs, &p);
 	if (err) {
-		why(w, wlen, "cannot build the format in memory: %s", strerror(-err));
+		fs_why_to(w, wlen, "cannot build the format in memory: %s", strerror(-err));
 		return err;
 	}
 	err = avfs_fsio_run(d, p);
 	if (err)
-		why(w, wlen, "writing the format failed: %s", strerror(-err));
+		fs_why_to(w, wlen, "writing the format failed: %s", strerror(-err));
 	if (out)
 		*out = *avfs_fs_super(fs);
 	avfs_plan_free(p);
@@ -206,8 +194,9 @@ static int load_range(struct avfs_fsio *io, uint64_t first, uint64_t n, unsigned
 					rep->lost_blocks++;
 					avfs_fs_mark_rewrite(io->fs, m, true, true);
 				} else {
-					why(w, wlen, "metadata block %llu is damaged in both the primary "
-					    "and the backup region", (unsigned long long)m);
+					fs_why_to(w, wlen, "metadata block %llu is damaged in both "
+						  "the primary and the backup region",
+						  (unsigned long long)m);
 					err = -EUCLEAN;
 					goto out;
 				}
@@ -238,8 +227,8 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		goto fail;
 	io->d = d;
 	if (d->info.size < 2 * MB) {
-		why(w, wlen, "device of %llu bytes is too small to hold a file system",
-		    (unsigned long long)d->info.size);
+		fs_why_to(w, wlen, "device of %llu bytes is too small to hold a file system",
+			  (unsigned long long)d->info.size);
 		err = -EINVAL;
 		goto fail;
 	}
@@ -272,7 +261,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 	}
 	err = dev_io(d, AVFS_DISK_READ, sb.journal_start * MB, jbuf, sb.journal_blocks * MB, false);
 	if (err) {
-		why(w, wlen, "cannot read the journal: %s", strerror(-err));
+		fs_why_to(w, wlen, "cannot read the journal: %s", strerror(-err));
 		goto fail;
 	}
 	err = avfs_fs_replay(io->fs, jbuf, jbuf + MB, jbuf + 2 * MB, &rep.replayed_txn,
@@ -280,7 +269,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 	free(jbuf);
 	jbuf = NULL;
 	if (err) {
-		why(w, wlen, "%s", avfs_fs_why(io->fs));
+		fs_why_to(w, wlen, "%s", avfs_fs_why(io->fs));
 		goto fail;
 	}
 	/* the superblock image may have been replaced by replay: its CRC was checked there */
@@ -314,7 +303,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 			avfs_plan_free(p);
 		}
 		if (err) {
-			why(w, wlen, "writing the recovered metadata failed: %s", strerror(-err));
+			fs_why_to(w, wlen, "writing the recovered metadata failed: %s", strerror(-err));
 			goto fail;
 		}
 	}
@@ -324,8 +313,8 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 
 		err = n < 0 ? (int)n : n ? avfs_fsio_sync(io) : 0;
 		if (err) {
-			why(w, wlen, "freeing %lld orphan inodes failed: %s", (long long)n,
-			    strerror(-err));
+			fs_why_to(w, wlen, "freeing %lld orphan inodes failed: %s", (long long)n,
+				  strerror(-err));
 			goto fail;
 		}
 		rep.orphans_freed = (uint64_t)n;
