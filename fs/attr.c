@@ -52,9 +52,15 @@ int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct
 			return -EISDIR;
 		if (!S_ISREG(di->mode))
 			return -EINVAL;
-		err = fs_file_resize(fs, ino, di, st->size);
-		if (err)
-			return err;
+		if (st->size > (uint64_t)INT64_MAX)
+			return -EFBIG;
+	}
+	/* the inode's block, and what a shrink frees */
+	if ((err = fs_txn_begin(fs, set & AVFS_SET_SIZE ? fs_file_resize_cost(fs, di, st->size) : 1,
+				0)))
+		return err;
+	if (set & AVFS_SET_SIZE) {
+		fs_file_resize(fs, ino, di, st->size);	/* checked: cannot fail */
 		di->mtime_ns = now;
 	}
 	if (set & AVFS_SET_MODE)
@@ -69,5 +75,6 @@ int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct
 		di->mtime_ns = st->mtime_ns;
 	di->ctime_ns = now;
 	fs_ino_dirty(fs, ino);
+	fs_txn_end(fs);
 	return 0;
 }

@@ -6,7 +6,7 @@
 #include "fs_i.h"
 
 #include <errno.h>
-#include <stdlib.h>
+#include <string.h>
 
 #define PER AVFS_MAP_PER_BLOCK
 #define HDR sizeof(struct avfs_mhdr)
@@ -117,21 +117,20 @@ static void data_free(struct avfs_fs *fs, uint32_t b)
 {
 	struct avfs_super *sb = fs_sb(fs);
 
-	if (b >= fs->sb.data_blocks || !avfs_bitmap_test(&fs->dmap, b))
+	if (b >= fs->sb.data_blocks || !avfs_bitmap_test(&fs->dmap, b) ||
+	    avfs_bitmap_test(&fs->pfree, b))
 		return;
 	fs_set_bit(fs, fs->sb.dbitmap_start, b, false);
 	sb->free_data++;
 	fs_dirty(fs, 0);
-	if (fs->npfree == fs->cappfree) {
-		size_t cap = fs->cappfree ? 2 * fs->cappfree : 64;
-		uint64_t *p = realloc(fs->pfree, cap * sizeof(*p));
+	/* reusable once the transaction is on disk (avfs_fs_plan_done): before, a crash would
+	 * leave the old owner pointing at new data */
+	avfs_bitmap_set(&fs->pfree, b);
+}
 
-		if (!p)
-			abort();	/* the bitmap image already says free */
-		fs->pfree = p;
-		fs->cappfree = cap;
-	}
-	fs->pfree[fs->npfree++] = b;
+uint64_t fs_data_avail(const struct avfs_fs *fs)
+{
+	return fs->sb.data_blocks - fs->dmap.nset;
 }
 
 /* Free, below one tree node, every leaf with index >= from (relative to the node's first
@@ -207,4 +206,65 @@ void fs_bmap_trim(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint
 	}
 	di->nblocks = di->nblocks > freed ? di->nblocks - freed : 0;
 	fs_ino_dirty(fs, ino);
+}
+
+/* ---- credits: what a change of a range of indexes may cost ---- */
+
+/* Indexes under one node of height h (0: a map block of pointers to leaves). */
+static uint64_t span(int h)
+{
+	return h == 0 ? PER : h == 1 ? (uint64_t)PER * PER : (uint64_t)PER * PER * PER;
+}
+
+/* The nodes of a missing subtree of height h that covering [a, b) (relative) would create. */
+static uint64_t nodes_over(uint64_t a, uint64_t b, int h)
+{
+	uint64_t n = 0;
+
+	for (int l = 0; l <= h; l++)
+		n += (b - 1) / span(l) - a / span(l) + 1;
+	return n;
+}
+
+/* Walk the nodes of one subtree that hold indexes of [a, b) (relative to its first). */
+static void cost_walk(struct avfs_fs *fs, uint32_t node, int h, uint64_t a, uint64_t b,
+		      struct fs_bmap_cost *c)
+{
+	uint64_t child = h ? span(h - 1) : 1;
+	const struct avfs_bptr *s;
+
+	if (!node) {
+		c->missing += nodes_over(a, b, h);
+		return;
+	}
+	if (!fs_meta_ok(fs, node, AVFS_MT_MAP))
+		return;	/* corrupt: the change stops at it with -EUCLEAN */
+	c->nodes++;
+	s = map_slots(fs, node);
+	for (uint64_t i = a / child; i <= (b - 1) / child; i++) {
+		uint64_t lo = i * child;
+
+		if (!h)
+			c->mapped += s[i].block != 0;
+		else
+			cost_walk(fs, s[i].block, h - 1, a > lo ? a - lo : 0,
+				  b < lo + child ? b - lo : child, c);
+	}
+}
+
+void fs_bmap_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t k0, uint64_t k1,
+		  struct fs_bmap_cost *c)
+{
+	uint32_t roots[3] = { di->indirect, di->dindirect, di->tindirect };
+	uint64_t base = AVFS_NDIRECT;
+
+	memset(c, 0, sizeof(*c));
+	for (uint64_t k = k0; k < k1 && k < AVFS_NDIRECT; k++)
+		c->mapped += di->direct[k].block != 0;
+	for (int h = 0; h < 3; base += span(h), h++) {
+		if (k1 <= base || k0 >= base + span(h))
+			continue;
+		cost_walk(fs, roots[h], h, k0 > base ? k0 - base : 0,
+			  k1 - base < span(h) ? k1 - base : span(h), c);
+	}
 }

@@ -82,9 +82,14 @@ static int map_alloc(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, u
 {
 	uint64_t m;
 	uint32_t b = 0;
-	int err = fs_bmap_slot(fs, ino, di, k, true, slot, &m);
+	struct avfs_bptr p;
+	int err = fs_bmap_get(fs, ino, di, k, &p);
 
 	if (err)
+		return err;
+	if (!p.block && !fs_data_avail(fs))
+		return -ENOSPC;	/* before the map blocks of its slot are made */
+	if ((err = fs_bmap_slot(fs, ino, di, k, true, slot, &m)))
 		return err;
 	if ((*slot)->block) {
 		if ((*slot)->block > fs->sb.data_blocks)
@@ -99,6 +104,38 @@ static int map_alloc(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, u
 	di->nblocks++;
 	fs_ino_dirty(fs, ino);
 	return 0;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+void fs_file_alloc_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t k0, uint64_t k1,
+			struct fs_alloc_cost *c)
+{
+	struct fs_bmap_cost b;
+
+	fs_bmap_cost(fs, di, k0, k1, &b);
+	c->new_data = (k1 - k0) - b.mapped;
+	c->new_meta = b.missing;
+	/* the inode, the map blocks on the way (old and new), and the bits of the new blocks */
+	c->blocks = 1 + b.nodes + b.missing + min_u64(c->new_data, fs->sb.dbitmap_blocks) +
+		    min_u64(b.missing, fs->sb.mbitmap_blocks);
+}
+
+uint64_t fs_file_resize_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t size)
+{
+	uint64_t bs = avfs_fs_block_size(fs);
+	struct fs_bmap_cost b;
+
+	if (size >= di->size)
+		return 1;
+	fs_bmap_cost(fs, di, (size + bs - 1) / bs, UINT64_MAX, &b);
+	/* the inode, the slot of the block the size ends in (its valid pages), the map blocks
+	 * trimmed or freed, and the bits of everything freed */
+	return 2 + b.nodes + min_u64(b.mapped, fs->sb.dbitmap_blocks) +
+	       min_u64(b.nodes, fs->sb.mbitmap_blocks);
 }
 
 int fs_write_check(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
@@ -140,25 +177,33 @@ int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 		      struct avfs_bext *ext, unsigned max)
 {
 	struct avfs_dinode *di = NULL;
-	uint64_t bs = avfs_fs_block_size(fs), end = off + len;
+	uint64_t bs = avfs_fs_block_size(fs), end = off + len, k1;
+	struct fs_alloc_cost c;
 	unsigned n = 0;
 	int err = fs_write_check(fs, ino, off, len, &di);
 
-	if (err || !len)
+	if (err || !len || !max)
 		return err;
-	for (uint64_t k = off / bs; k * bs < end && n < max; k++) {
+	k1 = min_u64((end + bs - 1) / bs, off / bs + max);
+	fs_file_alloc_cost(fs, di, off / bs, k1, &c);
+	if ((err = fs_txn_begin(fs, c.blocks, c.new_meta)))
+		return err;
+	for (uint64_t k = off / bs; k < k1; k++) {
 		uint64_t hi = (k + 1) * bs < end ? (k + 1) * bs : end;
 
 		if ((err = fs_block_write(fs, ino, di, k, (uint32_t)((hi - k * bs + AVFS_PAGE - 1) /
 								      AVFS_PAGE), &ext[n])))
-			return n ? (int)n : err;
+			break;	/* out of data blocks: the extents so far */
 		if (hi > di->size)
 			di->size = hi;
 		n++;
 	}
-	di->mtime_ns = di->ctime_ns = now;
-	fs_ino_dirty(fs, ino);
-	return (int)n;
+	if (n) {
+		di->mtime_ns = di->ctime_ns = now;
+		fs_ino_dirty(fs, ino);
+	}
+	fs_txn_end(fs);
+	return n ? (int)n : err;
 }
 
 int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
@@ -166,37 +211,29 @@ int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 {
 	struct avfs_dinode *di = NULL;
 	uint64_t bs = avfs_fs_block_size(fs), end = off + len;
+	struct fs_alloc_cost c;
 	int err = fs_write_check(fs, ino, off, len, &di);
 
 	if (err)
 		return err;
 	if (!len)
 		return -EINVAL;
-	if ((end - off + bs - 1) / bs > avfs_fs_super(fs)->free_data + (off % bs ? 1 : 0) + 1) {
-		/* quick refusal of what cannot fit (exact check below) */
-		uint64_t need = 0;
-
-		for (uint64_t k = off / bs; k * bs < end; k++) {
-			struct avfs_bptr p;
-
-			if ((err = fs_bmap_get(fs, ino, di, k, &p)))
-				return err;
-			need += !p.block;
-			if (need > avfs_fs_super(fs)->free_data)
-				return -ENOSPC;
-		}
-	}
-	for (uint64_t k = off / bs; k * bs < end; k++) {
+	fs_file_alloc_cost(fs, di, off / bs, (end + bs - 1) / bs, &c);
+	if (c.new_data > fs_data_avail(fs))
+		return -ENOSPC;
+	if ((err = fs_txn_begin(fs, c.blocks, c.new_meta)))
+		return err;
+	for (uint64_t k = off / bs; k * bs < end && !err; k++) {
 		struct avfs_bptr *s;
 
-		if ((err = map_alloc(fs, ino, di, k, &s)))
-			return err;	/* blocks taken so far stay: they read as zeros */
+		err = map_alloc(fs, ino, di, k, &s);	/* only a corrupt map fails now */
 	}
-	if (!keep_size && end > di->size)
+	if (!err && !keep_size && end > di->size)
 		di->size = end;
 	di->ctime_ns = now;
 	fs_ino_dirty(fs, ino);
-	return 0;
+	fs_txn_end(fs);
+	return err;
 }
 
 int avfs_fs_tail_page(struct avfs_fs *fs, uint64_t ino, uint64_t size, uint64_t *dev_off,

@@ -249,81 +249,89 @@ int fs_dir_find(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, const 
 	return -ENOENT;
 }
 
-/* Add an entry. Nothing changes on failure. */
-int fs_dir_add(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, const char *name,
-	       size_t len, uint64_t ino, uint32_t mode)
+/* Where an entry of len name bytes goes in dir, and what putting it there costs. Only the
+ * index changes (it grows for one more entry); nothing on disk does. */
+int fs_dir_prepare(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, size_t len,
+		   struct fs_dir_place *at)
 {
 	int err = 0;
 	struct dirindex *x = dix_get(fs, dir, di, &err);
 	size_t need = dent_slots(len);
-	uint64_t bi = UINT64_MAX;
-	unsigned s = 0;
-	uint32_t m = 0;
-	struct avfs_dent *d;
-	uint32_t h = name_hash(name, len);
+	struct fs_bmap_cost c;
 
 	if (!x)
 		return err;
 	if ((x->used + 1) * 10 >= x->cap * 7 && (err = dix_grow(x)))
 		return err;
+	*at = (struct fs_dir_place){ .blocks = 1 };	/* the entry's block */
 	/* a block with a free run of `need` slots: the hint first, then any */
-	for (size_t pass = 0; pass < 2 && bi == UINT64_MAX; pass++) {
+	for (size_t pass = 0; pass < 2; pass++) {
 		size_t from = pass == 0 ? x->hint : 0, to = pass == 0 ? x->hint + 1 : x->nblk;
 
-		for (size_t b = from; b < to && b < x->nblk && bi == UINT64_MAX; b++) {
-			uint8_t *img;
+		for (size_t b = from; b < to && b < x->nblk; b++) {
+			uint32_t m = x->freec[b] < need ? 0 : dir_block(fs, dir, di, b);
 			unsigned run = 0;
 
-			if (x->freec[b] < need || !(m = dir_block(fs, dir, di, b)))
-				continue;
-			img = fs->blocks[m];
-			for (unsigned k = 0; k < AVFS_DSLOTS;) {
-				if (dent_valid(fs, img, k)) {
-					k += dslot(img, k)->nslots;
+			for (unsigned k = 0; m && k < AVFS_DSLOTS;) {
+				if (dent_valid(fs, fs->blocks[m], k)) {
+					k += dslot(fs->blocks[m], k)->nslots;
 					run = 0;
 					continue;
 				}
 				if (++run == need) {
-					bi = b;
-					s = k + 1 - (unsigned)need;
-					break;
+					at->bi = b;
+					at->slot = k + 1 - (unsigned)need;
+					return 0;
 				}
 				k++;
 			}
 		}
 	}
-	if (bi == UINT64_MAX) {
+	/* a new block at the end, with the map blocks on its way */
+	at->bi = x->nblk;
+	at->grow = true;
+	if (at->bi >= (1u << 24))
+		return -ENOSPC;	/* 63 * 16 M slots: beyond any sane directory */
+	if ((err = dix_blocks(x, at->bi + 1)))
+		return err;
+	x->nblk = at->bi;	/* committed only once the block exists */
+	fs_bmap_cost(fs, di, at->bi, at->bi + 1, &c);
+	at->new_meta = 1 + c.missing;	/* the block itself is the entry's */
+	at->blocks += c.nodes + c.missing + (at->new_meta < fs->sb.mbitmap_blocks ?
+					     at->new_meta : fs->sb.mbitmap_blocks);
+	return 0;
+}
+
+int fs_dir_insert(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di,
+		  const struct fs_dir_place *at, const char *name, size_t len, uint64_t ino,
+		  uint32_t mode)
+{
+	struct dirindex *x = fs->dix[dir];
+	size_t need = dent_slots(len);
+	uint32_t h = name_hash(name, len), m;
+	struct avfs_dent *d;
+	int err;
+
+	if (at->grow) {
 		struct avfs_bptr *slot;
 		uint64_t sm, nm;
 
-		bi = x->nblk;
-		if (bi >= (1u << 24))
-			return -ENOSPC;	/* 63 * 16 M slots: beyond any sane directory */
-		err = dix_blocks(x, bi + 1);
-		if (err)
+		if ((err = fs_meta_alloc(fs, AVFS_MT_DIR, &nm)))
 			return err;
-		x->nblk = bi;	/* committed only once the block exists */
-		err = fs_meta_alloc(fs, AVFS_MT_DIR, &nm);
-		if (err)
-			return err;
-		err = fs_bmap_slot(fs, dir, di, bi, true, &slot, &sm);
-		if (err) {
+		if ((err = fs_bmap_slot(fs, dir, di, at->bi, true, &slot, &sm))) {
 			fs_meta_free(fs, nm);
 			return err;
 		}
 		slot->block = (uint32_t)nm;
 		fs_dirty(fs, sm);
-		x->nblk = bi + 1;
-		x->freec[bi] = AVFS_DSLOTS;
-		di->nblocks = bi + 1;
-		di->size = (bi + 1) * AVFS_MBLOCK;
+		x->nblk = at->bi + 1;
+		x->freec[at->bi] = AVFS_DSLOTS;
+		di->nblocks = at->bi + 1;
+		di->size = (at->bi + 1) * AVFS_MBLOCK;
 		fs_ino_dirty(fs, dir);
-		m = (uint32_t)nm;
-		s = 0;
-	} else {
-		m = dir_block(fs, dir, di, bi);
 	}
-	d = dslot(fs->blocks[m], s);
+	m = dir_block(fs, dir, di, at->bi);
+	d = dslot(fs->blocks[m], at->slot);
 	memset(d, 0, need * AVFS_DSLOT);
 	d->ino = ino;
 	d->name_len = (uint16_t)len;
@@ -334,9 +342,9 @@ int fs_dir_add(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, const c
 	if (len > AVFS_DNAME0)
 		memcpy((uint8_t *)d + AVFS_DSLOT, name + AVFS_DNAME0, len - AVFS_DNAME0);
 	fs_dirty(fs, m);
-	x->freec[bi] -= (uint8_t)need;
-	x->hint = bi;
-	dix_put(x, h, (uint32_t)(bi << 6 | s));	/* cannot fail: grown above */
+	x->freec[at->bi] -= (uint8_t)need;
+	x->hint = at->bi;
+	dix_put(x, h, (uint32_t)(at->bi << 6 | at->slot));	/* cannot fail: prepared */
 	return 0;
 }
 

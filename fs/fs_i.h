@@ -15,7 +15,7 @@
  *   bmap.c                            block maps, data block allocation
  *   inode.c                           the inode table
  *   super.c  plan.c                   geometry and superblock checks; plan building
- *   cache.c                           metadata images, dirty set, metadata allocation
+ *   cache.c                           metadata images, dirty set, credits, meta allocation
  *   info.c  crc32c.c                  accessors and explanations; checksums
  */
 #ifndef AVFS_FS_I_H
@@ -48,11 +48,16 @@ struct avfs_fs {
 	struct avfs_bitmap dmap;	/* data blocks in use, including frees not yet committed */
 	struct avfs_bitmap imap;	/* inodes in use (bit i = inode i + 1) */
 	struct avfs_alloc alloc;
-	uint64_t *pfree;	/* data blocks freed by the running transaction */
-	size_t npfree, cappfree;
-	uint64_t *txn;		/* metadata blocks dirtied by the running transaction */
-	size_t ntxn, captxn;
-	struct avfs_bitmap txnmark;
+	/* the running transaction: bitmaps sized at open, so recording a change never
+	 * allocates (credits reserve everything else an operation needs first) */
+	struct avfs_bitmap dirty;	/* metadata blocks it changed */
+	struct avfs_bitmap pfree;	/* data blocks it freed (still set in dmap until on disk) */
+	size_t txn_cap;		/* blocks one transaction may hold (the journal's size) */
+	uint8_t **spare;	/* images reserved for metadata blocks operations allocate */
+	size_t nspare, capspare;
+	uint64_t credits, credit_base;	/* the running operation's reservation (fs_txn_begin) */
+	uint64_t meta_credits, meta_allocs;
+	uint64_t overruns;	/* operations that dirtied more than they reserved (a bug) */
 	struct avfs_bitmap replayed;
 	struct avfs_bitmap rewrite_p, rewrite_b;	/* stale home / backup copies */
 	/* journal */
@@ -87,6 +92,16 @@ void fs_seal(struct avfs_fs *fs, uint8_t *img);	/* the header's CRC32C */
  * 0 or -EUCLEAN. */
 int fs_verify_img(const uint8_t *uuid, uint64_t m, const uint8_t *img, uint32_t type);
 void fs_dirty(struct avfs_fs *fs, uint64_t m);	/* m joins the running transaction */
+/* Credits, as jbd2's handles: an operation that changes metadata first reserves room in the
+ * running transaction for the `blocks` metadata blocks it may dirty (the superblock, which
+ * every commit carries, aside) and the images of the `new_meta` blocks it may allocate; then
+ * it changes without failing, and ends. 0, -EROFS; -ENOSPC when it alone exceeds what a
+ * transaction holds or fewer than new_meta metadata blocks are free; -EAGAIN when only the
+ * running transaction's content leaves it no room; -ENOMEM. Nothing changes on failure. */
+int fs_txn_begin(struct avfs_fs *fs, uint64_t blocks, uint64_t new_meta);
+void fs_txn_end(struct avfs_fs *fs);	/* counts an overrun of the reservation */
+bool fs_txn_fits(const struct avfs_fs *fs, uint64_t blocks);	/* in an empty transaction */
+void fs_txn_forget(struct avfs_fs *fs);	/* the dirty set emptied (mkfs's unjournaled writes) */
 /* Set or clear one bit in the on-disk bitmap starting at metadata block `start`. */
 void fs_set_bit(struct avfs_fs *fs, uint64_t start, uint64_t bit, bool on);
 int fs_meta_alloc(struct avfs_fs *fs, uint32_t type, uint64_t *m);
@@ -110,6 +125,7 @@ struct avfs_dinode *fs_ino_get(struct avfs_fs *fs, uint64_t ino, int *err);
 void fs_ino_dirty(struct avfs_fs *fs, uint64_t ino);
 int fs_ino_alloc(struct avfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, int64_t now,
 		 uint64_t *ino);
+uint64_t fs_ino_avail(const struct avfs_fs *fs);	/* inodes free now */
 /* The record goes back to the inode bitmap (its blocks are the caller's). */
 void fs_ino_release(struct avfs_fs *fs, uint64_t ino);
 uint8_t fs_dtype_of(uint32_t mode);	/* DT_* of <dirent.h> for an inode mode */
@@ -129,6 +145,15 @@ void fs_bmap_trim(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint
 		  bool data);
 /* A data block by ZRR after the file's block prev (UINT64_MAX: none). 0 or -ENOSPC. */
 int fs_data_alloc(struct avfs_fs *fs, uint64_t prev, uint32_t *out);
+uint64_t fs_data_avail(const struct avfs_fs *fs);	/* data blocks free now */
+/* What changing indexes [k0, k1) of an inode's tree may cost (credits): its map blocks there
+ * that exist (each may be dirtied or freed), those missing (filling every index would make
+ * them), and the indexes mapped. Walks the existing nodes of the range only. */
+struct fs_bmap_cost {
+	uint64_t nodes, missing, mapped;
+};
+void fs_bmap_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t k0, uint64_t k1,
+		  struct fs_bmap_cost *c);
 
 /* ---- dir.c ---- */
 /* A live directory, or NULL (-ENOTDIR or fs_ino_get's error in *err). */
@@ -136,9 +161,23 @@ struct avfs_dinode *fs_dir_get(struct avfs_fs *fs, uint64_t dir, int *err);
 /* Find name: its index slot (for deletion), location and inode; any may be NULL. */
 int fs_dir_find(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, const char *name,
 		size_t len, size_t *hslot, uint32_t *loc, uint64_t *ino);
-/* Add an entry. Nothing changes on failure. */
-int fs_dir_add(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, const char *name,
-	       size_t len, uint64_t ino, uint32_t mode);
+/* Adding an entry takes two steps, so that an operation can reserve its credits between them
+ * and then change without failing. fs_dir_prepare finds the place (a free run of slots, or a
+ * new block) and grows the in-memory index for it: 0, -ENOMEM, -ENOSPC, -EUCLEAN; it
+ * changes nothing on disk. fs_dir_insert puts the entry there; with the place's credits
+ * reserved (and nothing else done to dir between) it does not fail. The index may rehash
+ * in fs_dir_prepare: slots found before it are stale. */
+struct fs_dir_place {
+	uint64_t bi;		/* directory block index */
+	unsigned slot;		/* first slot in it */
+	bool grow;		/* bi is a new block at the end */
+	uint64_t blocks, new_meta;	/* credits of the insertion */
+};
+int fs_dir_prepare(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, size_t len,
+		   struct fs_dir_place *at);
+int fs_dir_insert(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di,
+		  const struct fs_dir_place *at, const char *name, size_t len, uint64_t ino,
+		  uint32_t mode);
 void fs_dir_del(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, size_t hslot,
 		uint32_t loc);
 /* Point an existing entry at another inode (rename over an existing name). */
@@ -163,17 +202,33 @@ int fs_block_read(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint
  * is a hole, valid raised to `pages`. 0, -ENOSPC, -EUCLEAN. */
 int fs_block_write(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
 		   uint32_t pages, struct avfs_bext *e);
+/* The credits of allocating blocks [k0, k1) of a file (a write, a preallocation): the
+ * metadata blocks it may dirty, the map blocks it may allocate, the data blocks it needs. */
+struct fs_alloc_cost {
+	uint64_t blocks, new_meta, new_data;
+};
+void fs_file_alloc_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t k0, uint64_t k1,
+			struct fs_alloc_cost *c);
+/* The metadata blocks fs_file_resize to size may dirty (the inode's block included). */
+uint64_t fs_file_resize_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t size);
 /* A new size: shrinking frees blocks past it and uninitializes the pages past it in its
  * block. 0 or -EFBIG. */
 int fs_file_resize(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t size);
 
 /* ---- lifetime.c ---- */
+/* The credits of freeing an inode with everything it holds, and of dropping one of its names
+ * (which frees it at the last one, unless it is open). */
+uint64_t fs_ino_free_cost(struct avfs_fs *fs, struct avfs_dinode *di);
+uint64_t fs_drop_link_cost(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di);
 /* Free a live inode with its blocks, into the running transaction (also fsck's orphans). */
 void fs_ino_free(struct avfs_fs *fs, uint64_t ino);
 /* One name of ino is gone; at the last one it is freed unless open (an orphan then). */
 void fs_drop_link(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, int64_t now);
 
 /* ---- journal.c ---- */
+/* Metadata blocks one transaction can hold in a log of log_blocks: its images, with their
+ * descriptors and its commit block, must fit. */
+size_t fs_journal_capacity(uint64_t log_blocks);
 /* A journal superblock naming (tail, seq), to the slot after the last one written. */
 int fs_plan_jsuper(struct avfs_fs *fs, struct avfs_plan *p, uint64_t tail, uint64_t seq);
 /* Sealed copies of the sorted blocks ms to their homes (pass want_p) and backup copies

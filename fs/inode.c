@@ -80,6 +80,11 @@ int fs_ino_alloc(struct avfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, 
 	return 0;
 }
 
+uint64_t fs_ino_avail(const struct avfs_fs *fs)
+{
+	return fs->sb.ninodes - fs->imap.nset;
+}
+
 void fs_ino_release(struct avfs_fs *fs, uint64_t ino)
 {
 	memset(fs_ino_raw(fs, ino), 0, sizeof(struct avfs_dinode));

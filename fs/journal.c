@@ -202,42 +202,63 @@ int avfs_fs_journal_reset(struct avfs_fs *fs, struct avfs_plan **out)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* The set bits of b, in order, as a new array (NULL and 0 when there are none). */
+static int bits_of(const struct avfs_bitmap *b, uint64_t **out)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	uint64_t *v = NULL, k = 0;
 
-	return x < y ? -1 : x > y;
+	if (b->nset && !(v = malloc(b->nset * sizeof(*v))))
+		return -ENOMEM;
+	for (uint64_t i = avfs_bitmap_find_set(b, 0, b->nbits); i != UINT64_MAX;
+	     i = avfs_bitmap_find_set(b, i + 1, b->nbits))
+		v[k++] = i;
+	*out = v;
+	return 0;
+}
+
+size_t fs_journal_capacity(uint64_t log_blocks)
+{
+	uint64_t n = log_blocks > 2 ? log_blocks - 2 : 0;
+
+	while (n && n + (n + AVFS_JDESC_MAX - 1) / AVFS_JDESC_MAX + 1 > log_blocks)
+		n--;
+	return n;
 }
 
 int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 {
 	struct avfs_super *sb;
-	struct avfs_plan *p;
-	uint64_t n, ndesc, total, seq;
+	struct avfs_plan *p = NULL;
+	uint64_t n, ndesc, total, seq, *ms = NULL, *freed = NULL;
+	/* where the journal stands: put back if the plan cannot be made */
+	uint64_t tail = fs->tail, tail_seq = fs->tail_seq, used = fs->used, jepoch = fs->jepoch;
 	uint8_t *jbuf;
 	uint32_t crc = 0;
-	int err = -ENOMEM;
+	int err;
 
 	*out = NULL;
 	if (avfs_fs_rdonly(fs))
-		return fs->ntxn ? -EROFS : 0;
-	if (!fs->ntxn && !fs->npfree)
+		return fs->dirty.nset ? -EROFS : 0;
+	if (!fs->dirty.nset && !fs->pfree.nset)
 		return 0;
 	sb = fs_sb(fs);
 	sb->last_zone = fs->alloc.last_zone;
 	sb->commit_seq = fs->next_seq;
 	fs_dirty(fs, 0);
-	n = fs->ntxn;
+	n = fs->dirty.nset;
 	ndesc = (n + AVFS_JDESC_MAX - 1) / AVFS_JDESC_MAX;
 	total = ndesc + n + 1;
-	if (total > fs->log_blocks) {
+	if (total > fs->log_blocks) {	/* credits keep it from happening */
 		fs_why(fs, "transaction of %llu blocks does not fit the journal",
 		       (unsigned long long)total);
 		return -E2BIG;
 	}
+	if ((err = bits_of(&fs->dirty, &ms)) || (err = bits_of(&fs->pfree, &freed)))
+		goto fail;
+	err = -ENOMEM;
 	p = fs_plan_new();
 	if (!p)
-		return -ENOMEM;
+		goto fail;
 	if (fs->used + total > fs->log_blocks) {
 		/* the checkpoints of earlier transactions were written right after their commit;
 		 * once they are durable the whole log is free again */
@@ -249,7 +270,6 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 		fs->used = 0;
 	}
 	seq = fs->next_seq;
-	qsort(fs->txn, n, sizeof(*fs->txn), cmp_u64);
 	jbuf = fs_plan_buf(p, total * AVFS_MBLOCK);
 	if (!jbuf)
 		goto fail;
@@ -267,7 +287,7 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 			jd->count = (uint32_t)cnt;
 			jd->last = d + 1 == ndesc;
 			for (uint64_t i = 0; i < cnt; i++) {
-				uint64_t m = fs->txn[k + i];
+				uint64_t m = ms[k + i];
 
 				jd->home[i] = m;
 				fs_seal(fs, fs->blocks[m]);
@@ -311,23 +331,29 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 			goto fail;
 	}
 	/* checkpoint: the committed images to their homes and the backup region */
-	err = fs_plan_homes(fs, p, fs->txn, n, NULL, NULL);
+	err = fs_plan_homes(fs, p, ms, n, NULL, NULL);
 	if (err)
 		goto fail;
 	fs->head = (fs->head + total) % fs->log_blocks;
 	fs->used += total;
 	fs->next_seq++;
 	for (size_t i = 0; i < n; i++)
-		avfs_bitmap_clear(&fs->txnmark, fs->txn[i]);
-	fs->ntxn = 0;
-	p->freed = fs->pfree;
-	p->nfreed = fs->npfree;
-	fs->pfree = NULL;
-	fs->npfree = fs->cappfree = 0;
+		avfs_bitmap_clear(&fs->dirty, ms[i]);
+	p->nfreed = fs->pfree.nset;
+	for (size_t i = 0; i < p->nfreed; i++)
+		avfs_bitmap_clear(&fs->pfree, freed[i]);
+	p->freed = freed;
+	free(ms);
 	*out = p;
 	return 0;
 fail:
+	fs->tail = tail;
+	fs->tail_seq = tail_seq;
+	fs->used = used;
+	fs->jepoch = jepoch;
 	avfs_plan_free(p);
+	free(ms);
+	free(freed);
 	return err;
 }
 

@@ -57,9 +57,7 @@ int avfs_fs_format(const struct avfs_super *geo, int64_t now_ns, struct avfs_fs 
 			    geo->nzones, geo->last_zone))
 		goto fail;
 	/* the format's writes are not journaled: forget the dirty list it built */
-	for (size_t i = 0; i < fs->ntxn; i++)
-		avfs_bitmap_clear(&fs->txnmark, fs->txn[i]);
-	fs->ntxn = 0;
+	fs_txn_forget(fs);
 
 	/* 1. invalidate any old superblock first, so a crash mid-format leaves no valid file
 	 *    system pointing at half-written metadata */

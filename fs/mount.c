@@ -28,13 +28,15 @@ int avfs_fs_open(const struct avfs_super *sb, unsigned flags, struct avfs_fs **o
 	if (!fs->blocks || !fs->dix || !fs->opens)
 		goto fail;
 	if (avfs_bitmap_init(&fs->mmap, fs->nmeta) || avfs_bitmap_init(&fs->dmap, sb->data_blocks) ||
-	    avfs_bitmap_init(&fs->imap, sb->ninodes) || avfs_bitmap_init(&fs->txnmark, fs->nmeta) ||
+	    avfs_bitmap_init(&fs->imap, sb->ninodes) || avfs_bitmap_init(&fs->dirty, fs->nmeta) ||
+	    avfs_bitmap_init(&fs->pfree, sb->data_blocks) ||
 	    avfs_bitmap_init(&fs->replayed, fs->nmeta) ||
 	    avfs_bitmap_init(&fs->rewrite_p, fs->nmeta) ||
 	    avfs_bitmap_init(&fs->rewrite_b, fs->nmeta))
 		goto fail;
 	fs->log_start = sb->journal_start + 2;
 	fs->log_blocks = sb->journal_blocks - 2;
+	fs->txn_cap = fs_journal_capacity(fs->log_blocks);
 	fs->next_seq = 1;
 	fs->tail_seq = 1;
 	fs->mhint = sb->dyn_start;
@@ -61,12 +63,14 @@ void avfs_fs_close(struct avfs_fs *fs)
 	avfs_bitmap_free(&fs->mmap);
 	avfs_bitmap_free(&fs->dmap);
 	avfs_bitmap_free(&fs->imap);
-	avfs_bitmap_free(&fs->txnmark);
+	avfs_bitmap_free(&fs->dirty);
+	avfs_bitmap_free(&fs->pfree);
 	avfs_bitmap_free(&fs->replayed);
 	avfs_bitmap_free(&fs->rewrite_p);
 	avfs_bitmap_free(&fs->rewrite_b);
-	free(fs->pfree);
-	free(fs->txn);
+	while (fs->nspare)
+		free(fs->spare[--fs->nspare]);
+	free(fs->spare);
 	free(fs);
 }
 

@@ -77,107 +77,94 @@ int avfs_fs_lookup(struct avfs_fs *fs, uint64_t dir, const char *name, uint64_t 
 	return fs_dir_find(fs, dir, di, name, len, NULL, NULL, ino);
 }
 
-static int create_common(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
-			 uint32_t uid, uint32_t gid, int64_t now, uint64_t *out,
-			 struct avfs_dinode **odi, struct avfs_dinode **opdi)
+/* Create name in dir: an inode of mode, for a symlink pointing at target (tl bytes), and its
+ * entry. Everything that can fail comes before the first change. */
+static int create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, const char *target, size_t tl, int64_t now,
+		  uint64_t *out)
 {
 	int err = 0;
 	size_t len;
+	struct fs_dir_place at;
 	struct avfs_dinode *pdi = fs_dir_get(fs, dir, &err), *di;
-	uint64_t ino;
+	bool block = tl >= sizeof(di->symlink);	/* a target too long for the inode */
+	uint64_t ino, m;
 
 	RW_CHECK(fs);
 	if (!pdi)
 		return err;
+	if (S_ISDIR(mode) && pdi->nlink >= MAX_LINKS)
+		return -EMLINK;
 	if ((err = name_free(fs, dir, pdi, name, &len)))
 		return err;
-	err = fs_ino_alloc(fs, mode, uid, gid, now, &ino);
-	if (err)
+	if (!fs_ino_avail(fs))
+		return -ENOSPC;
+	if ((err = fs_dir_prepare(fs, dir, pdi, len, &at)))
 		return err;
+	/* the new inode's block and its bitmap's, the parent's inode, the entry; a symlink
+	 * block and its bitmap's */
+	if ((err = fs_txn_begin(fs, 3 + at.blocks + 2 * block, at.new_meta + block)))
+		return err;
+	/* reserved and checked: none of these fails (each undoes what it must if it did) */
+	if (block && (err = fs_meta_alloc(fs, AVFS_MT_SYMLINK, &m)))
+		goto out;
+	if ((err = fs_ino_alloc(fs, mode, uid, gid, now, &ino))) {
+		if (block)
+			fs_meta_free(fs, m);
+		goto out;
+	}
 	di = fs_ino_raw(fs, ino);
-	pdi = fs_ino_raw(fs, dir);	/* (same block cache: pointers stay valid) */
-	err = fs_dir_add(fs, dir, pdi, name, len, ino, mode);
-	if (err) {
+	if (block) {
+		memcpy(fs->blocks[m] + HDR, target, tl);
+		di->symlink_block = (uint32_t)m;
+	} else if (target) {
+		memcpy(di->symlink, target, tl);
+	}
+	di->size = target ? tl : 0;
+	if ((err = fs_dir_insert(fs, dir, pdi, &at, name, len, ino, mode))) {
 		fs_ino_free(fs, ino);
-		return err;
+		goto out;
+	}
+	if (S_ISDIR(mode)) {
+		di->nlink = 2;
+		di->parent = (uint32_t)dir;
+		pdi->nlink++;
 	}
 	dir_touch(fs, dir, pdi, now);
 	*out = ino;
-	*odi = di;
-	*opdi = pdi;
-	return 0;
+out:
+	fs_txn_end(fs);
+	return err;
 }
 
 int avfs_fs_mknod(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino)
 {
-	struct avfs_dinode *di, *pdi;
 	uint32_t t = mode & S_IFMT;
 
 	if (t == 0)
 		mode |= S_IFREG;
 	else if (t != S_IFREG && t != S_IFIFO && t != S_IFSOCK && t != S_IFCHR && t != S_IFBLK)
 		return -EINVAL;
-	return create_common(fs, dir, name, mode, uid, gid, now, ino, &di, &pdi);
+	return create(fs, dir, name, mode, uid, gid, NULL, 0, now, ino);
 }
 
 int avfs_fs_mkdir(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino)
 {
-	struct avfs_dinode *di, *pdi;
-	int err;
-
-	if (fs_ino_ok(fs, dir)) {
-		struct avfs_dinode *p = fs_ino_raw(fs, dir);
-
-		if (p->mode && p->nlink >= MAX_LINKS)
-			return -EMLINK;
-	}
-	err = create_common(fs, dir, name, S_IFDIR | (mode & 07777), uid, gid, now, ino, &di, &pdi);
-	if (err)
-		return err;
-	di->nlink = 2;
-	di->parent = (uint32_t)dir;
-	pdi->nlink++;
-	fs_ino_dirty(fs, *ino);
-	fs_ino_dirty(fs, dir);
-	return 0;
+	return create(fs, dir, name, S_IFDIR | (mode & 07777), uid, gid, NULL, 0, now, ino);
 }
 
 int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const char *target,
 		    uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino)
 {
-	struct avfs_dinode *di, *pdi;
 	size_t tl = target ? strnlen(target, AVFS_SYMLINK_MAX + 1) : 0;
-	uint64_t m = 0;
-	int err;
 
 	if (tl == 0)
 		return -ENOENT;
 	if (tl > AVFS_SYMLINK_MAX)
 		return -ENAMETOOLONG;
-	err = create_common(fs, dir, name, S_IFLNK | 0777, uid, gid, now, ino, &di, &pdi);
-	if (err)
-		return err;
-	if (tl < sizeof(di->symlink)) {
-		memcpy(di->symlink, target, tl);
-	} else {
-		err = fs_meta_alloc(fs, AVFS_MT_SYMLINK, &m);
-		if (err) {
-			size_t len = strlen(name), hs;
-			uint32_t loc;
-
-			if (!fs_dir_find(fs, dir, pdi, name, len, &hs, &loc, NULL))
-				fs_dir_del(fs, dir, pdi, hs, loc);
-			fs_ino_free(fs, *ino);
-			return err;
-		}
-		memcpy(fs->blocks[m] + HDR, target, tl);
-		di->symlink_block = (uint32_t)m;
-	}
-	di->size = tl;
-	fs_ino_dirty(fs, *ino);
-	return 0;
+	return create(fs, dir, name, S_IFLNK | 0777, uid, gid, target, tl, now, ino);
 }
 
 int avfs_fs_readlink(struct avfs_fs *fs, uint64_t ino, char *buf, size_t len)
@@ -213,6 +200,7 @@ int avfs_fs_link(struct avfs_fs *fs, uint64_t ino, uint64_t dir, const char *nam
 {
 	int err = 0;
 	size_t len;
+	struct fs_dir_place at;
 	struct avfs_dinode *di, *pdi;
 
 	RW_CHECK(fs);
@@ -228,16 +216,20 @@ int avfs_fs_link(struct avfs_fs *fs, uint64_t ino, uint64_t dir, const char *nam
 		return -ENOENT;	/* unlinked while open: as Linux, no new name for it */
 	if (di->nlink >= MAX_LINKS)
 		return -EMLINK;
-	if ((err = name_free(fs, dir, pdi, name, &len)))
+	if ((err = name_free(fs, dir, pdi, name, &len)) ||
+	    (err = fs_dir_prepare(fs, dir, pdi, len, &at)))
 		return err;
-	err = fs_dir_add(fs, dir, pdi, name, len, ino, di->mode);
-	if (err)
+	/* the two inodes and the entry */
+	if ((err = fs_txn_begin(fs, 2 + at.blocks, at.new_meta)))
 		return err;
-	di->nlink++;
-	di->ctime_ns = now;
-	fs_ino_dirty(fs, ino);
-	dir_touch(fs, dir, pdi, now);
-	return 0;
+	if (!(err = fs_dir_insert(fs, dir, pdi, &at, name, len, ino, di->mode))) {
+		di->nlink++;
+		di->ctime_ns = now;
+		fs_ino_dirty(fs, ino);
+		dir_touch(fs, dir, pdi, now);
+	}
+	fs_txn_end(fs);
+	return err;
 }
 
 static int remove_common(struct avfs_fs *fs, uint64_t dir, const char *name, int64_t now,
@@ -275,6 +267,9 @@ static int remove_common(struct avfs_fs *fs, uint64_t dir, const char *name, int
 	} else if (S_ISDIR(di->mode)) {
 		return -EISDIR;
 	}
+	/* the parent's inode, the entry's block, and what the name's inode costs */
+	if ((err = fs_txn_begin(fs, 2 + fs_drop_link_cost(fs, ino, di), 0)))
+		return err;
 	fs_dir_del(fs, dir, pdi, hs, loc);
 	if (want_dir) {
 		pdi->nlink--;
@@ -282,6 +277,7 @@ static int remove_common(struct avfs_fs *fs, uint64_t dir, const char *name, int
 	}
 	fs_drop_link(fs, ino, di, now);
 	dir_touch(fs, dir, pdi, now);
+	fs_txn_end(fs);
 	return 0;
 }
 
@@ -318,6 +314,7 @@ int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_
 	size_t olen, nlen, ohs, nhs;
 	uint32_t oloc, nloc;
 	uint64_t sino, dino = 0;
+	struct fs_dir_place at = { 0 };
 	struct avfs_dinode *opdi, *npdi, *sdi, *ddi = NULL;
 
 	RW_CHECK(fs);
@@ -356,6 +353,9 @@ int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_
 		if (odir != ndir && ((S_ISDIR(sdi->mode) && is_ancestor(fs, sino, ndir)) ||
 				     (S_ISDIR(ddi->mode) && is_ancestor(fs, dino, odir))))
 			return -EINVAL;
+		/* two entries, two inodes, two parents */
+		if ((err = fs_txn_begin(fs, 6, 0)))
+			return err;
 		fs_dir_retarget(fs, odir, opdi, oloc, dino, ddi->mode);
 		fs_dir_retarget(fs, ndir, npdi, nloc, sino, sdi->mode);
 		if (odir != ndir) {
@@ -375,6 +375,7 @@ int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_
 		fs_ino_dirty(fs, dino);
 		dir_touch(fs, odir, opdi, now);
 		dir_touch(fs, ndir, npdi, now);
+		fs_txn_end(fs);
 		return 0;
 	}
 	if (ddi && (flags & AVFS_RENAME_NOREPLACE))
@@ -393,17 +394,24 @@ int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_
 	} else if (ddi && S_ISDIR(ddi->mode)) {
 		return -EISDIR;
 	}
+	/* where the new name goes, and what it all costs: the moved inode, both parents, the
+	 * old entry, and the new one or the replaced inode */
+	if (!ddi) {
+		if ((err = fs_dir_prepare(fs, ndir, npdi, nlen, &at)))
+			return err;
+		/* the index may have grown: find the old name again */
+		if (fs_dir_find(fs, odir, opdi, oname, olen, &ohs, &oloc, NULL))
+			return -EUCLEAN;
+	}
+	if ((err = fs_txn_begin(fs, 4 + (ddi ? 1 + fs_drop_link_cost(fs, dino, ddi) : at.blocks),
+				ddi ? 0 : at.new_meta)))
+		return err;
 	/* the new name first: if it cannot be made, nothing has changed */
 	if (ddi) {
 		fs_dir_retarget(fs, ndir, npdi, nloc, sino, sdi->mode);
-	} else {
-		err = fs_dir_add(fs, ndir, npdi, nname, nlen, sino, sdi->mode);
-		if (err)
-			return err;
-		/* the add may have grown the index: find the old name again */
-		err = fs_dir_find(fs, odir, opdi, oname, olen, &ohs, &oloc, NULL);
-		if (err)
-			return -EUCLEAN;
+	} else if ((err = fs_dir_insert(fs, ndir, npdi, &at, nname, nlen, sino, sdi->mode))) {
+		fs_txn_end(fs);
+		return err;
 	}
 	fs_dir_del(fs, odir, opdi, ohs, oloc);
 	if (ddi) {
@@ -420,5 +428,6 @@ int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_
 	fs_ino_dirty(fs, sino);
 	dir_touch(fs, odir, opdi, now);
 	dir_touch(fs, ndir, npdi, now);
+	fs_txn_end(fs);
 	return 0;
 }

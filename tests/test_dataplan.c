@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs_i.h"
 #include "fsck_clean.h"
 #include "fsio.h"
 #include "memdisk.h"
@@ -70,6 +71,7 @@ static int env_teardown(void **state)
 	struct env *e = *state;
 
 	assert_fsck_clean(e->fs);
+	assert_int_equal(e->fs->overruns, 0);	/* every credit estimate held */
 	assert_int_equal(avfs_fsio_unmount(e->io), 0);
 	avfs_disk_close(e->d);
 	avfs_data_plan_free(&e->p);

@@ -52,8 +52,10 @@ static void fx_remount(struct fx *f)
 
 static void fx_free(struct fx *f)
 {
-	if (f->io)
+	if (f->io) {
+		assert_int_equal(f->io->fs->overruns, 0);	/* every credit estimate held */
 		assert_int_equal(avfs_fsio_unmount(f->io), 0);
+	}
 	avfs_disk_close(f->d);
 	free(f);
 }
