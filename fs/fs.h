@@ -2,9 +2,10 @@
  * fs.h — the AVFS file system core (sans-I/O, SPEC §2): format geometry, the in-memory
  * metadata (every live metadata block is held as its 4 KiB image), inodes, directories,
  * block maps, ZRR allocation, and the journal. It never touches a device: operations change
- * memory and return *plans* (ordered writes and flushes) that a driver executes; data I/O is
- * described as extents the driver reads or writes. Drivers: fs/fsio.c (synchronous, for
- * tools and tests), later avfsd's event loop and the simulator.
+ * memory and return *plans* (ordered writes and flushes) that a driver executes; the data
+ * I/O of a file range is a data plan (reads, zero-fills, read-modify-writes). Operations
+ * reserve their transaction credits first and fail whole ("transactions" below). Drivers:
+ * fs/fsio.c (synchronous, for tools and tests), avfsd's event loop and the simulator.
  */
 #ifndef AVFS_FS_H
 #define AVFS_FS_H
