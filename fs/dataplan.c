@@ -171,41 +171,52 @@ static int plan_tail(struct avfs_fs *fs, uint64_t ino, uint64_t size, struct avf
 int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		       int64_t now, struct avfs_data_plan *p)
 {
-	uint64_t bs = avfs_fs_block_size(fs), end = off + len, size;
+	uint64_t bs = avfs_fs_block_size(fs), end = off + len, size, k0 = off / bs, k1;
+	struct fs_alloc_cost c;
 	struct avfs_dinode *di;
 	int err;
 
 	dop_reset(p);
 	if ((err = fs_write_check(fs, ino, off, len, &di)) || !len)
 		return err;
-	/* room for every op before anything changes: a tail zeroing, then per block a
-	 * zero-fill and the data */
-	if ((err = dop_room(p, 1 + 2 * ((end - 1) / bs - off / bs + 1))))
+	/* a range larger than one transaction holds is cut to a prefix that fits: a short
+	 * write, as when space runs out */
+	for (k1 = (end + bs - 1) / bs;; k1 = k0 + (k1 - k0 + 1) / 2) {
+		fs_file_alloc_cost(fs, di, k0, k1, &c);
+		if (fs_txn_fits(fs, c.blocks) || k1 == k0 + 1)
+			break;
+	}
+	end = end < k1 * bs ? end : k1 * bs;
+	/* room for every op (a tail zeroing, then per block a zero-fill and the data) and the
+	 * credits, before anything changes */
+	if ((err = dop_room(p, 1 + 2 * (k1 - k0))) || (err = fs_txn_begin(fs, c.blocks, c.new_meta)))
 		return err;
 	size = di->size;
 	/* the old last page in an earlier block than the data: zero its tail there (in the
 	 * data's own block, plan_block does it) */
-	if (off > size && size / bs < off / bs && (err = plan_tail(fs, ino, size, p)))
-		return err;
-	for (uint64_t k = off / bs; k * bs < end; k++) {
+	if (off > size && size / bs < k0 && (err = plan_tail(fs, ino, size, p)))
+		goto out;
+	for (uint64_t k = k0; k < k1; k++) {
 		uint64_t kbs = k * bs, lo = off > kbs ? off : kbs, hi = end < kbs + bs ? end : kbs + bs;
 		struct avfs_bext e;
 
-		err = fs_block_write(fs, ino, di, k, (uint32_t)(page_up(hi - kbs) / PAGE), &e);
-		if (err && k == off / bs) {
-			dop_reset(p);
-			return err;
-		}
-		if (err)
-			break;	/* a short write: the prefix that fits */
+		if ((err = fs_block_write(fs, ino, di, k, (uint32_t)(page_up(hi - kbs) / PAGE), &e)))
+			break;	/* out of data blocks: a short write, the prefix that fits */
 		plan_block(p, &e, bs, size, off, lo, hi);
 		if (hi > di->size)
 			di->size = hi;
 		p->bytes += hi - lo;
 	}
-	di->mtime_ns = di->ctime_ns = now;
-	fs_ino_dirty(fs, ino);
-	return 0;
+	if (p->bytes) {
+		err = 0;
+		di->mtime_ns = di->ctime_ns = now;
+		fs_ino_dirty(fs, ino);
+	}
+out:
+	if (err)
+		dop_reset(p);
+	fs_txn_end(fs);
+	return err;
 }
 
 int avfs_fs_plan_zero_tail(struct avfs_fs *fs, uint64_t ino, uint64_t size,

@@ -2,9 +2,10 @@
  * fs.h — the AVFS file system core (sans-I/O, SPEC §2): format geometry, the in-memory
  * metadata (every live metadata block is held as its 4 KiB image), inodes, directories,
  * block maps, ZRR allocation, and the journal. It never touches a device: operations change
- * memory and return *plans* (ordered writes and flushes) that a driver executes; data I/O is
- * described as extents the driver reads or writes. Drivers: fs/fsio.c (synchronous, for
- * tools and tests), later avfsd's event loop and the simulator.
+ * memory and return *plans* (ordered writes and flushes) that a driver executes; the data
+ * I/O of a file range is a data plan (reads, zero-fills, read-modify-writes). Operations
+ * reserve their transaction credits first and fail whole ("transactions" below). Drivers:
+ * fs/fsio.c (synchronous, for tools and tests), avfsd's event loop and the simulator.
  */
 #ifndef AVFS_FS_H
 #define AVFS_FS_H
@@ -117,13 +118,36 @@ int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen);
 int avfs_fs_mark_rewrite(struct avfs_fs *fs, uint64_t m, bool primary, bool backup);
 int avfs_fs_recovery_plan(struct avfs_fs *fs, struct avfs_plan **plan);
 
-/* ---- transactions ---- */
+/* ---- transactions ----
+ *
+ * Credits, as jbd2's: every operation that changes metadata first reserves, in the running
+ * transaction, room for every metadata block it may dirty (the journal must be able to hold
+ * the transaction) and the memory for every metadata block it may allocate; only then does
+ * it change anything, and then it cannot fail. So an operation happens whole or fails with
+ * nothing changed, and nothing aborts. Besides each operation's own errors:
+ *   -EAGAIN  the running transaction has no room left for this operation. Commit it
+ *            (avfs_fs_commit: the running transaction is empty as soon as that returns,
+ *            whenever its plan runs) and call again. Never returned when the running
+ *            transaction is empty, so the call after a commit cannot get it.
+ *   -ENOSPC  also: the operation alone needs more than a transaction can hold
+ *            (avfs_fs_txn_capacity; avfs_fs_why says so) — a journal too small for the file
+ *            it frees or truncates; truncating in steps, committing between, gets there.
+ *   -ENOMEM  the images of the metadata blocks it would allocate.
+ * A driver keeps -EAGAIN rare by committing when avfs_fs_commit_due says so (and may commit
+ * earlier, by time or dirty blocks). avfs_fs_commit may be called again before the previous
+ * plan has run: plans are self-contained, and run one after the other in commit order (a
+ * failed plan breaks the fs: later ones are reported failed without running). */
 
 /* Blocks changed and not yet committed. */
 size_t avfs_fs_dirty_blocks(const struct avfs_fs *fs);
+/* Metadata blocks one transaction can hold: what the journal fits, the superblock included. */
+size_t avfs_fs_txn_capacity(const struct avfs_fs *fs);
+/* The running transaction holds half its capacity or more: commit now, and an operation
+ * sees -EAGAIN only when it alone needs more than the other half. */
+bool avfs_fs_commit_due(const struct avfs_fs *fs);
 /* The plan that commits the running transaction (ordered: the caller has completed every
  * data write the transaction makes reachable) and checkpoints it to home and backup.
- * *plan is NULL when nothing changed. */
+ * *plan is NULL when nothing changed. 0, -EROFS, -ENOMEM (nothing changed: call again). */
 int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **plan);
 /* The driver reports the plan's outcome. 0 on success; on failure the fs turns read-only
  * (-EROFS afterwards) — memory may be ahead of the disk, and only a remount can tell. */
@@ -174,12 +198,16 @@ int avfs_fs_rename(struct avfs_fs *fs, uint64_t odir, const char *oname, uint64_
 int avfs_fs_open_ref(struct avfs_fs *fs, uint64_t ino);
 /* Drop one handle. At the last one, an inode without links is freed with its blocks into
  * the running transaction (on a read-only fs it stays for the next read-write mount).
- * 1 when the inode was freed, 0 otherwise, -EINVAL when ino holds no handle. */
+ * 1 when the inode was freed, 0 otherwise, -EINVAL when ino holds no handle; -EAGAIN or
+ * -ENOSPC (credits, see "transactions") with the handle still counted: after -EAGAIN,
+ * commit and drop it again. */
 int avfs_fs_open_unref(struct avfs_fs *fs, uint64_t ino);
 /* Free, into the running transaction, every inode left allocated with nlink 0 (unlinked
  * while open when the file system last stopped: a crash keeps them on disk). Inodes still
  * open are skipped unless even_open (the last user of the fs is gone: unmount). Returns how
- * many were freed, or -EROFS. A read-write mount calls it once (fs/fsio.c). */
+ * many were freed, -EROFS, or -EAGAIN when the running transaction was too full to free the
+ * first. It stops when the transaction fills: until it returns 0, commit and call again (as
+ * a read-write mount does, fs/fsio.c). An orphan too large for any transaction stays. */
 int64_t avfs_fs_free_orphans(struct avfs_fs *fs, bool even_open);
 
 /* readdir: calls fn for each entry from cookie on ("." and ".." first); fn returns
@@ -284,8 +312,9 @@ int avfs_fs_plan_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
  * running transaction (as avfs_fs_map_write). Ops touch disjoint pages, so they may run in any
  * order and at once; all must be on the device before the commit that carries this
  * transaction (ordered mode). When space runs out part-way the plan covers the prefix that
- * fits (p->bytes < len, the size grows only to its end); -ENOSPC when nothing fits.
- * 0 or -errno. */
+ * fits (p->bytes < len, the size grows only to its end); -ENOSPC when nothing fits. So does
+ * a range whose block maps alone exceed one transaction. 0 or -errno (-EAGAIN: commit first,
+ * see "transactions"). */
 int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		       int64_t now, struct avfs_data_plan *p);
 /* Plan zeroing the stale bytes past `size` in the page holding it, before the size grows

@@ -1,6 +1,22 @@
 /*
- * fs_i.h — private state of the file system core shared by fs.c (format, journal, mount)
- * and inode.c (inodes, block maps, directories, data mapping). Not installed.
+ * fs_i.h — the file system core's private state and the functions its files share. Not
+ * installed; fsck.c, fsio.c and white-box tests include it too.
+ *
+ * The files form layers. A file calls only into files on lower lines, never into one that
+ * calls it back, so the file-level call graph has no cycle:
+ *
+ *   fsio.c  fsck.c                    the synchronous driver; the checker
+ *   mkfs.c                            a fresh format
+ *   mount.c                           open/close, load, finish, the recovery plan
+ *   journal.c                         commit, replay, the tail
+ *   namei.c                           namespace operations
+ *   lifetime.c  attr.c  dataplan.c    inode death and orphans; attributes; data plans
+ *   dir.c  data.c                     directories and their index; file data mapping
+ *   bmap.c                            block maps, data block allocation
+ *   inode.c                           the inode table
+ *   super.c  plan.c                   geometry and superblock checks; plan building
+ *   cache.c                           metadata images, dirty set, credits, meta allocation
+ *   info.c  crc32c.c                  accessors and explanations; checksums
  */
 #ifndef AVFS_FS_I_H
 #define AVFS_FS_I_H
@@ -12,7 +28,7 @@
 #include <stdarg.h>
 
 /* In-memory index of one directory: name hash -> (block index, slot), and free slots per
- * block. Built on first use from the directory blocks; keeps lookups O(1). */
+ * block. Built on first use from the directory blocks; keeps lookups O(1). Owned by dir.c. */
 struct dirindex {
 	uint32_t *keys;		/* name hash; */
 	uint32_t *locs;		/* (bi << 6 | slot) + 1; 0 = empty, UINT32_MAX = tombstone */
@@ -32,11 +48,16 @@ struct avfs_fs {
 	struct avfs_bitmap dmap;	/* data blocks in use, including frees not yet committed */
 	struct avfs_bitmap imap;	/* inodes in use (bit i = inode i + 1) */
 	struct avfs_alloc alloc;
-	uint64_t *pfree;	/* data blocks freed by the running transaction */
-	size_t npfree, cappfree;
-	uint64_t *txn;		/* metadata blocks dirtied by the running transaction */
-	size_t ntxn, captxn;
-	struct avfs_bitmap txnmark;
+	/* the running transaction: bitmaps sized at open, so recording a change never
+	 * allocates (credits reserve everything else an operation needs first) */
+	struct avfs_bitmap dirty;	/* metadata blocks it changed */
+	struct avfs_bitmap pfree;	/* data blocks it freed (still set in dmap until on disk) */
+	size_t txn_cap;		/* blocks one transaction may hold (the journal's size) */
+	uint8_t **spare;	/* images reserved for metadata blocks operations allocate */
+	size_t nspare, capspare;
+	uint64_t credits, credit_base;	/* the running operation's reservation (fs_txn_begin) */
+	uint64_t meta_credits, meta_allocs;
+	uint64_t overruns;	/* operations that dirtied more than they reserved (a bug) */
 	struct avfs_bitmap replayed;
 	struct avfs_bitmap rewrite_p, rewrite_b;	/* stale home / backup copies */
 	/* journal */
@@ -56,23 +77,118 @@ struct avfs_fs {
 	char why[256];
 };
 
+#define RW_CHECK(fs) do { if (avfs_fs_rdonly(fs)) return -EROFS; } while (0)
+
+/* ---- info.c ---- */
 void fs_why(struct avfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint8_t *fs_blk(struct avfs_fs *fs, uint64_t m);
-void fs_dirty(struct avfs_fs *fs, uint64_t m);
+/* The same into a caller's buffer (nothing when why is NULL or len 0). */
+void fs_why_to(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+struct avfs_super *fs_sb(struct avfs_fs *fs);	/* the live superblock image */
+
+/* ---- cache.c ---- */
+void fs_hdr_init(struct avfs_fs *fs, uint8_t *img, uint64_t m, uint32_t type);
+void fs_seal(struct avfs_fs *fs, uint8_t *img);	/* the header's CRC32C */
+/* A block image's header (magic, home m, UUID unless NULL, type unless 0) and CRC.
+ * 0 or -EUCLEAN. */
+int fs_verify_img(const uint8_t *uuid, uint64_t m, const uint8_t *img, uint32_t type);
+void fs_dirty(struct avfs_fs *fs, uint64_t m);	/* m joins the running transaction */
+/* Credits, as jbd2's handles: an operation that changes metadata first reserves room in the
+ * running transaction for the `blocks` metadata blocks it may dirty (the superblock, which
+ * every commit carries, aside) and the images of the `new_meta` blocks it may allocate; then
+ * it changes without failing, and ends. 0, -EROFS; -ENOSPC when it alone exceeds what a
+ * transaction holds or fewer than new_meta metadata blocks are free; -EAGAIN when only the
+ * running transaction's content leaves it no room; -ENOMEM. Nothing changes on failure. */
+int fs_txn_begin(struct avfs_fs *fs, uint64_t blocks, uint64_t new_meta);
+void fs_txn_end(struct avfs_fs *fs);	/* counts an overrun of the reservation */
+bool fs_txn_fits(const struct avfs_fs *fs, uint64_t blocks);	/* in an empty transaction */
+void fs_txn_forget(struct avfs_fs *fs);	/* the dirty set emptied (mkfs's unjournaled writes) */
+/* Set or clear one bit in the on-disk bitmap starting at metadata block `start`. */
+void fs_set_bit(struct avfs_fs *fs, uint64_t start, uint64_t bit, bool on);
 int fs_meta_alloc(struct avfs_fs *fs, uint32_t type, uint64_t *m);
 void fs_meta_free(struct avfs_fs *fs, uint64_t m);
-void fs_set_bit(struct avfs_fs *fs, uint64_t start, uint64_t bit, bool on);
-void fs_hdr_init(struct avfs_fs *fs, uint8_t *img, uint64_t m, uint32_t type);
-void fs_seal(struct avfs_fs *fs, uint8_t *img);
+/* Is m a live dynamic metadata block of that type (a pointer found in an image)? */
+bool fs_meta_ok(struct avfs_fs *fs, uint32_t m, uint32_t type);
+
+/* ---- plan.c ---- */
+struct avfs_plan *fs_plan_new(void);
+uint8_t *fs_plan_buf(struct avfs_plan *p, size_t len);	/* aligned, owned by the plan */
 int fs_plan_write(struct avfs_plan *p, uint64_t off, const uint8_t *img, uint32_t len,
 		  bool fua, bool copy);
 int fs_plan_flush(struct avfs_plan *p);
-struct avfs_super *fs_sb(struct avfs_fs *fs);
-void dirindex_free(struct dirindex *d);
-/* Free a live inode with its blocks, into the running transaction (fsck's orphans). */
-void fs_ino_free(struct avfs_fs *fs, uint64_t ino);
-uint8_t fs_dtype_of(uint32_t mode);	/* DT_* of <dirent.h> for an inode mode */
+
+/* ---- inode.c ---- */
+bool fs_ino_ok(const struct avfs_fs *fs, uint64_t ino);	/* 1 .. ninodes */
+uint64_t fs_ino_block(const struct avfs_fs *fs, uint64_t ino);
+struct avfs_dinode *fs_ino_raw(struct avfs_fs *fs, uint64_t ino);	/* live or not */
+/* A live inode, or NULL (-ENOENT / -EINVAL in *err). */
+struct avfs_dinode *fs_ino_get(struct avfs_fs *fs, uint64_t ino, int *err);
 void fs_ino_dirty(struct avfs_fs *fs, uint64_t ino);
+int fs_ino_alloc(struct avfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, int64_t now,
+		 uint64_t *ino);
+uint64_t fs_ino_avail(const struct avfs_fs *fs);	/* inodes free now */
+/* The record goes back to the inode bitmap (its blocks are the caller's). */
+void fs_ino_release(struct avfs_fs *fs, uint64_t ino);
+uint8_t fs_dtype_of(uint32_t mode);	/* DT_* of <dirent.h> for an inode mode */
+
+/* ---- bmap.c ---- */
+/* Find (or with create, make) the slot of index k in an inode's tree. *slot_m: the metadata
+ * block holding the slot. -ENOENT when absent, -EUCLEAN for a corrupt pointer, -EFBIG
+ * beyond the tree. */
+int fs_bmap_slot(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		 bool create, struct avfs_bptr **slot, uint64_t *slot_m);
+/* Read slot k without creating: the pointer, or a zero one for a hole. */
+int fs_bmap_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		struct avfs_bptr *out);
+/* Free every mapped entry with index >= from. data: leaves are data blocks (files), else
+ * metadata blocks (directories). */
+void fs_bmap_trim(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t from,
+		  bool data);
+/* A data block by ZRR after the file's block prev (UINT64_MAX: none). 0 or -ENOSPC. */
+int fs_data_alloc(struct avfs_fs *fs, uint64_t prev, uint32_t *out);
+uint64_t fs_data_avail(const struct avfs_fs *fs);	/* data blocks free now */
+/* What changing indexes [k0, k1) of an inode's tree may cost (credits): its map blocks there
+ * that exist (each may be dirtied or freed), those missing (filling every index would make
+ * them), and the indexes mapped. Walks the existing nodes of the range only. */
+struct fs_bmap_cost {
+	uint64_t nodes, missing, mapped;
+};
+void fs_bmap_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t k0, uint64_t k1,
+		  struct fs_bmap_cost *c);
+
+/* ---- dir.c ---- */
+/* A live directory, or NULL (-ENOTDIR or fs_ino_get's error in *err). */
+struct avfs_dinode *fs_dir_get(struct avfs_fs *fs, uint64_t dir, int *err);
+/* Find name: its index slot (for deletion), location and inode; any may be NULL. */
+int fs_dir_find(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, const char *name,
+		size_t len, size_t *hslot, uint32_t *loc, uint64_t *ino);
+/* Adding an entry takes two steps, so that an operation can reserve its credits between them
+ * and then change without failing. fs_dir_prepare finds the place (a free run of slots, or a
+ * new block) and grows the in-memory index for it: 0, -ENOMEM, -ENOSPC, -EUCLEAN; it
+ * changes nothing on disk. fs_dir_insert puts the entry there; with the place's credits
+ * reserved (and nothing else done to dir between) it does not fail. The index may rehash
+ * in fs_dir_prepare: slots found before it are stale. */
+struct fs_dir_place {
+	uint64_t bi;		/* directory block index */
+	unsigned slot;		/* first slot in it */
+	bool grow;		/* bi is a new block at the end */
+	uint64_t blocks, new_meta;	/* credits of the insertion */
+};
+int fs_dir_prepare(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, size_t len,
+		   struct fs_dir_place *at);
+int fs_dir_insert(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di,
+		  const struct fs_dir_place *at, const char *name, size_t len, uint64_t ino,
+		  uint32_t mode);
+void fs_dir_del(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, size_t hslot,
+		uint32_t loc);
+/* Point an existing entry at another inode (rename over an existing name). */
+void fs_dir_retarget(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, uint32_t loc,
+		     uint64_t ino, uint32_t mode);
+/* 1 when dir holds no entry, 0 when it does, or -ENOMEM (its index). */
+int fs_dir_empty(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di);
+/* Drop dir's index (freed, or changed behind its back): rebuilt on next use. */
+void fs_dir_forget(struct avfs_fs *fs, uint64_t dir);
+
+/* ---- data.c ---- */
 /* A live regular file: 0, -ENOENT / -EINVAL, -EISDIR (a directory), -EINVAL (another type). */
 int fs_file_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode **di);
 /* The checks of a write (or preallocation) of [off, off + len) of ino: 0 and *di, or -EROFS,
@@ -86,5 +202,38 @@ int fs_block_read(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint
  * is a hole, valid raised to `pages`. 0, -ENOSPC, -EUCLEAN. */
 int fs_block_write(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
 		   uint32_t pages, struct avfs_bext *e);
+/* The credits of allocating blocks [k0, k1) of a file (a write, a preallocation): the
+ * metadata blocks it may dirty, the map blocks it may allocate, the data blocks it needs. */
+struct fs_alloc_cost {
+	uint64_t blocks, new_meta, new_data;
+};
+void fs_file_alloc_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t k0, uint64_t k1,
+			struct fs_alloc_cost *c);
+/* The metadata blocks fs_file_resize to size may dirty (the inode's block included). */
+uint64_t fs_file_resize_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t size);
+/* A new size: shrinking frees blocks past it and uninitializes the pages past it in its
+ * block. 0 or -EFBIG. */
+int fs_file_resize(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t size);
+
+/* ---- lifetime.c ---- */
+/* The credits of freeing an inode with everything it holds, and of dropping one of its names
+ * (which frees it at the last one, unless it is open). */
+uint64_t fs_ino_free_cost(struct avfs_fs *fs, struct avfs_dinode *di);
+uint64_t fs_drop_link_cost(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di);
+/* Free a live inode with its blocks, into the running transaction (also fsck's orphans). */
+void fs_ino_free(struct avfs_fs *fs, uint64_t ino);
+/* One name of ino is gone; at the last one it is freed unless open (an orphan then). */
+void fs_drop_link(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, int64_t now);
+
+/* ---- journal.c ---- */
+/* Metadata blocks one transaction can hold in a log of log_blocks: its images, with their
+ * descriptors and its commit block, must fit. */
+size_t fs_journal_capacity(uint64_t log_blocks);
+/* A journal superblock naming (tail, seq), to the slot after the last one written. */
+int fs_plan_jsuper(struct avfs_fs *fs, struct avfs_plan *p, uint64_t tail, uint64_t seq);
+/* Sealed copies of the sorted blocks ms to their homes (pass want_p) and backup copies
+ * (want_b), consecutive blocks coalesced; NULL wants all. */
+int fs_plan_homes(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, size_t n,
+		  const struct avfs_bitmap *want_p, const struct avfs_bitmap *want_b);
 
 #endif

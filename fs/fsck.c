@@ -211,10 +211,8 @@ static bool meta_ok(const struct ck *ck, uint64_t m, uint32_t type)
 
 static void drop_dix(struct ck *ck, uint64_t ino)
 {
-	if (ino <= ck->ninodes && ck->fs->dix[ino]) {
-		dirindex_free(ck->fs->dix[ino]);
-		ck->fs->dix[ino] = NULL;
-	}
+	if (ino <= ck->ninodes)
+		fs_dir_forget(ck->fs, ino);
 }
 
 /* A repair changed inode ino (and maybe what its directory index was built from). */
@@ -234,6 +232,17 @@ static void maybe_commit(struct ck *ck)
 	err = ck->commit(ck->carg);
 	if (err)
 		ck->err = err;
+}
+
+/* A repair through the core found its running transaction full (-EAGAIN, fs.h): commit, so
+ * that the same call has room. True when the caller should call again. */
+static bool made_room(struct ck *ck, int err)
+{
+	if (err != -EAGAIN || !ck->commit || ck->err)
+		return false;
+	if ((err = ck->commit(ck->carg)))
+		ck->err = err;
+	return !err;
 }
 
 /* ---- pass 1: inodes and block maps ---- */
@@ -963,12 +972,10 @@ static void check_bitmap(struct ck *ck, const char *what, const char *unit, uint
 		avfs_bitmap_store(want, first, BITS, want_b);
 		avfs_bitmap_store(mem, first, BITS, mem_b);
 		/* blocks freed by a running transaction stay set in memory until it commits */
-		for (size_t i = 0; mem == &ck->fs->dmap && i < ck->fs->npfree; i++) {
-			uint64_t b = ck->fs->pfree[i];
-
-			if (b >= first && b - first < BITS)
-				mem_b[(b - first) / 8] &= (uint8_t)~(1u << ((b - first) % 8));
-		}
+		for (uint64_t b = mem == &ck->fs->dmap ?
+				  avfs_bitmap_find_set(&ck->fs->pfree, first, first + BITS) : UINT64_MAX;
+		     b != UINT64_MAX; b = avfs_bitmap_find_set(&ck->fs->pfree, b + 1, first + BITS))
+			mem_b[(b - first) / 8] &= (uint8_t)~(1u << ((b - first) % 8));
 		if (!memcmp(want_b, disk, AVFS_MPAYLOAD) && !memcmp(want_b, mem_b, AVFS_MPAYLOAD))
 			continue;
 		/* runs of bits with the same (wanted, disk, memory) disagreement */
@@ -1020,8 +1027,9 @@ static void pass_bitmaps(struct ck *ck)
 		     &ck->ilive, &fs->imap);
 	/* blocks freed by the running transaction stay taken until it commits */
 	if (ck->repair)
-		for (size_t i = 0; i < fs->npfree; i++)
-			avfs_bitmap_set(&fs->dmap, fs->pfree[i]);
+		for (uint64_t b = avfs_bitmap_find_set(&fs->pfree, 0, fs->pfree.nbits);
+		     b != UINT64_MAX; b = avfs_bitmap_find_set(&fs->pfree, b + 1, fs->pfree.nbits))
+			avfs_bitmap_set(&fs->dmap, b);
 }
 
 /* ---- pass 4: orphans ---- */
@@ -1073,6 +1081,9 @@ static uint64_t lost_found(struct ck *ck)
 	}
 	fix_nlink(ck, AVFS_ROOT_INO, root);	/* a wild count would make mkdir refuse */
 	err = avfs_fs_mkdir(ck->fs, AVFS_ROOT_INO, "lost+found", 0700, 0, 0, root->mtime_ns, &lf);
+	if (made_room(ck, err))
+		err = avfs_fs_mkdir(ck->fs, AVFS_ROOT_INO, "lost+found", 0700, 0, 0, root->mtime_ns,
+				    &lf);
 	if (err) {
 		if (err == -ENOMEM)
 			ck->err = err;
@@ -1130,7 +1141,7 @@ static bool link_orphan(struct ck *ck, uint64_t ino, struct avfs_dinode *di, cha
 	/* any count but 0 (the core gives no name to an unlinked inode); pass 5 sets the
 	 * final one */
 	di->nlink = 1;
-	for (unsigned k = 0; k < 100 && err == -EEXIST; k++) {
+	for (unsigned k = 0; k < 100 && err == -EEXIST;) {
 		if (k)
 			snprintf(name, namelen, "#%llu.%u", (unsigned long long)ino, k);
 		else
@@ -1138,6 +1149,10 @@ static bool link_orphan(struct ck *ck, uint64_t ino, struct avfs_dinode *di, cha
 		di->mode = S_ISDIR(mode) ? (S_IFREG | (mode & 07777)) : mode;
 		err = avfs_fs_link(ck->fs, ino, lf, name, ldi->mtime_ns);
 		di->mode = mode;
+		if (made_room(ck, err))
+			err = -EEXIST;	/* the same name again, now with room */
+		else
+			k++;
 	}
 	if (err) {
 		if (err == -ENOMEM)
@@ -1264,7 +1279,7 @@ static void pass_super(struct ck *ck)
 	const struct avfs_bitmap *d = ck->repair ? &fs->dmap : &ck->dseen;
 	const struct avfs_bitmap *mm = ck->repair ? &fs->mmap : &ck->mseen;
 	const struct avfs_bitmap *im = ck->repair ? &fs->imap : &ck->ilive;
-	uint64_t dused = d->nset - (ck->repair ? fs->npfree : 0);
+	uint64_t dused = d->nset - (ck->repair ? fs->pfree.nset : 0);
 	struct {
 		const char *name;
 		uint64_t *field, want;

@@ -26,18 +26,6 @@ int64_t avfs_fsio_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void why(char *w, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void why(char *w, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!w || !n)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(w, n, fmt, ap);
-	va_end(ap);
-}
-
 static int dev_io(struct avfs_disk *d, enum avfs_disk_op op, uint64_t off, void *buf, uint64_t len,
 		  bool fua)
 {
@@ -102,8 +90,8 @@ int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct a
 	if (!opts.size)
 		opts.size = d->info.size;
 	if (opts.size > d->info.size) {
-		why(w, wlen, "--size %llu is larger than the device (%llu bytes)",
-		    (unsigned long long)opts.size, (unsigned long long)d->info.size);
+		fs_why_to(w, wlen, "--size %llu is larger than the device (%llu bytes)",
+			  (unsigned long long)opts.size, (unsigned long long)d->info.size);
 		return -EINVAL;
 	}
 	if (!opts.now_ns)
@@ -113,12 +101,12 @@ int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct a
 		return err;
 	err = avfs_fs_format(&sb, opts.now_ns, &fs, &p);
 	if (err) {
-		why(w, wlen, "cannot build the format in memory: %s", strerror(-err));
+		fs_why_to(w, wlen, "cannot build the format in memory: %s", strerror(-err));
 		return err;
 	}
 	err = avfs_fsio_run(d, p);
 	if (err)
-		why(w, wlen, "writing the format failed: %s", strerror(-err));
+		fs_why_to(w, wlen, "writing the format failed: %s", strerror(-err));
 	if (out)
 		*out = *avfs_fs_super(fs);
 	avfs_plan_free(p);
@@ -206,8 +194,9 @@ static int load_range(struct avfs_fsio *io, uint64_t first, uint64_t n, unsigned
 					rep->lost_blocks++;
 					avfs_fs_mark_rewrite(io->fs, m, true, true);
 				} else {
-					why(w, wlen, "metadata block %llu is damaged in both the primary "
-					    "and the backup region", (unsigned long long)m);
+					fs_why_to(w, wlen, "metadata block %llu is damaged in both "
+						  "the primary and the backup region",
+						  (unsigned long long)m);
 					err = -EUCLEAN;
 					goto out;
 				}
@@ -224,6 +213,23 @@ out:
 	return err;
 }
 
+/* Free the orphans (with even_open, the open ones too), committing each time the running
+ * transaction fills and at the end. How many, or -errno. */
+static int64_t free_orphans(struct avfs_fsio *io, bool even_open)
+{
+	int64_t n, total = 0;
+	int err;
+
+	while ((n = avfs_fs_free_orphans(io->fs, even_open)) != 0) {
+		if (n < 0 && n != -EAGAIN)
+			return n;
+		total += n > 0 ? n : 0;
+		if ((err = avfs_fsio_sync(io)))
+			return err;
+	}
+	return total;
+}
+
 int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		    struct avfs_mount_report *rep_out, char *w, size_t wlen)
 {
@@ -238,8 +244,8 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		goto fail;
 	io->d = d;
 	if (d->info.size < 2 * MB) {
-		why(w, wlen, "device of %llu bytes is too small to hold a file system",
-		    (unsigned long long)d->info.size);
+		fs_why_to(w, wlen, "device of %llu bytes is too small to hold a file system",
+			  (unsigned long long)d->info.size);
 		err = -EINVAL;
 		goto fail;
 	}
@@ -272,7 +278,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 	}
 	err = dev_io(d, AVFS_DISK_READ, sb.journal_start * MB, jbuf, sb.journal_blocks * MB, false);
 	if (err) {
-		why(w, wlen, "cannot read the journal: %s", strerror(-err));
+		fs_why_to(w, wlen, "cannot read the journal: %s", strerror(-err));
 		goto fail;
 	}
 	err = avfs_fs_replay(io->fs, jbuf, jbuf + MB, jbuf + 2 * MB, &rep.replayed_txn,
@@ -280,7 +286,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 	free(jbuf);
 	jbuf = NULL;
 	if (err) {
-		why(w, wlen, "%s", avfs_fs_why(io->fs));
+		fs_why_to(w, wlen, "%s", avfs_fs_why(io->fs));
 		goto fail;
 	}
 	/* the superblock image may have been replaced by replay: its CRC was checked there */
@@ -314,18 +320,17 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 			avfs_plan_free(p);
 		}
 		if (err) {
-			why(w, wlen, "writing the recovered metadata failed: %s", strerror(-err));
+			fs_why_to(w, wlen, "writing the recovered metadata failed: %s", strerror(-err));
 			goto fail;
 		}
 	}
 	/* 5. files unlinked while open when the fs stopped: nothing can open them any more */
 	if (!(flags & (AVFS_MOUNT_RDONLY | AVFS_MOUNT_KEEP_ORPHANS))) {
-		int64_t n = avfs_fs_free_orphans(io->fs, false);
+		int64_t n = free_orphans(io, false);
 
-		err = n < 0 ? (int)n : n ? avfs_fsio_sync(io) : 0;
-		if (err) {
-			why(w, wlen, "freeing %lld orphan inodes failed: %s", (long long)n,
-			    strerror(-err));
+		if (n < 0) {
+			err = (int)n;
+			fs_why_to(w, wlen, "freeing orphan inodes failed: %s", strerror(-err));
 			goto fail;
 		}
 		rep.orphans_freed = (uint64_t)n;
@@ -367,7 +372,7 @@ int avfs_fsio_sync(struct avfs_fsio *io)
 
 int avfs_fsio_maybe_commit(struct avfs_fsio *io)
 {
-	if (avfs_fs_dirty_blocks(io->fs) < io->autocommit)
+	if (avfs_fs_dirty_blocks(io->fs) < io->autocommit && !avfs_fs_commit_due(io->fs))
 		return 0;
 	return avfs_fsio_sync(io);
 }
@@ -377,9 +382,8 @@ int avfs_fsio_unmount(struct avfs_fsio *io)
 	struct avfs_plan *p;
 	int err;
 
-	if (!avfs_fs_rdonly(io->fs))
-		avfs_fs_free_orphans(io->fs, true);	/* only -EROFS, excluded here */
-	err = avfs_fsio_sync(io);
+	err = avfs_fs_rdonly(io->fs) ? 0 : (int)free_orphans(io, true);
+	err = err < 0 ? err : avfs_fsio_sync(io);
 
 	if (!err && !avfs_fs_rdonly(io->fs)) {
 		err = avfs_fs_journal_reset(io->fs, &p);
@@ -494,18 +498,23 @@ int64_t avfs_fsio_write(struct avfs_fsio *io, uint64_t ino, uint64_t off, const 
 			size_t len)
 {
 	struct avfs_data_plan p;
-	int64_t done;
-	int err;
+	size_t done = 0;
+	int err = 0;
 
 	avfs_data_plan_init(&p);
-	err = avfs_fs_plan_write(io->fs, ino, off, len, avfs_fsio_now(), &p);
-	if (!err)
-		err = avfs_fsio_run_data(io, &p, NULL, buf);
-	if (!err)
+	do {	/* a plan may be short: a transaction holds only so much */
+		err = avfs_fs_plan_write(io->fs, ino, off + done, len - done, avfs_fsio_now(), &p);
+		if (err == -EAGAIN && !(err = avfs_fsio_sync(io)))
+			err = avfs_fs_plan_write(io->fs, ino, off + done, len - done,
+						 avfs_fsio_now(), &p);	/* room now */
+		if (err || (err = avfs_fsio_run_data(io, &p, NULL, (const uint8_t *)buf + done)))
+			break;
+		done += p.bytes;
 		err = avfs_fsio_maybe_commit(io);
-	done = (int64_t)p.bytes;
+	} while (!err && done < len);
 	avfs_data_plan_free(&p);
-	return err ? err : done;
+	/* out of space after a part: a short write */
+	return done && err == -ENOSPC ? (int64_t)done : err ? err : (int64_t)done;
 }
 
 /* The size of ino is about to grow past `size` (its size now): zero the stale bytes past it
@@ -534,6 +543,8 @@ int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size)
 		return err;
 	st.size = size;
 	err = avfs_fs_setattr(io->fs, ino, AVFS_SET_SIZE, &st, avfs_fsio_now());
+	if (err == -EAGAIN && !(err = avfs_fsio_sync(io)))
+		err = avfs_fs_setattr(io->fs, ino, AVFS_SET_SIZE, &st, avfs_fsio_now());
 	return err ? err : avfs_fsio_maybe_commit(io);
 }
 
@@ -546,6 +557,8 @@ int avfs_fsio_fallocate(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64
 	if (!err && !keep_size && off + len > st.size && off + len > off)
 		err = zero_tail(io, ino, st.size);
 	if (!err)
+		err = avfs_fs_fallocate(io->fs, ino, off, len, keep_size, avfs_fsio_now());
+	if (err == -EAGAIN && !(err = avfs_fsio_sync(io)))
 		err = avfs_fs_fallocate(io->fs, ino, off, len, keep_size, avfs_fsio_now());
 	return err ? err : avfs_fsio_maybe_commit(io);
 }

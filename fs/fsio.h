@@ -52,7 +52,9 @@ int avfs_fsio_unmount(struct avfs_fsio *io);
 void avfs_fsio_abandon(struct avfs_fsio *io);
 
 int avfs_fsio_sync(struct avfs_fsio *io);	/* commit the running transaction */
-/* Commit if the transaction has grown past io->autocommit blocks. */
+/* Commit if the transaction has grown past io->autocommit blocks, or the core says a commit
+ * is due (avfs_fs_commit_due). Callers of the core's operations call it after each one; the
+ * fsio operations below also commit and retry once when the core answers -EAGAIN. */
 int avfs_fsio_maybe_commit(struct avfs_fsio *io);
 
 /* Execute a data plan (fs.h) in order: READ ops land in dst, ZERO ops clear it, WRITE ops take

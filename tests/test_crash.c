@@ -21,6 +21,7 @@
 
 #include "crashsim.h"
 #include "crc32c.h"
+#include "fs_i.h"
 #include "fsck.h"
 #include "fsio.h"
 #include "memdisk.h"
@@ -204,6 +205,7 @@ static void run_check(struct run *r, const char *name, unsigned per_gap)
 	uint8_t *img = malloc(IMG);
 	uint64_t fails = 0;
 
+	assert_int_equal(r->io->fs->overruns, 0);	/* every credit estimate held */
 	assert_int_equal(avfs_fsio_unmount(r->io), 0);
 	r->io = NULL;
 	log = avfs_recdisk_log(r->rec, &nlog);

@@ -370,8 +370,7 @@ static void drop_entry(struct avfs_fs *fs, uint64_t dir, uint64_t ino)
 			if (d->ino == ino) {
 				memset(d, 0, (size_t)d->nslots * AVFS_DSLOT);
 				fs_dirty(fs, m);
-				dirindex_free(fs->dix[dir]);
-				fs->dix[dir] = NULL;
+				fs_dir_forget(fs, dir);
 				return;
 			}
 		}
@@ -494,8 +493,7 @@ static void add_entry(struct avfs_fs *fs, uint64_t dir, const char *name, uint64
 		d->hash = avfs_crc32c(0, name, strlen(name));
 		memcpy(d->name, name, strlen(name));
 		fs_dirty(fs, m);
-		dirindex_free(fs->dix[dir]);
-		fs->dix[dir] = NULL;
+		fs_dir_forget(fs, dir);
 		return;
 	}
 	fail_msg("no free slot");

@@ -1,0 +1,80 @@
+/*
+ * attr.c — inode attributes: getattr and setattr (mode, owner, times, size). A size change
+ * goes through data.c; zeroing the stale tail before a size grows is the driver's (a data
+ * plan, fs.h).
+ */
+#include "fs_i.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int avfs_fs_getattr(struct avfs_fs *fs, uint64_t ino, struct avfs_stat *st)
+{
+	int err = 0;
+	struct avfs_dinode *di = fs_ino_get(fs, ino, &err);
+
+	if (!di)
+		return err;
+	memset(st, 0, sizeof(*st));
+	st->ino = ino;
+	st->mode = di->mode;
+	st->uid = di->uid;
+	st->gid = di->gid;
+	st->nlink = di->nlink;
+	st->size = di->size;
+	st->atime_ns = di->atime_ns;
+	st->mtime_ns = di->mtime_ns;
+	st->ctime_ns = di->ctime_ns;
+	st->generation = di->generation;
+	st->blksize = S_ISREG(di->mode) ? (uint32_t)(avfs_fs_block_size(fs) > (1u << 20) ?
+						      (1u << 20) : avfs_fs_block_size(fs)) : AVFS_MBLOCK;
+	st->blocks512 = S_ISDIR(di->mode) ? di->nblocks * (AVFS_MBLOCK / 512) :
+			di->nblocks * (avfs_fs_block_size(fs) / 512);
+	return 0;
+}
+
+int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct avfs_stat *st,
+		    int64_t now)
+{
+	int err = 0;
+	struct avfs_dinode *di = NULL;
+
+	RW_CHECK(fs);
+	di = fs_ino_get(fs, ino, &err);
+	if (!di)
+		return err;
+	if (set & ~(AVFS_SET_MODE | AVFS_SET_UID | AVFS_SET_GID | AVFS_SET_SIZE | AVFS_SET_ATIME |
+		    AVFS_SET_MTIME))
+		return -EINVAL;
+	if (set & AVFS_SET_SIZE) {
+		if (S_ISDIR(di->mode))
+			return -EISDIR;
+		if (!S_ISREG(di->mode))
+			return -EINVAL;
+		if (st->size > (uint64_t)INT64_MAX)
+			return -EFBIG;
+	}
+	/* the inode's block, and what a shrink frees */
+	if ((err = fs_txn_begin(fs, set & AVFS_SET_SIZE ? fs_file_resize_cost(fs, di, st->size) : 1,
+				0)))
+		return err;
+	if (set & AVFS_SET_SIZE) {
+		fs_file_resize(fs, ino, di, st->size);	/* checked: cannot fail */
+		di->mtime_ns = now;
+	}
+	if (set & AVFS_SET_MODE)
+		di->mode = (di->mode & S_IFMT) | (st->mode & 07777);
+	if (set & AVFS_SET_UID)
+		di->uid = st->uid;
+	if (set & AVFS_SET_GID)
+		di->gid = st->gid;
+	if (set & AVFS_SET_ATIME)
+		di->atime_ns = st->atime_ns;
+	if (set & AVFS_SET_MTIME)
+		di->mtime_ns = st->mtime_ns;
+	di->ctime_ns = now;
+	fs_ino_dirty(fs, ino);
+	fs_txn_end(fs);
+	return 0;
+}

@@ -1,0 +1,283 @@
+/*
+ * data.c — file data mapping: where a regular file's data lives, block by block; blocks
+ * allocated (ZRR) for writes and preallocation, initialized-page counts, sizes shrinking and
+ * growing. Where the data is, not the I/O a range needs (dataplan.c).
+ */
+#include "fs_i.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+int fs_file_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode **out)
+{
+	int err = 0;
+	struct avfs_dinode *di = fs_ino_get(fs, ino, &err);
+
+	if (!di)
+		return err;
+	if (S_ISDIR(di->mode))
+		return -EISDIR;
+	if (!S_ISREG(di->mode))
+		return -EINVAL;
+	*out = di;
+	return 0;
+}
+
+static uint64_t dev_of(const struct avfs_fs *fs, uint32_t block)
+{
+	return fs->sb.data_off + (uint64_t)(block - 1) * (1ull << fs->sb.block_shift);
+}
+
+int fs_block_read(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		  struct avfs_bext *e)
+{
+	uint64_t bs = avfs_fs_block_size(fs);
+	struct avfs_bptr p;
+	int err = fs_bmap_get(fs, ino, di, k, &p);
+
+	if (err)
+		return err;
+	if (p.block > fs->sb.data_blocks || p.valid > bs / AVFS_PAGE)
+		return -EUCLEAN;
+	*e = (struct avfs_bext){ .file_off = k * bs, .dev_off = p.block ? dev_of(fs, p.block) : 0,
+				 .valid = p.block ? p.valid : 0, .valid_after = p.block ? p.valid : 0 };
+	return 0;
+}
+
+int avfs_fs_map_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		     struct avfs_bext *ext, unsigned max)
+{
+	struct avfs_dinode *di = NULL;
+	uint64_t bs = avfs_fs_block_size(fs), end;
+	unsigned n = 0;
+	int err = fs_file_get(fs, ino, &di);
+
+	if (err)
+		return err;
+	if (off >= di->size || !len)
+		return 0;
+	end = off + len < off || off + len > di->size ? di->size : off + len;
+	for (uint64_t k = off / bs; k * bs < end && n < max; k++) {
+		if ((err = fs_block_read(fs, ino, di, k, &ext[n])))
+			return err;
+		n++;
+	}
+	return (int)n;
+}
+
+/* The data block of the nearest mapped index below k (the ZRR "previous block"). */
+static uint64_t prev_block(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k)
+{
+	for (uint64_t i = k; i > 0 && k - i < 64; i--) {
+		struct avfs_bptr p;
+
+		if (!fs_bmap_get(fs, ino, di, i - 1, &p) && p.block && p.block <= fs->sb.data_blocks)
+			return p.block - 1;
+	}
+	return UINT64_MAX;
+}
+
+static int map_alloc(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		     struct avfs_bptr **slot)
+{
+	uint64_t m;
+	uint32_t b = 0;
+	struct avfs_bptr p;
+	int err = fs_bmap_get(fs, ino, di, k, &p);
+
+	if (err)
+		return err;
+	if (!p.block && !fs_data_avail(fs))
+		return -ENOSPC;	/* before the map blocks of its slot are made */
+	if ((err = fs_bmap_slot(fs, ino, di, k, true, slot, &m)))
+		return err;
+	if ((*slot)->block) {
+		if ((*slot)->block > fs->sb.data_blocks)
+			return -EUCLEAN;
+		return 0;
+	}
+	err = fs_data_alloc(fs, prev_block(fs, ino, di, k), &b);
+	if (err)
+		return err;
+	**slot = (struct avfs_bptr){ .block = b + 1, .valid = 0 };
+	fs_dirty(fs, m);
+	di->nblocks++;
+	fs_ino_dirty(fs, ino);
+	return 0;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+void fs_file_alloc_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t k0, uint64_t k1,
+			struct fs_alloc_cost *c)
+{
+	struct fs_bmap_cost b;
+
+	fs_bmap_cost(fs, di, k0, k1, &b);
+	c->new_data = (k1 - k0) - b.mapped;
+	c->new_meta = b.missing;
+	/* the inode, the map blocks on the way (old and new), and the bits of the new blocks */
+	c->blocks = 1 + b.nodes + b.missing + min_u64(c->new_data, fs->sb.dbitmap_blocks) +
+		    min_u64(b.missing, fs->sb.mbitmap_blocks);
+}
+
+uint64_t fs_file_resize_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t size)
+{
+	uint64_t bs = avfs_fs_block_size(fs);
+	struct fs_bmap_cost b;
+
+	if (size >= di->size)
+		return 1;
+	fs_bmap_cost(fs, di, (size + bs - 1) / bs, UINT64_MAX, &b);
+	/* the inode, the slot of the block the size ends in (its valid pages), the map blocks
+	 * trimmed or freed, and the bits of everything freed */
+	return 2 + b.nodes + min_u64(b.mapped, fs->sb.dbitmap_blocks) +
+	       min_u64(b.nodes, fs->sb.mbitmap_blocks);
+}
+
+int fs_write_check(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		   struct avfs_dinode **di)
+{
+	int err;
+
+	RW_CHECK(fs);
+	if ((err = fs_file_get(fs, ino, di)))
+		return err;
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	return 0;
+}
+
+int fs_block_write(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		   uint32_t pages, struct avfs_bext *e)
+{
+	struct avfs_bptr *s;
+	uint64_t sm;
+	int err = map_alloc(fs, ino, di, k, &s);
+
+	if (err)
+		return err;
+	if (s->valid > avfs_fs_block_size(fs) / AVFS_PAGE)
+		return -EUCLEAN;
+	*e = (struct avfs_bext){ .file_off = k * avfs_fs_block_size(fs),
+				 .dev_off = dev_of(fs, s->block), .valid = s->valid,
+				 .valid_after = s->valid > pages ? s->valid : pages };
+	if (e->valid_after != s->valid) {
+		s->valid = e->valid_after;
+		if (!fs_bmap_slot(fs, ino, di, k, false, &s, &sm))
+			fs_dirty(fs, sm);
+	}
+	return 0;
+}
+
+int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len, int64_t now,
+		      struct avfs_bext *ext, unsigned max)
+{
+	struct avfs_dinode *di = NULL;
+	uint64_t bs = avfs_fs_block_size(fs), end = off + len, k1;
+	struct fs_alloc_cost c;
+	unsigned n = 0;
+	int err = fs_write_check(fs, ino, off, len, &di);
+
+	if (err || !len || !max)
+		return err;
+	k1 = min_u64((end + bs - 1) / bs, off / bs + max);
+	fs_file_alloc_cost(fs, di, off / bs, k1, &c);
+	if ((err = fs_txn_begin(fs, c.blocks, c.new_meta)))
+		return err;
+	for (uint64_t k = off / bs; k < k1; k++) {
+		uint64_t hi = (k + 1) * bs < end ? (k + 1) * bs : end;
+
+		if ((err = fs_block_write(fs, ino, di, k, (uint32_t)((hi - k * bs + AVFS_PAGE - 1) /
+								      AVFS_PAGE), &ext[n])))
+			break;	/* out of data blocks: the extents so far */
+		if (hi > di->size)
+			di->size = hi;
+		n++;
+	}
+	if (n) {
+		di->mtime_ns = di->ctime_ns = now;
+		fs_ino_dirty(fs, ino);
+	}
+	fs_txn_end(fs);
+	return n ? (int)n : err;
+}
+
+int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		      bool keep_size, int64_t now)
+{
+	struct avfs_dinode *di = NULL;
+	uint64_t bs = avfs_fs_block_size(fs), end = off + len;
+	struct fs_alloc_cost c;
+	int err = fs_write_check(fs, ino, off, len, &di);
+
+	if (err)
+		return err;
+	if (!len)
+		return -EINVAL;
+	fs_file_alloc_cost(fs, di, off / bs, (end + bs - 1) / bs, &c);
+	if (c.new_data > fs_data_avail(fs))
+		return -ENOSPC;
+	if ((err = fs_txn_begin(fs, c.blocks, c.new_meta)))
+		return err;
+	for (uint64_t k = off / bs; k * bs < end && !err; k++) {
+		struct avfs_bptr *s;
+
+		err = map_alloc(fs, ino, di, k, &s);	/* only a corrupt map fails now */
+	}
+	if (!err && !keep_size && end > di->size)
+		di->size = end;
+	di->ctime_ns = now;
+	fs_ino_dirty(fs, ino);
+	fs_txn_end(fs);
+	return err;
+}
+
+int avfs_fs_tail_page(struct avfs_fs *fs, uint64_t ino, uint64_t size, uint64_t *dev_off,
+		      uint32_t *keep)
+{
+	int err = 0;
+	struct avfs_dinode *di = fs_ino_get(fs, ino, &err);
+	uint64_t bs = avfs_fs_block_size(fs);
+	struct avfs_bptr p;
+
+	if (!di)
+		return err;
+	if (!(size % AVFS_PAGE) || !S_ISREG(di->mode) || size > di->size)
+		return 1;
+	if ((err = fs_bmap_get(fs, ino, di, size / bs, &p)))
+		return err;
+	if (!p.block || (size % bs) / AVFS_PAGE >= p.valid || p.block > fs->sb.data_blocks)
+		return 1;
+	*dev_off = fs->sb.data_off + (uint64_t)(p.block - 1) * bs + (size % bs) / AVFS_PAGE * AVFS_PAGE;
+	*keep = size % AVFS_PAGE;
+	return 0;
+}
+
+int fs_file_resize(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t size)
+{
+	uint64_t bs = avfs_fs_block_size(fs);
+	uint64_t keep = (size + bs - 1) / bs;
+
+	if (size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (size < di->size) {
+		fs_bmap_trim(fs, ino, di, keep, true);
+		if (size % bs) {
+			struct avfs_bptr *s;
+			uint64_t m;
+			uint32_t pages = (uint32_t)((size % bs + AVFS_PAGE - 1) / AVFS_PAGE);
+
+			if (!fs_bmap_slot(fs, ino, di, size / bs, false, &s, &m) && s->valid > pages) {
+				s->valid = pages;
+				fs_dirty(fs, m);
+			}
+		}
+	}
+	di->size = size;
+	fs_ino_dirty(fs, ino);
+	return 0;
+}

@@ -1,0 +1,374 @@
+/*
+ * journal.c — the redo journal: the running transaction committed as a plan (descriptors,
+ * images, flush, FUA commit record, checkpoint home and to the backup region), replay of
+ * committed transactions at mount, and the tail. It moves block images, not their meaning.
+ */
+#include "fs_i.h"
+
+#include "crc32c.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t log_home(const struct avfs_fs *fs, uint64_t pos)
+{
+	return fs->log_start + pos % fs->log_blocks;
+}
+
+static int pick_jsuper(struct avfs_fs *fs, const uint8_t *a, const uint8_t *b,
+		       const struct avfs_jsuper **out)
+{
+	const struct avfs_jsuper *ja = (const void *)a, *jb = (const void *)b;
+	bool va = a && !fs_verify_img(fs->sb.hdr.uuid, fs->sb.journal_start, a, AVFS_MT_JSUPER) &&
+		  ja->log_blocks == fs->log_blocks && ja->tail_pos < fs->log_blocks;
+	bool vb = b && !fs_verify_img(fs->sb.hdr.uuid, fs->sb.journal_start + 1, b, AVFS_MT_JSUPER) &&
+		  jb->log_blocks == fs->log_blocks && jb->tail_pos < fs->log_blocks;
+
+	if (!va && !vb) {
+		fs_why(fs, "both journal superblocks are damaged");
+		return -EUCLEAN;
+	}
+	*out = va && (!vb || ja->epoch >= jb->epoch) ? ja : jb;
+	return 0;
+}
+
+int avfs_fs_replay(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb, const uint8_t *log,
+		   uint64_t *ntxn, uint64_t *nblocks)
+{
+	const struct avfs_jsuper *js;
+	uint64_t pos, seq, scanned = 0;
+	int err = pick_jsuper(fs, jsa, jsb, &js);
+
+	*ntxn = *nblocks = 0;
+	if (err)
+		return err;
+	fs->jepoch = js->epoch;
+	pos = js->tail_pos;
+	seq = js->tail_seq;
+	fs->tail = pos;
+	fs->tail_seq = seq;
+	for (;;) {
+		uint64_t p = pos, count = 0, first = pos;
+		uint32_t crc = 0;
+		bool ok = false;
+		const struct avfs_jcommit *c;
+
+		/* one transaction: descriptor groups, then a commit whose CRC covers them */
+		while (count < fs->log_blocks) {
+			const uint8_t *d = log + (p % fs->log_blocks) * AVFS_MBLOCK;
+			const struct avfs_jdesc *jd = (const void *)d;
+
+			if (fs_verify_img(fs->sb.hdr.uuid, log_home(fs, p), d, AVFS_MT_JDESC) ||
+			    jd->hdr.seq != seq || jd->count > AVFS_JDESC_MAX ||
+			    count + 1 + jd->count + 1 > fs->log_blocks)
+				break;
+			crc = avfs_crc32c(crc, d, AVFS_MBLOCK);
+			for (uint32_t i = 0; i < jd->count; i++)
+				crc = avfs_crc32c(crc, log + ((p + 1 + i) % fs->log_blocks) * AVFS_MBLOCK,
+						  AVFS_MBLOCK);
+			count += 1 + jd->count;
+			p += 1 + jd->count;
+			if (jd->last) {
+				ok = true;
+				break;
+			}
+		}
+		if (!ok)
+			break;
+		c = (const void *)(log + (p % fs->log_blocks) * AVFS_MBLOCK);
+		if (fs_verify_img(fs->sb.hdr.uuid, log_home(fs, p), (const uint8_t *)c,
+			       AVFS_MT_JCOMMIT) || c->hdr.seq != seq || c->nblocks != count ||
+		    c->data_crc != crc || scanned + count + 1 > fs->log_blocks)
+			break;
+		/* committed: apply its images in order */
+		for (uint64_t q = first; q < p;) {
+			const struct avfs_jdesc *jd =
+				(const void *)(log + (q % fs->log_blocks) * AVFS_MBLOCK);
+
+			for (uint32_t i = 0; i < jd->count; i++) {
+				const uint8_t *img = log + ((q + 1 + i) % fs->log_blocks) * AVFS_MBLOCK;
+				uint64_t home = jd->home[i];
+
+				if (home >= fs->nmeta || (home >= fs->sb.journal_start &&
+							  home < fs->sb.dyn_start &&
+							  home < fs->sb.journal_start +
+									 fs->sb.journal_blocks) ||
+				    fs_verify_img(fs->sb.hdr.uuid, home, img, 0))
+					continue;	/* cannot be: the CRC matched; never write the journal */
+				if (!fs->blocks[home] &&
+				    posix_memalign((void **)&fs->blocks[home], 64, AVFS_MBLOCK))
+					return -ENOMEM;
+				memcpy(fs->blocks[home], img, AVFS_MBLOCK);
+				avfs_bitmap_set(&fs->replayed, home);
+				(*nblocks)++;
+			}
+			q += 1 + jd->count;
+		}
+		(*ntxn)++;
+		scanned += count + 1;
+		pos = (p + 1) % fs->log_blocks;
+		seq++;
+	}
+	fs->head = pos;
+	fs->used = scanned;
+	/* skip the sequence number a torn transaction may have used, so its remains can never
+	 * pass for the next transaction */
+	fs->next_seq = seq + 1;
+	return 0;
+}
+
+bool avfs_fs_replayed(const struct avfs_fs *fs, uint64_t m)
+{
+	return m < fs->nmeta && avfs_bitmap_test(&fs->replayed, m);
+}
+
+int fs_plan_jsuper(struct avfs_fs *fs, struct avfs_plan *p, uint64_t tail, uint64_t seq)
+{
+	uint8_t *img = fs_plan_buf(p, AVFS_MBLOCK);
+	struct avfs_jsuper *js = (void *)img;
+	uint64_t m;
+
+	if (!img)
+		return -ENOMEM;
+	fs->jepoch++;
+	m = fs->sb.journal_start + (fs->jepoch & 1);
+	memset(img, 0, AVFS_MBLOCK);
+	fs_hdr_init(fs, img, m, AVFS_MT_JSUPER);
+	js->epoch = fs->jepoch;
+	js->tail_pos = tail;
+	js->tail_seq = seq;
+	js->log_blocks = fs->log_blocks;
+	fs_seal(fs, img);
+	return fs_plan_write(p, m * AVFS_MBLOCK, img, AVFS_MBLOCK, false, false);
+}
+
+/* Write sealed copies of the listed blocks home and to the backup region, coalescing runs
+ * of consecutive blocks into one write each. ms must be sorted. */
+int fs_plan_homes(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, size_t n,
+		  const struct avfs_bitmap *want_p, const struct avfs_bitmap *want_b)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		size_t i = 0;
+
+		while (i < n) {
+			size_t j = i;
+			uint8_t *buf;
+			uint64_t off;
+
+			if ((pass == 0 && want_p && !avfs_bitmap_test(want_p, ms[i])) ||
+			    (pass == 1 && want_b && !avfs_bitmap_test(want_b, ms[i])) ||
+			    (pass == 1 && avfs_fs_backup_off(&fs->sb, ms[i]) == UINT64_MAX)) {
+				i++;
+				continue;
+			}
+			while (j + 1 < n && ms[j + 1] == ms[j] + 1 && j + 1 - i < 256 &&
+			       !(want_p && pass == 0 && !avfs_bitmap_test(want_p, ms[j + 1])) &&
+			       !(want_b && pass == 1 && !avfs_bitmap_test(want_b, ms[j + 1])) &&
+			       ms[j + 1] != 1 && ms[i] != 0)
+				j++;
+			buf = fs_plan_buf(p, (j - i + 1) * AVFS_MBLOCK);
+			if (!buf)
+				return -ENOMEM;
+			for (size_t k = i; k <= j; k++)
+				memcpy(buf + (k - i) * AVFS_MBLOCK, fs->blocks[ms[k]], AVFS_MBLOCK);
+			off = pass == 0 ? ms[i] * AVFS_MBLOCK : avfs_fs_backup_off(&fs->sb, ms[i]);
+			if (fs_plan_write(p, off, buf, (uint32_t)((j - i + 1) * AVFS_MBLOCK), false,
+					  false))
+				return -ENOMEM;
+			i = j + 1;
+		}
+	}
+	return 0;
+}
+
+int avfs_fs_journal_reset(struct avfs_fs *fs, struct avfs_plan **out)
+{
+	struct avfs_plan *p;
+
+	*out = NULL;
+	if (avfs_fs_rdonly(fs))
+		return -EROFS;
+	p = fs_plan_new();
+	if (!p || fs_plan_flush(p) || fs_plan_jsuper(fs, p, fs->head, fs->next_seq) ||
+	    fs_plan_flush(p)) {
+		avfs_plan_free(p);
+		return -ENOMEM;
+	}
+	fs->tail = fs->head;
+	fs->tail_seq = fs->next_seq;
+	fs->used = 0;
+	*out = p;
+	return 0;
+}
+
+/* The set bits of b, in order, as a new array (NULL and 0 when there are none). */
+static int bits_of(const struct avfs_bitmap *b, uint64_t **out)
+{
+	uint64_t *v = NULL, k = 0;
+
+	if (b->nset && !(v = malloc(b->nset * sizeof(*v))))
+		return -ENOMEM;
+	for (uint64_t i = avfs_bitmap_find_set(b, 0, b->nbits); i != UINT64_MAX;
+	     i = avfs_bitmap_find_set(b, i + 1, b->nbits))
+		v[k++] = i;
+	*out = v;
+	return 0;
+}
+
+size_t fs_journal_capacity(uint64_t log_blocks)
+{
+	uint64_t n = log_blocks > 2 ? log_blocks - 2 : 0;
+
+	while (n && n + (n + AVFS_JDESC_MAX - 1) / AVFS_JDESC_MAX + 1 > log_blocks)
+		n--;
+	return n;
+}
+
+int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
+{
+	struct avfs_super *sb;
+	struct avfs_plan *p = NULL;
+	uint64_t n, ndesc, total, seq, *ms = NULL, *freed = NULL;
+	/* where the journal stands: put back if the plan cannot be made */
+	uint64_t tail = fs->tail, tail_seq = fs->tail_seq, used = fs->used, jepoch = fs->jepoch;
+	uint8_t *jbuf;
+	uint32_t crc = 0;
+	int err;
+
+	*out = NULL;
+	if (avfs_fs_rdonly(fs))
+		return fs->dirty.nset ? -EROFS : 0;
+	if (!fs->dirty.nset && !fs->pfree.nset)
+		return 0;
+	sb = fs_sb(fs);
+	sb->last_zone = fs->alloc.last_zone;
+	sb->commit_seq = fs->next_seq;
+	fs_dirty(fs, 0);
+	n = fs->dirty.nset;
+	ndesc = (n + AVFS_JDESC_MAX - 1) / AVFS_JDESC_MAX;
+	total = ndesc + n + 1;
+	if (total > fs->log_blocks) {	/* credits keep it from happening */
+		fs_why(fs, "transaction of %llu blocks does not fit the journal",
+		       (unsigned long long)total);
+		return -E2BIG;
+	}
+	if ((err = bits_of(&fs->dirty, &ms)) || (err = bits_of(&fs->pfree, &freed)))
+		goto fail;
+	err = -ENOMEM;
+	p = fs_plan_new();
+	if (!p)
+		goto fail;
+	if (fs->used + total > fs->log_blocks) {
+		/* the checkpoints of earlier transactions were written right after their commit;
+		 * once they are durable the whole log is free again */
+		if (fs_plan_flush(p) || fs_plan_jsuper(fs, p, fs->head, fs->next_seq) ||
+		    fs_plan_flush(p))
+			goto fail;
+		fs->tail = fs->head;
+		fs->tail_seq = fs->next_seq;
+		fs->used = 0;
+	}
+	seq = fs->next_seq;
+	jbuf = fs_plan_buf(p, total * AVFS_MBLOCK);
+	if (!jbuf)
+		goto fail;
+	{
+		uint64_t k = 0, at = 0;
+
+		for (uint64_t d = 0; d < ndesc; d++) {
+			uint8_t *db = jbuf + at * AVFS_MBLOCK;
+			struct avfs_jdesc *jd = (void *)db;
+			uint64_t cnt = n - k < AVFS_JDESC_MAX ? n - k : AVFS_JDESC_MAX;
+
+			memset(db, 0, AVFS_MBLOCK);
+			fs_hdr_init(fs, db, log_home(fs, fs->head + at), AVFS_MT_JDESC);
+			jd->hdr.seq = seq;
+			jd->count = (uint32_t)cnt;
+			jd->last = d + 1 == ndesc;
+			for (uint64_t i = 0; i < cnt; i++) {
+				uint64_t m = ms[k + i];
+
+				jd->home[i] = m;
+				fs_seal(fs, fs->blocks[m]);
+				memcpy(jbuf + (at + 1 + i) * AVFS_MBLOCK, fs->blocks[m], AVFS_MBLOCK);
+			}
+			fs_seal(fs, db);
+			crc = avfs_crc32c(crc, db, (1 + cnt) * AVFS_MBLOCK);
+			at += 1 + cnt;
+			k += cnt;
+		}
+		{
+			uint8_t *cb = jbuf + at * AVFS_MBLOCK;
+			struct avfs_jcommit *c = (void *)cb;
+
+			memset(cb, 0, AVFS_MBLOCK);
+			fs_hdr_init(fs, cb, log_home(fs, fs->head + at), AVFS_MT_JCOMMIT);
+			c->hdr.seq = seq;
+			c->nblocks = at;
+			c->data_crc = crc;
+			c->commit_time_ns = (uint64_t)now_ns;
+			fs_seal(fs, cb);
+		}
+	}
+	/* descriptors and images (wrapping at the end of the log), a flush that also makes the
+	 * transaction's data durable (ordered mode), then the commit record with FUA */
+	{
+		uint64_t first = fs->head % fs->log_blocks, body = total - 1;
+		uint64_t run1 = fs->log_blocks - first < body ? fs->log_blocks - first : body;
+		uint64_t cpos = (fs->head + body) % fs->log_blocks;
+
+		if (fs_plan_write(p, (fs->log_start + first) * AVFS_MBLOCK, jbuf,
+				  (uint32_t)(run1 * AVFS_MBLOCK), false, false))
+			goto fail;
+		if (body > run1 && fs_plan_write(p, fs->log_start * AVFS_MBLOCK,
+						 jbuf + run1 * AVFS_MBLOCK,
+						 (uint32_t)((body - run1) * AVFS_MBLOCK), false, false))
+			goto fail;
+		if (fs_plan_flush(p) ||
+		    fs_plan_write(p, (fs->log_start + cpos) * AVFS_MBLOCK,
+				  jbuf + body * AVFS_MBLOCK, AVFS_MBLOCK, true, false))
+			goto fail;
+	}
+	/* checkpoint: the committed images to their homes and the backup region */
+	err = fs_plan_homes(fs, p, ms, n, NULL, NULL);
+	if (err)
+		goto fail;
+	fs->head = (fs->head + total) % fs->log_blocks;
+	fs->used += total;
+	fs->next_seq++;
+	for (size_t i = 0; i < n; i++)
+		avfs_bitmap_clear(&fs->dirty, ms[i]);
+	p->nfreed = fs->pfree.nset;
+	for (size_t i = 0; i < p->nfreed; i++)
+		avfs_bitmap_clear(&fs->pfree, freed[i]);
+	p->freed = freed;
+	free(ms);
+	*out = p;
+	return 0;
+fail:
+	fs->tail = tail;
+	fs->tail_seq = tail_seq;
+	fs->used = used;
+	fs->jepoch = jepoch;
+	avfs_plan_free(p);
+	free(ms);
+	free(freed);
+	return err;
+}
+
+void avfs_fs_plan_done(struct avfs_fs *fs, struct avfs_plan *p, int err)
+{
+	if (!p)
+		return;
+	if (err) {
+		fs->broken = true;
+		fs_why(fs, "a metadata write failed (%d): read-only until remounted", err);
+		return;
+	}
+	/* blocks freed by a transaction can be reused only once it is on disk: before, a crash
+	 * would leave the old owner pointing at new data */
+	for (size_t i = 0; i < p->nfreed; i++)
+		avfs_alloc_free(&fs->alloc, p->freed[i]);
+	p->nfreed = 0;
+}
