@@ -404,7 +404,7 @@ static int run(struct avfsd *a)
 	for (;;) {
 		int64_t until = now + LOOK_NS, t = avfs_engine_wake(a->e),
 			s = avfs_server_tick(a->srv, now);
-		bool under_way;
+		unsigned queued;
 
 		if (t && t < until)
 			until = t;
@@ -421,8 +421,8 @@ static int run(struct avfsd *a)
 		if (!a->exiting)
 			continue;
 		/* drained: the last commit is on disk */
-		avfs_engine_commits(a->e, &under_way);
-		if (!under_way && avfs_fs_dirty_blocks(a->io->fs))
+		avfs_engine_commits(a->e, &queued);
+		if (!queued && avfs_fs_dirty_blocks(a->io->fs))
 			avfs_engine_commit(a->e, now);
 		else if (avfs_engine_idle(a->e))
 			return 0;

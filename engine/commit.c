@@ -1,11 +1,14 @@
 /*
  * commit.c — ordered commits (SPEC §3, ordered mode): a transaction's data writes reach the
  * disk before the commit record that makes them reachable. Each data write carries the commit
- * generation it belongs to; a commit bumps the generation and runs the core's plan one
- * operation at a time — its writes through the scheduler as best effort, its FLUSH (once every
- * data write of the generation it commits is complete) through the dispatch layer. Periodic
- * commits and commits of a large transaction are started here too. It does not build plans
- * (the fs core does) or decide what a write is (fileio.c tells it).
+ * generation it belongs to; a commit closes the generation and queues the core's plan; plans
+ * run one after the other in commit order, one operation at a time — writes through the
+ * scheduler as best effort, the FLUSH (once every data write of the generation it commits is
+ * complete) through the dispatch layer. A commit normally waits for the one under way; when
+ * the running transaction is full (the core's -EAGAIN, fs.h's credits), cm_now() commits at
+ * once and queues the plan behind it. Periodic commits and commits of a large transaction
+ * start here too. It does not build plans (the fs core does) or decide what a write is
+ * (fileio.c tells it).
  */
 #include "engine_i.h"
 
@@ -25,9 +28,13 @@ void cm_init(struct avfs_engine *e, int64_t now)
 
 void cm_fini(struct avfs_engine *e)
 {
-	if (e->cm.plan)
-		avfs_plan_free(e->cm.plan);
-	e->cm.plan = NULL;
+	struct avfs_commit *c = &e->cm;
+
+	while (c->qn) {
+		avfs_plan_free(c->q[c->qhead].plan);
+		c->qhead = (c->qhead + 1) % AVFS_CM_QUEUE;
+		c->qn--;
+	}
 }
 
 static void told(struct avfs_engine *e, int err)
@@ -36,18 +43,24 @@ static void told(struct avfs_engine *e, int err)
 		e->ops.committed(e->ops.ctx, e->cm.done, err);
 }
 
+/* The plan at the head is done (err 0) or failed: then every plan after it fails unrun. */
 static void plan_end(struct avfs_engine *e, int err, int64_t now)
 {
 	struct avfs_commit *c = &e->cm;
 	double s = (double)(now - c->t0) / NS;
 
-	avfs_fs_plan_done(e->fs, c->plan, err);
-	avfs_plan_free(c->plan);
-	c->plan = NULL;
+	do {
+		avfs_fs_plan_done(e->fs, c->q[c->qhead].plan, err);
+		avfs_plan_free(c->q[c->qhead].plan);
+		c->qhead = (c->qhead + 1) % AVFS_CM_QUEUE;
+		c->qn--;
+	} while (err && c->qn);
+	c->i = 0;
 	c->busy = c->flushing = false;
+	c->t0 = now;	/* the next plan begins now */
 	if (err) {
-		elog(e, 0, "commit failed: %s; the file system is read-only until "
-				"remounted", strerror(-err));
+		elog(e, 0, "commit failed: %s; the file system is read-only until remounted",
+		     strerror(-err));
 		told(e, err);
 		return;
 	}
@@ -55,7 +68,9 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 		c->max_s = s;
 	c->done++;
 	told(e, 0);
-	if (c->wanted)
+	if (c->qn)
+		step(e, now);
+	else if (c->wanted)
 		cm_request(e, now);
 }
 
@@ -64,7 +79,7 @@ static void op_done(struct avfs_engine *e, int res, int64_t now)
 {
 	struct avfs_commit *c = &e->cm;
 
-	if (!c->plan)
+	if (!c->qn)
 		return;
 	if (res < 0) {
 		plan_end(e, res, now);
@@ -87,24 +102,26 @@ static void flush_done(struct avfs_engine *e, int res, int64_t now)
 	op_done(e, res, now);
 }
 
-/* Run the plan one operation at a time: its order is the point. */
+/* Run the head plan one operation at a time: its order is the point. */
 static void step(struct avfs_engine *e, int64_t now)
 {
 	struct avfs_commit *c = &e->cm;
+	const struct avfs_plan *p;
 	const struct avfs_plan_op *o;
 	struct avfs_ereq *q;
 	int err;
 
-	if (!c->plan || c->busy || c->flushing)
+	if (!c->qn || c->busy || c->flushing)
 		return;
-	if (c->i == c->plan->n) {
+	p = c->q[c->qhead].plan;
+	if (c->i == p->n) {
 		plan_end(e, 0, now);
 		return;
 	}
-	o = &c->plan->ops[c->i];
+	o = &p->ops[c->i];
 	if (o->kind == AVFS_PLAN_FLUSH) {
-		/* the barrier: the data of the transaction this commit carries is on the device */
-		if (c->writes[(c->gen - 1) & 1])
+		/* the barrier: the data of the transaction this plan commits is on the device */
+		if (c->writes[c->q[c->qhead].gen % AVFS_CM_QUEUE])
 			return;	/* stepped again as those writes complete */
 		c->flushing = true;
 		dsp_flush(e, flush_done, now);
@@ -132,40 +149,70 @@ static void step(struct avfs_engine *e, int64_t now)
 	}
 }
 
+/* Commit the running transaction and queue its plan. 0, or -EBUSY (the queue is full), or
+ * the core's -errno (told). */
+static int commit(struct avfs_engine *e, int64_t now)
+{
+	struct avfs_commit *c = &e->cm;
+	struct avfs_plan *p = NULL;
+	int err;
+
+	if (c->qn == AVFS_CM_QUEUE - 1)
+		return -EBUSY;	/* a generation's counter would be shared: wait */
+	err = avfs_fs_commit(e->fs, now + e->c.wall_offset_ns, &p);
+	if (err) {
+		elog(e, 0, "commit failed: %s (%s)", strerror(-err), avfs_fs_why(e->fs));
+		told(e, err);
+		return err;
+	}
+	if (e->c.commit_period_ns)
+		c->next_at = now + e->c.commit_period_ns;
+	if (!p) {	/* nothing changed: already durable once the queue is */
+		if (!c->qn) {
+			c->done++;
+			told(e, 0);
+		}
+		return 0;
+	}
+	/* data writes planned from now on belong to the next transaction */
+	c->q[(c->qhead + c->qn) % AVFS_CM_QUEUE] = (struct avfs_queued_plan){ .plan = p,
+										.gen = c->gen };
+	c->gen++;
+	if (!c->qn++) {
+		c->i = 0;
+		c->t0 = now;
+	}
+	step(e, now);
+	return 0;
+}
+
 void cm_request(struct avfs_engine *e, int64_t now)
 {
 	struct avfs_commit *c = &e->cm;
-	int err;
 
 	if (!e->fs)
 		return;
 	c->wanted = true;
-	if (c->plan)
+	if (c->qn)
 		return;	/* one at a time; this one follows */
 	c->wanted = false;
-	err = avfs_fs_commit(e->fs, now + e->c.wall_offset_ns, &c->plan);
-	if (err) {
-		elog(e, 0, "commit failed: %s (%s)", strerror(-err), avfs_fs_why(e->fs));
-		told(e, err);
-		return;
-	}
-	if (e->c.commit_period_ns)
-		c->next_at = now + e->c.commit_period_ns;
-	if (!c->plan) {	/* nothing changed: already durable */
-		c->done++;
-		told(e, 0);
-		return;
-	}
-	c->gen++;	/* data writes planned from now on belong to the next transaction */
-	c->i = 0;
-	c->t0 = now;
-	step(e, now);
+	commit(e, now);
+}
+
+int cm_now(struct avfs_engine *e, int64_t now)
+{
+	if (!e->fs)
+		return -EINVAL;
+	e->cm.wanted = false;
+	return commit(e, now);
 }
 
 void cm_changed(struct avfs_engine *e, int64_t now)
 {
-	/* keep transactions small enough for the journal */
-	if (e->fs && avfs_fs_dirty_blocks(e->fs) > e->c.commit_dirty)
+	/* keep transactions small: for the journal, and so that an operation rarely finds the
+	 * running transaction full (fs.h's credits) */
+	if (e->fs && (avfs_fs_dirty_blocks(e->fs) > e->c.commit_dirty ||
+		      avfs_fs_commit_due(e->fs)))
 		cm_request(e, now);
 }
 
@@ -182,7 +229,7 @@ void cm_tick(struct avfs_engine *e, int64_t now)
 
 unsigned cm_write_begin(struct avfs_engine *e)
 {
-	e->cm.writes[e->cm.gen & 1]++;
+	e->cm.writes[e->cm.gen % AVFS_CM_QUEUE]++;
 	return e->cm.gen;
 }
 
@@ -190,8 +237,8 @@ void cm_write_end(struct avfs_engine *e, unsigned gen, int64_t now)
 {
 	struct avfs_commit *c = &e->cm;
 
-	if (c->writes[gen & 1])
-		c->writes[gen & 1]--;
-	if (c->plan && !c->writes[gen & 1])
+	if (c->writes[gen % AVFS_CM_QUEUE])
+		c->writes[gen % AVFS_CM_QUEUE]--;
+	if (c->qn && !c->writes[gen % AVFS_CM_QUEUE])
 		step(e, now);	/* a commit may be waiting for these */
 }

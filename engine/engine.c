@@ -239,7 +239,7 @@ void avfs_engine_tick(struct avfs_engine *e, int64_t now)
 
 bool avfs_engine_idle(const struct avfs_engine *e)
 {
-	return !e->nfio && !e->cm.plan && dsp_idle(e);
+	return !e->nfio && !e->cm.qn && dsp_idle(e);
 }
 
 /* ---- commits ---- */
@@ -256,10 +256,18 @@ void avfs_engine_changed(struct avfs_engine *e, int64_t now)
 	rearm(e);
 }
 
-uint64_t avfs_engine_commits(const struct avfs_engine *e, bool *under_way)
+int avfs_engine_commit_now(struct avfs_engine *e, int64_t now)
 {
-	if (under_way)
-		*under_way = e->cm.plan != NULL;
+	int err = cm_now(e, now);
+
+	rearm(e);
+	return err;
+}
+
+uint64_t avfs_engine_commits(const struct avfs_engine *e, unsigned *queued)
+{
+	if (queued)
+		*queued = (unsigned)e->cm.qn;
 	return e->cm.done;
 }
 
@@ -267,7 +275,7 @@ double avfs_engine_commit_max_s(const struct avfs_engine *e, int64_t now)
 {
 	double s = e->cm.max_s;
 
-	if (e->cm.plan && (double)(now - e->cm.t0) / NS > s)
+	if (e->cm.qn && (double)(now - e->cm.t0) / NS > s)
 		s = (double)(now - e->cm.t0) / NS;
 	return s;
 }

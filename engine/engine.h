@@ -148,9 +148,21 @@ bool avfs_engine_idle(const struct avfs_engine *e);
 void avfs_engine_commit(struct avfs_engine *e, int64_t now);
 /* The front end changed the file system: commit when the transaction has grown large. */
 void avfs_engine_changed(struct avfs_engine *e, int64_t now);
-/* Commits done so far, and whether one is under way (an fsync that arrives now waits for the
- * one after it). */
-uint64_t avfs_engine_commits(const struct avfs_engine *e, bool *under_way);
+/* Commit the running transaction at once, its plan queued behind those under way: what a
+ * front end does when the core answers -EAGAIN (the running transaction is full, fs.h's
+ * credits) before it calls again. 0 or -errno (-EBUSY: too many plans queued). */
+int avfs_engine_commit_now(struct avfs_engine *e, int64_t now);
+/* A mutating call of the fs core, called again once after a commit if it found the running
+ * transaction full (-EAGAIN). GNU C: evaluates to the call's result. */
+#define AVFS_ENGINE_FS(e, now, call) __extension__ ({					\
+	int __r = (call);								\
+	if (__r == -EAGAIN && !avfs_engine_commit_now((e), (now)))			\
+		__r = (call);								\
+	__r; })
+/* Commits done so far, and how many are queued or under way (*queued may be NULL): an fsync
+ * that arrives now is durable once commits() exceeds done + queued (the commit it asks for
+ * comes after them). */
+uint64_t avfs_engine_commits(const struct avfs_engine *e, unsigned *queued);
 /* The longest a commit took, s (one still under way counts its age). */
 double avfs_engine_commit_max_s(const struct avfs_engine *e, int64_t now);
 

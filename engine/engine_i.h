@@ -63,17 +63,25 @@ struct avfs_dispatch {
 	void (*flush_done)(struct avfs_engine *e, int res, int64_t now);
 };
 
+#define AVFS_CM_QUEUE 16	/* plans queued at the most, plus one generation being written */
+
+struct avfs_queued_plan {
+	struct avfs_plan *plan;
+	unsigned gen;		/* the generation whose data writes it makes reachable */
+};
+
 struct avfs_commit {
-	struct avfs_plan *plan;	/* the one under way */
-	size_t i;		/* its next operation */
-	unsigned gen;		/* data writes issued now belong to this generation */
-	unsigned writes[2];	/* data writes not yet complete, by generation parity */
-	bool wanted;		/* another commit after this one */
-	bool busy;		/* a write of the plan is out */
+	struct avfs_queued_plan q[AVFS_CM_QUEUE];	/* plans in commit order; the head runs */
+	size_t qhead, qn;
+	size_t i;		/* the head plan's next operation */
+	unsigned gen;		/* data writes planned now belong to this generation */
+	unsigned writes[AVFS_CM_QUEUE];	/* data writes not yet complete, by generation */
+	bool wanted;		/* another commit once the queue is empty */
+	bool busy;		/* a write of the head plan is out */
 	bool flushing;
 	uint64_t done;		/* commits on disk */
 	int64_t next_at;	/* the periodic commit */
-	int64_t t0;		/* the plan under way began */
+	int64_t t0;		/* the head plan began */
 	double max_s;
 };
 
@@ -135,6 +143,9 @@ bool dsp_idle(const struct avfs_engine *e);
 void cm_init(struct avfs_engine *e, int64_t now);
 void cm_fini(struct avfs_engine *e);
 void cm_request(struct avfs_engine *e, int64_t now);
+/* Commit the running transaction now, its plan queued behind any under way (the running
+ * transaction is full: fs.h's -EAGAIN). 0 or -errno. */
+int cm_now(struct avfs_engine *e, int64_t now);
 void cm_changed(struct avfs_engine *e, int64_t now);
 void cm_tick(struct avfs_engine *e, int64_t now);
 /* A data write begins (its generation) / ends (may let a waiting commit go on). */

@@ -300,6 +300,9 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 	} else if (f->write) {
 		err = avfs_fs_plan_write(e->fs, f->ino, f->off, f->len, now + e->c.wall_offset_ns,
 					 &p);
+		if (err == -EAGAIN && !cm_now(e, now))	/* the transaction was full: again */
+			err = avfs_fs_plan_write(e->fs, f->ino, f->off, f->len,
+						 now + e->c.wall_offset_ns, &p);
 	} else {
 		err = avfs_fs_plan_read(e->fs, f->ino, f->off, f->len, &p);
 	}

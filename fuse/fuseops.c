@@ -26,6 +26,9 @@
 #include <linux/falloc.h>
 
 #define PAGE AVFS_PAGE
+/* A call that changes the file system: when the running transaction is full (-EAGAIN, fs.h's
+ * credits), the engine commits it at once and the call is made again. */
+#define FS(call) AVFS_ENGINE_FS(fu->e, fu->now, call)
 #define RA_WINDOW (2u << 20)	/* read ahead this far, inside the data block */
 #define RA_SLOTS 8
 
@@ -380,7 +383,7 @@ static void grow_done(struct avfs_fio *f, int64_t res, int64_t now)
 
 	(void)now;
 	if (!err)
-		err = avfs_fs_setattr(fu->fs, f->ino, AVFS_SET_SIZE, &w->set, fu->wall);
+		err = FS(avfs_fs_setattr(fu->fs, f->ino, AVFS_SET_SIZE, &w->set, fu->wall));
 	if (!err)
 		err = avfs_fs_getattr(fu->fs, f->ino, &a);
 	if (err) {
@@ -436,7 +439,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 				return;
 			}
 			if (set) {
-				err = avfs_fs_setattr(fu->fs, ino, set, &a, fu->wall);
+				err = FS(avfs_fs_setattr(fu->fs, ino, set, &a, fu->wall));
 				if (err) {
 					free(w);
 					fuse_reply_err(req, -err);
@@ -458,7 +461,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		}
 		set |= AVFS_SET_SIZE;
 	}
-	err = avfs_fs_setattr(fu->fs, ino, set, &a, fu->wall);
+	err = FS(avfs_fs_setattr(fu->fs, ino, set, &a, fu->wall));
 	if (!err)
 		err = avfs_fs_getattr(fu->fs, ino, &cur);
 	if (err) {
@@ -498,8 +501,8 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 {
 	struct avfs_fuse *fu = fu_of(req);
 	struct fsync_wait *w = calloc(1, sizeof(*w));
-	bool under_way;
-	uint64_t done = avfs_engine_commits(fu->e, &under_way);
+	unsigned queued;
+	uint64_t done = avfs_engine_commits(fu->e, &queued);
 
 	(void)ino, (void)datasync, (void)fi;
 	if (!w) {
@@ -507,10 +510,10 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 		return;
 	}
 	/* data writes are already complete (replies come after the device); the next commit
-	 * makes them reachable and the metadata durable — the one after the commit under way,
-	 * which may carry a transaction from before them */
+	 * makes them reachable and the metadata durable — the one after the commits queued,
+	 * which carry transactions from before them */
 	w->req = req;
-	w->after = done + (under_way ? 1 : 0);
+	w->after = done + queued;
 	w->next = fu->fsyncs;
 	fu->fsyncs = w;
 	avfs_engine_commit(fu->e, fu->now);
@@ -535,10 +538,43 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_buf(req, fu->socket, len);
 }
 
+/* fallocate once the stale tail past the old size is zeroed (a growing fallocate) */
+struct falloc_op {
+	struct avfs_fio f;	/* first: a zero_tail request */
+	fuse_req_t req;
+	struct avfs_fuse *fu;
+	uint64_t off, len;
+	bool keep_size;
+};
+
+static void falloc_now(struct avfs_fuse *fu, fuse_req_t req, uint64_t ino, uint64_t off,
+		       uint64_t len, bool keep_size)
+{
+	int err = FS(avfs_fs_fallocate(fu->fs, ino, off, len, keep_size, fu->wall));
+
+	after_change(fu);
+	fuse_reply_err(req, -err);
+}
+
+static void falloc_done(struct avfs_fio *f, int64_t res, int64_t now)
+{
+	struct falloc_op *o = (struct falloc_op *)f;
+
+	(void)now;
+	if (res < 0)
+		fuse_reply_err(o->req, (int)-res);
+	else
+		falloc_now(o->fu, o->req, f->ino, o->off, o->len, o->keep_size);
+	free(o);
+}
+
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 			 struct fuse_file_info *fi)
 {
 	struct avfs_fuse *fu = fu_of(req);
+	bool keep = mode & FALLOC_FL_KEEP_SIZE;
+	struct avfs_stat a;
+	struct falloc_op *o;
 	int err;
 
 	(void)fi;
@@ -546,15 +582,36 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	if (offset < 0 || length <= 0) {
+	if (offset < 0 || length <= 0 || (uint64_t)offset + (uint64_t)length < (uint64_t)offset) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	ra_invalidate(fu, ino);
-	err = avfs_fs_fallocate(fu->fs, ino, (uint64_t)offset, (uint64_t)length,
-				mode & FALLOC_FL_KEEP_SIZE, fu->wall);
-	after_change(fu);
-	fuse_reply_err(req, -err);
+	err = avfs_fs_getattr(fu->fs, ino, &a);
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	/* growing the size over a partly written last page: its stale tail zeroed first (the
+	 * core's plan), as for a truncate up */
+	if (keep || (uint64_t)offset + (uint64_t)length <= a.size || !(a.size % PAGE)) {
+		falloc_now(fu, req, ino, (uint64_t)offset, (uint64_t)length, keep);
+		return;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*o = (struct falloc_op){ .req = req, .fu = fu, .off = (uint64_t)offset,
+				 .len = (uint64_t)length };
+	o->f = (struct avfs_fio){ .ino = ino, .off = a.size, .write = true, .zero_tail = true,
+				  .label = -1, .cls = AVFS_TRACE_BE, .done = falloc_done };
+	err = avfs_engine_io(fu->e, &o->f, fu->now);
+	if (err) {
+		fuse_reply_err(req, -err);
+		free(o);
+	}
 }
 
 /* ---- namespace ---- */
@@ -568,8 +625,8 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct avfs_fuse *fu = fu_of(req);
 	uint64_t ino;
-	int err = avfs_fs_mknod(fu->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
-				ctx(req)->gid, fu->wall, &ino);
+	int err = FS(avfs_fs_mknod(fu->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
+				ctx(req)->gid, fu->wall, &ino));
 
 	(void)rdev;
 	if (err) {
@@ -588,8 +645,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e = { 0 };
 	struct avfs_stat a;
 	uint64_t ino;
-	int err = avfs_fs_mknod(fu->fs, parent, name, S_IFREG | (mode & 07777 & ~ctx(req)->umask),
-				ctx(req)->uid, ctx(req)->gid, fu->wall, &ino);
+	int err = FS(avfs_fs_mknod(fu->fs, parent, name, S_IFREG | (mode & 07777 & ~ctx(req)->umask),
+				ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
 
 	if (!err)
 		err = avfs_fs_getattr(fu->fs, ino, &a);
@@ -614,8 +671,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct avfs_fuse *fu = fu_of(req);
 	uint64_t ino;
-	int err = avfs_fs_mkdir(fu->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
-				ctx(req)->gid, fu->wall, &ino);
+	int err = FS(avfs_fs_mkdir(fu->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
+				ctx(req)->gid, fu->wall, &ino));
 
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -629,8 +686,8 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 {
 	struct avfs_fuse *fu = fu_of(req);
 	uint64_t ino;
-	int err = avfs_fs_symlink(fu->fs, parent, name, link, ctx(req)->uid, ctx(req)->gid,
-				  fu->wall, &ino);
+	int err = FS(avfs_fs_symlink(fu->fs, parent, name, link, ctx(req)->uid, ctx(req)->gid,
+				  fu->wall, &ino));
 
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -654,7 +711,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
 	struct avfs_fuse *fu = fu_of(req);
-	int err = avfs_fs_link(fu->fs, ino, parent, name, fu->wall);
+	int err = FS(avfs_fs_link(fu->fs, ino, parent, name, fu->wall));
 
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -672,7 +729,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!avfs_fs_lookup(fu->fs, parent, name, &ino))
 		ra_invalidate(fu, ino);
-	err = avfs_fs_unlink(fu->fs, parent, name, fu->wall);
+	err = FS(avfs_fs_unlink(fu->fs, parent, name, fu->wall));
 
 	after_change(fu);
 	fuse_reply_err(req, -err);
@@ -681,7 +738,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct avfs_fuse *fu = fu_of(req);
-	int err = avfs_fs_rmdir(fu->fs, parent, name, fu->wall);
+	int err = FS(avfs_fs_rmdir(fu->fs, parent, name, fu->wall));
 
 	after_change(fu);
 	fuse_reply_err(req, -err);
@@ -694,7 +751,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	unsigned f = (flags & RENAME_NOREPLACE ? AVFS_RENAME_NOREPLACE : 0) |
 		     (flags & RENAME_EXCHANGE ? AVFS_RENAME_EXCHANGE : 0);
 	int err = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ? -EINVAL :
-		  avfs_fs_rename(fu->fs, parent, name, newparent, newname, f, fu->wall);
+		  FS(avfs_fs_rename(fu->fs, parent, name, newparent, newname, f, fu->wall));
 
 	after_change(fu);
 	fuse_reply_err(req, -err);
@@ -718,7 +775,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ra_invalidate(fu, ino);
 		struct avfs_stat z = { .size = 0 };
 
-		err = avfs_fs_setattr(fu->fs, ino, AVFS_SET_SIZE, &z, fu->wall);
+		err = FS(avfs_fs_setattr(fu->fs, ino, AVFS_SET_SIZE, &z, fu->wall));
 		if (err) {
 			fuse_reply_err(req, -err);
 			return;
@@ -747,7 +804,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 	/* the last handle of a file unlinked while open frees it (the kernel sends RELEASE once
 	 * no read or write of this handle is left, so none of its I/O is in flight) */
-	if (fi->fh == FH_OPEN_REF && avfs_fs_open_unref(fu->fs, ino) == 1) {
+	if (fi->fh == FH_OPEN_REF && FS(avfs_fs_open_unref(fu->fs, ino)) == 1) {
 		ra_invalidate(fu, ino);
 		after_change(fu);
 	}

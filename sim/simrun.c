@@ -386,10 +386,11 @@ static void be_next(struct run *r)
 				char old[32];
 
 				avfs_wl_picture_name(k, old, sizeof(old));
-				avfs_fs_unlink(r->fs, AVFS_ROOT_INO, old, now(r));
+				AVFS_ENGINE_FS(r->e, now(r), avfs_fs_unlink(r->fs, AVFS_ROOT_INO, old,
+									      now(r)));
 			}
-			if (avfs_fs_mknod(r->fs, AVFS_ROOT_INO, name, S_IFREG | 0644, 0, 0, now(r),
-					  &r->be_ino)) {
+			if (AVFS_ENGINE_FS(r->e, now(r), avfs_fs_mknod(r->fs, AVFS_ROOT_INO, name,
+					   S_IFREG | 0644, 0, 0, now(r), &r->be_ino))) {
 				req_free(r, q);
 				return;
 			}
@@ -489,7 +490,7 @@ static bool delete_from(struct run *r, size_t from)
 		if (!r->recs[i] || r->rec_busy[i])
 			continue;
 		snprintf(name, sizeof(name), "rec-%05zu.ts", i);
-		if (avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r)))
+		if (AVFS_ENGINE_FS(r->e, now(r), avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r))))
 			return false;
 		r->recs[i] = 0;
 		r->r->deleted_files++;
@@ -626,15 +627,22 @@ int avfs_simrun_fill(struct avfs_fsio *io, const struct avfs_simrun_opts *o, int
 				snprintf(name, sizeof(name), "rec-%05zu.ts", nrecs);
 				err = avfs_fs_mknod(fs, AVFS_ROOT_INO, name, S_IFREG | 0644, 0, 0, t,
 						    &ino[k]);
+				if (err == -EAGAIN && !(err = avfs_fsio_sync(io)))	/* full */
+					err = avfs_fs_mknod(fs, AVFS_ROOT_INO, name, S_IFREG | 0644, 0,
+							    0, t, &ino[k]);
 				if (err)
 					break;
 				recs[nrecs++] = ino[k];
 				off[k] = 0;
 			}
-			if (avfs_fs_map_write(fs, ino[k], off[k], bs, t, &e, 1) != 1) {
-				err = -ENOSPC;
+			err = avfs_fs_map_write(fs, ino[k], off[k], bs, t, &e, 1);
+			if (err == -EAGAIN && !(err = avfs_fsio_sync(io)))	/* full: commit, again */
+				err = avfs_fs_map_write(fs, ino[k], off[k], bs, t, &e, 1);
+			if (err != 1) {
+				err = err < 0 ? err : -ENOSPC;
 				break;
 			}
+			err = 0;
 			off[k] += bs;
 			used++;
 			err = avfs_fsio_maybe_commit(io);
@@ -792,8 +800,8 @@ static int open_stream(struct run *r, struct sstream *ss)
 		ss->ino = r->recs[s->rec];
 		r->rec_busy[s->rec] = true;
 	} else {
-		int err = avfs_fs_mknod(r->fs, AVFS_ROOT_INO, s->name, S_IFREG | 0644, 0, 0, now(r),
-					&ss->ino);
+		int err = AVFS_ENGINE_FS(r->e, now(r), avfs_fs_mknod(r->fs, AVFS_ROOT_INO, s->name,
+					 S_IFREG | 0644, 0, 0, now(r), &ss->ino));
 
 		if (err) {
 			snprintf(r->why, r->whylen, "cannot create a recording: %s", strerror(-err));

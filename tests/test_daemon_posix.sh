@@ -131,6 +131,14 @@ more"
 }
 check "fallocate, fallocate --keep-size" t_fallocate
 
+# a fallocate that grows the size past a partly written last page must not bring back the
+# bytes a truncate cut off (the core's stale tail: zeroed before the size grows)
+t_fallocate_stale_tail() {
+	head -c 3000 /dev/urandom | tr '\000' 'x' >fs_tail && truncate -s 1000 fs_tail &&
+	fallocate -l 8192 fs_tail && same "$(stat -c %s fs_tail)" 8192 && zeros fs_tail 1000 7192
+}
+check "fallocate past a truncated page reads zeros there" t_fallocate_stale_tail
+
 t_statfs() {
 	local total avail before
 	read -r total avail <<<"$(df -B1 --output=size,avail . | tail -n1)"
