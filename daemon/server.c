@@ -916,10 +916,9 @@ int avfs_server_new(struct avfs_server **out, struct avfs_loop *l, struct avfs_e
 	}
 	chmod(c->path, 0666);	/* access is checked per file with the peer's credentials */
 	s->wlisten = avfs_loop_add(l, s->fd, accept_clients, s);
-	if (s->wlisten < 0 || (err = avfs_loop_arm(l, s->wlisten, POLLIN))) {
-		err = s->wlisten < 0 ? s->wlisten : err;
+	err = s->wlisten < 0 ? s->wlisten : avfs_loop_arm(l, s->wlisten, POLLIN);
+	if (err)
 		goto fail;
-	}
 	*out = s;
 	return 0;
 fail:
