@@ -155,8 +155,8 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 {
 	int err = 0;
 
-	if (f->priv.canceled)
-		return -ENOENT;
+	if (f->priv.canceled || (!f->priv.parked && !f->priv.pending))
+		return -ENOENT;	/* done already: the front end's again */
 	if (!bw_unpark(e, f)) {	/* a parked request is in no queue yet */
 		if (!f->priv.started)
 			return -ENOENT;

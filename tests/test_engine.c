@@ -915,6 +915,25 @@ static void test_engine_cancel_planned_write_busy(void **state)
 	env_free(v);
 }
 
+/* A request whose done() has run is the front end's again: cancel says -ENOENT and runs no
+ * done() a second time; the engine still goes idle. */
+static void test_engine_cancel_after_done(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req a;
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &a, false, 0, 64 * KB)), 0);
+	complete(v, 0, v->now + MS);
+	assert_int_equal(a.ndone, 1);
+	assert_int_equal(avfs_engine_cancel(v->e, &a.f, v->now), -ENOENT);
+	assert_int_equal(a.ndone, 1);
+	assert_int_equal(a.res, 64 * KB);
+	assert_true(avfs_engine_idle(v->e));
+	env_free(v);
+}
+
 /* ---- 7. the bandwidth class ---- */
 
 static const struct avfs_service_req stream_svc = { .rate = 1000000, .buffer = 1000000 };
@@ -1266,6 +1285,7 @@ int main(void)
 		cmocka_unit_test(test_engine_hold_timer_armed),
 		cmocka_unit_test(test_engine_cancel_queued_read),
 		cmocka_unit_test(test_engine_cancel_planned_write_busy),
+		cmocka_unit_test(test_engine_cancel_after_done),
 		cmocka_unit_test(test_engine_bw_within_bucket_real_time),
 		cmocka_unit_test(test_engine_bw_parked_while_be_pending),
 		cmocka_unit_test(test_engine_bw_spare_when_disk_free),
