@@ -145,14 +145,16 @@ static void promote(struct avfs_engine *e, struct avfs_estream *s, int64_t now)
 			fio_start(e, f, deadline_of(s, f, now), false, now);
 			continue;
 		}
-		/* the oldest spare request no command has touched yet goes again as real time */
-		for (f = s->spare_head; f; f = f->priv.sp_next)
-			if (!fio_requeue(e, f, deadline_of(s, f, now), now))
-				break;
+		/* the oldest spare request no command has touched yet goes again as real time; it
+		 * leaves the spare list and is charged first: the requeue may complete it (its
+		 * client's deadline has passed), and then it is the front end's */
+		for (f = s->spare_head; f && fio_dispatched(f); f = f->priv.sp_next)
+			;
 		if (!f)
 			return;	/* every spare one is on the device already */
 		spare_unlink(s, f);
 		avfs_bucket_take(&s->bucket, f->len, now);
+		fio_requeue(e, f, deadline_of(s, f, now), now);
 	}
 }
 

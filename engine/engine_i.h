@@ -149,7 +149,10 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 /* Its parts back out of the scheduler (none on the device): 0 (freed, f done with -ECANCELED
  * by the caller), -EBUSY. */
 int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f);
-/* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY. */
+/* A command of one of its parts has reached the device. */
+bool fio_dispatched(const struct avfs_fio *f);
+/* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY (a part
+ * on the device). It may complete f (a part refused: its deadline passed). */
 int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now);
 
 /* bwclass.c */

@@ -342,13 +342,20 @@ int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f)
 	return 0;
 }
 
+bool fio_dispatched(const struct avfs_fio *f)
+{
+	for (const struct avfs_ereq *q = f->priv.parts; q; q = q->next)
+		if (q->dispatched)
+			return true;
+	return false;
+}
+
 int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now)
 {
 	struct avfs_ereq *q;
 
-	for (q = f->priv.parts; q; q = q->next)
-		if (q->dispatched)
-			return -EBUSY;
+	if (fio_dispatched(f))
+		return -EBUSY;
 	for (q = f->priv.parts; q; q = q->next)
 		if (q->queued && dsp_withdraw(e, q))
 			return -EBUSY;	/* cannot happen: none was dispatched */

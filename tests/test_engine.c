@@ -1100,6 +1100,39 @@ static void test_engine_bw_tokens_promote_spare(void **state)
 	env_free(v);
 }
 
+/* A spare request whose client deadline has passed when its stream's tokens come fails with
+ * -ETIME as it is promoted, and the engine lets go of it at done(): the front end frees it
+ * there, as avfsd does. */
+static void test_engine_bw_promoted_spare_past_deadline(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req r[3], *late = malloc(sizeof(*late));
+	int64_t res = 1, w;
+	uint64_t id;
+
+	(void)state;
+	assert_non_null(late);
+	id = reserve(v);
+	for (int i = 0; i < 3; i++) {
+		raw(v, &r[i], false, (uint64_t)(i + 8) << 20, 256 * KB)->stream = id;
+		assert_int_equal(io(v, &r[i].f), 0);
+	}
+	raw(v, late, false, 11u << 20, 256 * KB)->stream = id;
+	late->f.deadline = T0 + 30 * MS;
+	late->free_at_done = true;
+	late->res_out = &res;
+	assert_int_equal(io(v, &late->f), 0);	/* above the bucket: spare */
+	w = avfs_engine_wake(v->e);
+	assert_true(w > T0 + 30 * MS);
+	avfs_engine_tick(v->e, w);
+	v->now = w;
+	assert_int_equal(res, -ETIME);
+	assert_int_equal(avfs_engine_metrics(v->e)->etime, 1);
+	drain(v);
+	env_free(v);
+}
+
 /* Releasing a stream sends its parked requests on as best effort; its requests already queued
  * complete as they were scheduled; nothing is left to wake for. */
 static void test_engine_bw_release_sends_parked_be(void **state)
@@ -1291,6 +1324,7 @@ int main(void)
 		cmocka_unit_test(test_engine_bw_spare_when_disk_free),
 		cmocka_unit_test(test_engine_bw_tokens_promote_parked),
 		cmocka_unit_test(test_engine_bw_tokens_promote_spare),
+		cmocka_unit_test(test_engine_bw_promoted_spare_past_deadline),
 		cmocka_unit_test(test_engine_bw_release_sends_parked_be),
 		cmocka_unit_test(test_engine_trace_classes),
 		cmocka_unit_test(test_engine_metrics_utilization_and_commands),
