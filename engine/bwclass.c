@@ -247,6 +247,7 @@ void bw_fio_done(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 
 void bw_tick(struct avfs_engine *e, int64_t now)
 {
+	e->bw.idle_at = 0;
 	for (size_t i = 0; i < e->bw.n; i++) {
 		struct avfs_estream *s = e->bw.v[i];
 
@@ -258,7 +259,7 @@ void bw_tick(struct avfs_engine *e, int64_t now)
 
 int64_t bw_wake(const struct avfs_engine *e)
 {
-	int64_t at = 0;
+	int64_t at = e->bw.idle_at;
 
 	for (size_t i = 0; i < e->bw.n; i++) {
 		const struct avfs_estream *s = e->bw.v[i];

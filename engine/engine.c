@@ -167,6 +167,8 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	f->priv.canceled = true;
 	f->priv.res = -ECANCELED;
 	finish_fio(e, f, now);
+	if (e->bw.nparked && !e->d.be_pending)
+		e->bw.idle_at = now;	/* the disk is free for them: at the next tick */
 	rearm(e);
 	return 0;
 }

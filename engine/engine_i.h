@@ -82,6 +82,8 @@ struct avfs_bw {
 	struct avfs_estream **v;
 	size_t n, cap;
 	size_t nparked;
+	int64_t idle_at;	/* a tick is wanted then: the last best-effort request was canceled
+				 * with requests parked (they go in the tick, not inside a cancel) */
 };
 
 struct avfs_engine {

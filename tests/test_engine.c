@@ -1133,6 +1133,39 @@ static void test_engine_bw_promoted_spare_past_deadline(void **state)
 	env_free(v);
 }
 
+/* When the one best-effort request pending is canceled nobody else asks for the disk: the
+ * engine wants a tick at once, and in it a parked request goes as spare best effort (not only
+ * when its tokens come). */
+static void test_engine_bw_parked_goes_spare_when_be_canceled(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req b, r[4];
+	uint64_t id;
+
+	(void)state;
+	id = reserve(v);
+	raw(v, &r[0], false, 8u << 20, 256 * KB)->stream = id;
+	assert_int_equal(io(v, &r[0].f), 0);	/* real time, on the device */
+	assert_int_equal(io(v, raw(v, &b, false, 40u << 20, 64 * KB)), 0);
+	for (int i = 1; i < 4; i++) {
+		raw(v, &r[i], false, (uint64_t)(i + 8) << 20, 256 * KB)->stream = id;
+		assert_int_equal(io(v, &r[i].f), 0);
+	}
+	assert_int_equal(avfs_engine_parked(v->e), 1);
+	assert_int_equal(avfs_engine_cancel(v->e, &b.f, v->now), 0);
+	assert_int_equal(b.res, -ECANCELED);
+	assert_int_equal(avfs_engine_be_pending(v->e), 0);
+	assert_int_equal(avfs_engine_wake(v->e), v->now);
+	assert_int_equal(v->d.armed, v->now);
+	avfs_engine_tick(v->e, v->now);
+	assert_int_equal(avfs_engine_parked(v->e), 0);
+	drain(v);
+	assert_int_equal(r[3].res, 256 * KB);
+	assert_int_equal(r[3].f.sched_deadline, 0);
+	env_free(v);
+}
+
 /* Releasing a stream sends its parked requests on as best effort; its requests already queued
  * complete as they were scheduled; nothing is left to wake for. */
 static void test_engine_bw_release_sends_parked_be(void **state)
@@ -1325,6 +1358,7 @@ int main(void)
 		cmocka_unit_test(test_engine_bw_tokens_promote_parked),
 		cmocka_unit_test(test_engine_bw_tokens_promote_spare),
 		cmocka_unit_test(test_engine_bw_promoted_spare_past_deadline),
+		cmocka_unit_test(test_engine_bw_parked_goes_spare_when_be_canceled),
 		cmocka_unit_test(test_engine_bw_release_sends_parked_be),
 		cmocka_unit_test(test_engine_trace_classes),
 		cmocka_unit_test(test_engine_metrics_utilization_and_commands),
