@@ -619,6 +619,129 @@ static void test_engine_commit_survives_crash(void **state)
 	env_free(v);
 }
 
+/* A data write still waiting for its read-modify-write read holds the commit's FLUSH too: the
+ * FLUSH comes only once the read, then the write, are complete. */
+static void test_engine_commit_waits_for_rmw_write(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);
+	struct env *v = env_new(&c, true);
+	uint8_t *p = pattern(1000, 100, 9, 1);
+	struct req w;
+	long rd, wr;
+	size_t n0;
+
+	(void)state;
+	file_write(v, 0, PG, 8);
+	n0 = v->d.n;
+	assert_int_equal(io(v, fio(&w, v->f, true, 1000, 100, p + 1)), 0);
+	rd = (long)n0;
+	assert_int_equal(v->d.n, n0 + 1);
+	assert_int_equal(v->d.c[rd].r.op, AVFS_DISK_READ);
+	avfs_engine_commit(v->e, v->now);
+	complete_others(v, rd, -1);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, n0), -1);
+	complete(v, rd, v->now + MS);
+	wr = (long)v->d.n - 1;
+	assert_int_equal(v->d.c[wr].r.op, AVFS_DISK_WRITE);
+	assert_int_equal(v->d.c[wr].r.lba, v->d.c[rd].r.lba);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, n0), -1);
+	complete(v, wr, v->now + MS);
+	assert_int_equal(w.res, 100);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, n0), wr + 1);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	free(p);
+	env_free(v);
+}
+
+/* A write that leaves more metadata dirty than commit_dirty starts a commit at once, and that
+ * commit's FLUSH still waits for the write's own data. */
+static void test_engine_commit_when_dirty_waits_for_its_write(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);
+	struct env *v;
+	bool under_way;
+	struct req w;
+
+	(void)state;
+	c.commit_dirty = 1;
+	v = env_new(&c, true);
+	memset(v->buf, 0x33, BS);
+	assert_int_equal(io(v, fio(&w, v->f, true, 0, BS, v->buf)), 0);
+	assert_true(is_data(v, 0));
+	assert_int_equal(avfs_engine_commits(v->e, &under_way), 0);
+	assert_true(under_way);
+	complete_others(v, 0, -1);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, 0), -1);
+	complete(v, 0, v->now + MS);
+	assert_true(first(v, AVFS_DISK_FLUSH, 0) > 0);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	env_free(v);
+}
+
+/* With a commit period the engine arms a tick for it, commits a changed file system there (not
+ * a nanosecond before), and arms the next one. */
+static void test_engine_commit_periodic(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v;
+	bool under_way;
+
+	(void)state;
+	c.commit_period_ns = 5 * NS;
+	v = env_new(&c, true);	/* its file: a change to commit */
+	assert_int_equal(avfs_engine_wake(v->e), T0 + 5 * NS);
+	assert_int_equal(v->d.armed, T0 + 5 * NS);
+	avfs_engine_tick(v->e, T0 + 5 * NS - 1);
+	assert_int_equal(v->d.n, 0);
+	v->now = T0 + 5 * NS;
+	avfs_engine_tick(v->e, v->now);
+	assert_true(v->d.n > 0);
+	avfs_engine_commits(v->e, &under_way);
+	assert_true(under_way);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	assert_int_equal(avfs_engine_wake(v->e), T0 + 10 * NS);
+	assert_int_equal(v->d.armed, T0 + 10 * NS);
+	env_free(v);
+}
+
+/* A FLUSH that fails fails its commit: committed() reports the error, the plan stops (no
+ * commit record), the count stays 0; a remount finds the file system as it was committed last
+ * (without the new file). */
+static void test_engine_commit_flush_error(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, true);
+	bool under_way;
+	uint64_t ino;
+	char why[256];
+	long fl;
+
+	(void)state;
+	avfs_engine_commit(v->e, v->now);
+	while ((fl = find(v, AVFS_DISK_FLUSH, 0)) < 0) {
+		assert_true(oldest(v) >= 0);
+		complete(v, oldest(v), v->now + MS);
+	}
+	complete_res(v, fl, v->now + MS, -EIO);
+	assert_int_equal(v->d.ncommitted, 1);
+	assert_int_equal(v->d.commit_err, -EIO);
+	assert_int_equal(avfs_engine_commits(v->e, &under_way), 0);
+	assert_false(under_way);
+	assert_int_equal(v->d.n, (size_t)fl + 1);	/* nothing after the FLUSH */
+	assert_true(avfs_fs_rdonly(v->fs));
+	assert_true(avfs_engine_idle(v->e));
+	avfs_engine_free(v->e);
+	avfs_fsio_abandon(v->io);
+	assert_int_equal(avfs_fsio_mount(v->disk, 0, &v->io, NULL, why, sizeof(why)), 0);
+	v->fs = v->io->fs;
+	assert_int_equal(avfs_fs_lookup(v->fs, AVFS_ROOT_INO, "f", &ino), -ENOENT);
+	engine_start(v, &c);
+	env_free(v);
+}
+
 /* ---- 4. data plans ---- */
 
 /* A write from an unaligned buffer at off 1000 reads back from another unaligned range; pages
@@ -1342,6 +1465,10 @@ int main(void)
 		cmocka_unit_test(test_engine_fua_last_chunk_only),
 		cmocka_unit_test(test_engine_commit_flush_after_data),
 		cmocka_unit_test(test_engine_commit_survives_crash),
+		cmocka_unit_test(test_engine_commit_waits_for_rmw_write),
+		cmocka_unit_test(test_engine_commit_when_dirty_waits_for_its_write),
+		cmocka_unit_test(test_engine_commit_periodic),
+		cmocka_unit_test(test_engine_commit_flush_error),
 		cmocka_unit_test(test_engine_file_unaligned_roundtrip),
 		cmocka_unit_test(test_engine_file_partial_page_rmw),
 		cmocka_unit_test(test_engine_zero_tail_before_growing),
