@@ -71,6 +71,7 @@ struct avfs_commit {
 	bool wanted;		/* another commit after this one */
 	bool busy;		/* a write of the plan is out */
 	bool flushing;
+	struct avfs_ereq *out;	/* the plan's write that is out (busy) */
 	uint64_t done;		/* commits on disk */
 	int64_t next_at;	/* the periodic commit */
 	int64_t t0;		/* the plan under way began */
@@ -97,7 +98,8 @@ struct avfs_engine {
 	struct avfs_bw bw;
 	struct avfs_metrics m;
 	int64_t armed;		/* the time last given to ops.arm */
-	size_t nfio;		/* front-end requests taken and not done */
+	size_t nfio;		/* front-end requests taken and not done ... */
+	struct avfs_fio *live;	/* ... listed (their parts are freed with the engine) */
 	/* upward calls (set by engine.c) */
 	void (*on_be_idle)(struct avfs_engine *e, int64_t now);	/* be_pending fell to 0 */
 	void (*on_fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
@@ -153,6 +155,8 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f);
 /* A command of one of its parts has reached the device. */
 bool fio_dispatched(const struct avfs_fio *f);
+/* Free its parts, completing nothing (they are all done, or the engine is being freed). */
+void fio_forget(struct avfs_fio *f);
 /* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY (a part
  * on the device). It may complete f (a part refused: its deadline passed). */
 int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now);

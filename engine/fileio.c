@@ -35,17 +35,22 @@ static void part_free(struct avfs_ereq *q)
 	free(q);
 }
 
-/* All of f's parts are done (or it failed before any went): the engine finishes it. */
-static void put(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+void fio_forget(struct avfs_fio *f)
 {
-	if (--f->priv.pending > 0)
-		return;
 	while (f->priv.parts) {
 		struct avfs_ereq *q = f->priv.parts;
 
 		f->priv.parts = q->next;
 		part_free(q);
 	}
+}
+
+/* All of f's parts are done (or it failed before any went): the engine finishes it. */
+static void put(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	if (--f->priv.pending > 0)
+		return;
+	fio_forget(f);
 	e->on_fio_done(e, f, now);
 }
 

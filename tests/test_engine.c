@@ -1456,6 +1456,39 @@ static void test_engine_submit_refused_fails_request(void **state)
 	env_free(v);
 }
 
+/* ---- freeing ---- */
+
+/* Freeing the engine with requests in every state (queued, on the device, a write waiting for
+ * its read-modify-write read, parked, a commit's write out) forgets them (no done()) and frees
+ * what the engine allocated for them (LeakSanitizer checks at exit). */
+static void test_engine_free_forgets_held_requests(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 2, 0);
+	struct env *v = env_new(&c, true);
+	struct req a, b, w, r[4];
+	uint8_t *p = pattern(1000, 100, 10, 1);
+	uint64_t id;
+
+	(void)state;
+	file_write(v, 0, PG, 10);
+	avfs_engine_commit(v->e, v->now);
+	assert_int_equal(inflight(v), 1);	/* the commit's first write */
+	assert_int_equal(io(v, fio(&w, v->f, true, 1000, 100, p + 1)), 0);	/* its read out */
+	assert_int_equal(inflight(v), 2);
+	assert_int_equal(io(v, raw(v, &a, false, DEV - (1u << 20), 64 * KB)), 0);
+	assert_int_equal(io(v, raw(v, &b, false, DEV - (2u << 20), 64 * KB)), 0);
+	id = reserve(v);
+	stream_reqs(v, id, r);
+	assert_int_equal(avfs_engine_parked(v->e), 1);
+	avfs_engine_free(v->e);
+	assert_int_equal(w.ndone + a.ndone + b.ndone + r[0].ndone + r[3].ndone, 0);
+	avfs_fsio_abandon(v->io);	/* a commit was under way: nothing more to write */
+	avfs_disk_close(v->disk);
+	free(v->buf);
+	free(v);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1491,6 +1524,7 @@ int main(void)
 		cmocka_unit_test(test_engine_metrics_utilization_and_commands),
 		cmocka_unit_test(test_engine_bad_input_refused),
 		cmocka_unit_test(test_engine_submit_refused_fails_request),
+		cmocka_unit_test(test_engine_free_forgets_held_requests),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
