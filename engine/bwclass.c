@@ -145,14 +145,16 @@ static void promote(struct avfs_engine *e, struct avfs_estream *s, int64_t now)
 			fio_start(e, f, deadline_of(s, f, now), false, now);
 			continue;
 		}
-		/* the oldest spare request no command has touched yet goes again as real time */
-		for (f = s->spare_head; f; f = f->priv.sp_next)
-			if (!fio_requeue(e, f, deadline_of(s, f, now), now))
-				break;
+		/* the oldest spare request no command has touched yet goes again as real time; it
+		 * leaves the spare list and is charged first: the requeue may complete it (its
+		 * client's deadline has passed), and then it is the front end's */
+		for (f = s->spare_head; f && fio_dispatched(f); f = f->priv.sp_next)
+			;
 		if (!f)
 			return;	/* every spare one is on the device already */
 		spare_unlink(s, f);
 		avfs_bucket_take(&s->bucket, f->len, now);
+		fio_requeue(e, f, deadline_of(s, f, now), now);
 	}
 }
 
@@ -245,6 +247,7 @@ void bw_fio_done(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 
 void bw_tick(struct avfs_engine *e, int64_t now)
 {
+	e->bw.idle_at = 0;
 	for (size_t i = 0; i < e->bw.n; i++) {
 		struct avfs_estream *s = e->bw.v[i];
 
@@ -256,7 +259,7 @@ void bw_tick(struct avfs_engine *e, int64_t now)
 
 int64_t bw_wake(const struct avfs_engine *e)
 {
-	int64_t at = 0;
+	int64_t at = e->bw.idle_at;
 
 	for (size_t i = 0; i < e->bw.n; i++) {
 		const struct avfs_estream *s = e->bw.v[i];

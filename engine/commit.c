@@ -92,6 +92,7 @@ static void op_done(struct avfs_engine *e, int res, int64_t now)
 static void write_done(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now)
 {
 	free(q);
+	e->cm.out = NULL;
 	e->cm.busy = false;
 	op_done(e, res, now);
 }
@@ -141,9 +142,11 @@ static void step(struct avfs_engine *e, int64_t now)
 	q->label = -1;
 	q->done = write_done;
 	c->busy = true;
+	c->out = q;
 	err = dsp_submit(e, q, now);
 	if (err) {
 		c->busy = false;
+		c->out = NULL;
 		free(q);
 		plan_end(e, err, now);
 	}

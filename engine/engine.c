@@ -108,6 +108,9 @@ static void finish_fio(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	}
 	bw_fio_done(e, f, now);
 	e->nfio--;
+	*(f->priv.live_prev ? &f->priv.live_prev->priv.live_next : &e->live) = f->priv.live_next;
+	if (f->priv.live_next)
+		f->priv.live_next->priv.live_prev = f->priv.live_prev;
 	f->done(f, f->priv.canceled ? -ECANCELED : res, now);
 }
 
@@ -143,6 +146,10 @@ int avfs_engine_io(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	f->disk_ns = 0;
 	f->arrival = now;
 	e->nfio++;
+	f->priv.live_next = e->live;
+	if (e->live)
+		e->live->priv.live_prev = f;
+	e->live = f;
 	if (s)
 		bw_io(e, s, f, now);
 	else
@@ -155,8 +162,8 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 {
 	int err = 0;
 
-	if (f->priv.canceled)
-		return -ENOENT;
+	if (f->priv.canceled || (!f->priv.parked && !f->priv.pending))
+		return -ENOENT;	/* done already: the front end's again */
 	if (!bw_unpark(e, f)) {	/* a parked request is in no queue yet */
 		if (!f->priv.started)
 			return -ENOENT;
@@ -167,6 +174,8 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	f->priv.canceled = true;
 	f->priv.res = -ECANCELED;
 	finish_fio(e, f, now);
+	if (e->bw.nparked && !e->d.be_pending)
+		e->bw.idle_at = now;	/* the disk is free for them: at the next tick */
 	rearm(e);
 	return 0;
 }
@@ -220,6 +229,10 @@ void avfs_engine_free(struct avfs_engine *e)
 	cm_fini(e);
 	bw_fini(e);
 	dsp_fini(e);
+	/* the device requests still held: the scheduler (which points at them) is gone now */
+	for (struct avfs_fio *f = e->live; f; f = f->priv.live_next)
+		fio_forget(f);
+	free(e->cm.out);
 	free(e);
 }
 

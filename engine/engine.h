@@ -63,6 +63,7 @@ struct avfs_fio {
 		bool canceled;
 		struct avfs_fio *park_next;	/* its stream's parked requests */
 		struct avfs_fio *sp_prev, *sp_next;	/* its stream's spare requests */
+		struct avfs_fio *live_prev, *live_next;	/* the engine's, until done */
 	} priv;
 };
 
@@ -128,7 +129,8 @@ int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const cha
 int avfs_engine_new(struct avfs_engine **out, const struct avfs_engine_conf *c,
 		    struct avfs_fs *fs, uint64_t dev_size, const struct avfs_engine_ops *ops,
 		    int64_t now, char *why, size_t whylen);
-/* Free: requests still held are forgotten (their done() does not run); drain first. */
+/* Free: requests still held are forgotten (their done() does not run, the engine's memory for
+ * them is freed); drain first to have them complete. */
 void avfs_engine_free(struct avfs_engine *e);
 
 /* The device finished the command with this cookie: res bytes or -errno. */

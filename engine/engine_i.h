@@ -79,6 +79,7 @@ struct avfs_commit {
 	bool wanted;		/* another commit once the queue is empty */
 	bool busy;		/* a write of the head plan is out */
 	bool flushing;
+	struct avfs_ereq *out;	/* the plan's write that is out (busy) */
 	uint64_t done;		/* commits on disk */
 	int64_t next_at;	/* the periodic commit */
 	int64_t t0;		/* the head plan began */
@@ -90,6 +91,8 @@ struct avfs_bw {
 	struct avfs_estream **v;
 	size_t n, cap;
 	size_t nparked;
+	int64_t idle_at;	/* a tick is wanted then: the last best-effort request was canceled
+				 * with requests parked (they go in the tick, not inside a cancel) */
 };
 
 struct avfs_engine {
@@ -103,7 +106,8 @@ struct avfs_engine {
 	struct avfs_bw bw;
 	struct avfs_metrics m;
 	int64_t armed;		/* the time last given to ops.arm */
-	size_t nfio;		/* front-end requests taken and not done */
+	size_t nfio;		/* front-end requests taken and not done ... */
+	struct avfs_fio *live;	/* ... listed (their parts are freed with the engine) */
 	/* upward calls (set by engine.c) */
 	void (*on_be_idle)(struct avfs_engine *e, int64_t now);	/* be_pending fell to 0 */
 	void (*on_fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
@@ -160,7 +164,12 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 /* Its parts back out of the scheduler (none on the device): 0 (freed, f done with -ECANCELED
  * by the caller), -EBUSY. */
 int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f);
-/* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY. */
+/* A command of one of its parts has reached the device. */
+bool fio_dispatched(const struct avfs_fio *f);
+/* Free its parts, completing nothing (they are all done, or the engine is being freed). */
+void fio_forget(struct avfs_fio *f);
+/* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY (a part
+ * on the device). It may complete f (a part refused: its deadline passed). */
 int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now);
 
 /* bwclass.c */

@@ -35,17 +35,22 @@ static void part_free(struct avfs_ereq *q)
 	free(q);
 }
 
-/* All of f's parts are done (or it failed before any went): the engine finishes it. */
-static void put(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+void fio_forget(struct avfs_fio *f)
 {
-	if (--f->priv.pending > 0)
-		return;
 	while (f->priv.parts) {
 		struct avfs_ereq *q = f->priv.parts;
 
 		f->priv.parts = q->next;
 		part_free(q);
 	}
+}
+
+/* All of f's parts are done (or it failed before any went): the engine finishes it. */
+static void put(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	if (--f->priv.pending > 0)
+		return;
+	fio_forget(f);
 	e->on_fio_done(e, f, now);
 }
 
@@ -345,13 +350,20 @@ int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f)
 	return 0;
 }
 
+bool fio_dispatched(const struct avfs_fio *f)
+{
+	for (const struct avfs_ereq *q = f->priv.parts; q; q = q->next)
+		if (q->dispatched)
+			return true;
+	return false;
+}
+
 int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now)
 {
 	struct avfs_ereq *q;
 
-	for (q = f->priv.parts; q; q = q->next)
-		if (q->dispatched)
-			return -EBUSY;
+	if (fio_dispatched(f))
+		return -EBUSY;
 	for (q = f->priv.parts; q; q = q->next)
 		if (q->queued && dsp_withdraw(e, q))
 			return -EBUSY;	/* cannot happen: none was dispatched */

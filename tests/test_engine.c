@@ -1,0 +1,1531 @@
+/*
+ * test_engine.c — the sans-I/O engine (engine/) driven by a fake device whose commands the
+ * test completes by hand: dispatch slots, FUA, ordered commits, data plans, deadlines, cancel,
+ * the bandwidth class, the trace and the metrics, bad input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine.h"
+#include "fsck_clean.h"
+#include "fsio.h"
+#include "memdisk.h"
+
+#define MS 1000000ll
+#define NS 1000000000ll
+#define T0 (10 * NS)		/* the tests' start: deadlines and the fs's times are > 0 */
+#define DEV (64ull << 20)	/* the device */
+#define BS (64u << 10)		/* fs tests: the data block, 16 pages */
+#define PG AVFS_PAGE
+#define KB 1024u
+#define POISON 0xee		/* fs tests: the data region before anything is written there */
+#define MAXCMD 1024
+
+/* ---- the fake device: commands recorded in submission order, completed by the test ---- */
+
+/* The data moves when the test completes a command (not at submit): the bytes a read gets
+ * and a write leaves are then those of that moment, as on a real device, and timing and
+ * content are under the same control. In fs tests the bytes are the memdisk's own
+ * (avfs_memdisk_data), so that mkfs, mount, fsck and unmount through fsio see what the
+ * engine did. */
+struct cmd {
+	struct avfs_disk_req r;
+	bool done;
+};
+
+struct dev {
+	struct avfs_engine *e;
+	struct cmd c[MAXCMD];
+	size_t n;
+	uint8_t *data;		/* the disk's bytes, NULL: transfers move nothing */
+	int refuse;		/* submit's answer when not 0 (nothing issued) */
+	int64_t armed;		/* the last time given to ops.arm */
+	struct avfs_trace_rec tr[MAXCMD];
+	size_t ntr;
+	uint64_t commits;	/* the n of the last ops.committed */
+	int commit_err;
+	size_t ncommitted;	/* calls of ops.committed */
+};
+
+static bool transfer(const struct avfs_disk_req *r)
+{
+	return r->op == AVFS_DISK_READ || r->op == AVFS_DISK_WRITE;
+}
+
+static int dev_submit(void *ctx, const struct avfs_disk_req *r)
+{
+	struct dev *d = ctx;
+
+	if (d->refuse)
+		return d->refuse;
+	assert_true(d->n < MAXCMD);
+	/* what every backend checks: whole blocks inside the device, an aligned buffer */
+	if (transfer(r)) {
+		assert_true(r->len && r->len % 512 == 0);
+		assert_true(r->lba * 512 + r->len <= DEV);
+		assert_non_null(r->buf);
+		assert_int_equal((uintptr_t)r->buf % 512, 0);
+	}
+	/* a cookie names one command on the device at a time */
+	for (size_t i = 0; i < d->n; i++)
+		if (!d->c[i].done)
+			assert_true(d->c[i].r.cookie != r->cookie);
+	d->c[d->n++] = (struct cmd){ .r = *r };
+	return 0;
+}
+
+static void dev_arm(void *ctx, int64_t at)
+{
+	((struct dev *)ctx)->armed = at;
+}
+
+static void dev_trace(void *ctx, const struct avfs_trace_rec *r)
+{
+	struct dev *d = ctx;
+
+	assert_true(d->ntr < MAXCMD);
+	d->tr[d->ntr++] = *r;
+}
+
+static void dev_committed(void *ctx, uint64_t n, int err)
+{
+	struct dev *d = ctx;
+
+	d->commits = n;
+	d->commit_err = err;
+	d->ncommitted++;
+}
+
+static void dev_log(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "engine log %d: %s\n", level, msg);
+}
+
+/* ---- the environment: an engine over the fake device, with or without a file system ---- */
+
+struct env {
+	struct dev d;
+	struct avfs_engine *e;
+	struct avfs_disk *disk;	/* fs tests: the memdisk under the file system */
+	struct avfs_fsio *io;
+	struct avfs_fs *fs;
+	uint64_t f;		/* fs tests: a regular file, empty at the start */
+	uint64_t data_off, data_end;	/* fs tests: the data region's device bytes */
+	uint8_t *buf;		/* 8 MiB, page aligned: raw requests' memory */
+	int64_t now;
+};
+
+static struct avfs_engine_conf conf(bool rotational, unsigned depth, uint32_t chunk)
+{
+	struct avfs_engine_conf c;
+
+	avfs_engine_conf_default(&c);
+	c.sched.rotational = rotational;
+	c.sched.depth = depth;
+	c.sched.chunk = chunk;
+	c.commit_period_ns = 0;		/* commits only when a test asks */
+	c.commit_dirty = 1u << 20;
+	return c;
+}
+
+static void engine_start(struct env *v, const struct avfs_engine_conf *c)
+{
+	const struct avfs_engine_ops ops = { .ctx = &v->d, .submit = dev_submit, .arm = dev_arm,
+					     .trace = dev_trace, .committed = dev_committed,
+					     .log = dev_log };
+	char why[256] = "";
+	int err = avfs_engine_new(&v->e, c, v->fs, DEV, &ops, v->now, why, sizeof(why));
+
+	if (err)
+		fprintf(stderr, "avfs_engine_new: %s\n", why);
+	assert_int_equal(err, 0);
+	v->d.e = v->e;
+}
+
+/* fs: a formatted 64 MiB memdisk with 64 KiB blocks whose data region is POISON, mounted,
+ * with an empty file. */
+static struct env *env_new(const struct avfs_engine_conf *c, bool fs)
+{
+	struct env *v = calloc(1, sizeof(*v));
+
+	assert_non_null(v);
+	assert_int_equal(posix_memalign((void **)&v->buf, 4096, 8u << 20), 0);
+	memset(v->buf, 0, 8u << 20);
+	v->now = T0;
+	if (fs) {
+		struct avfs_mkfs_opts mo = { .block_shift = 16, .zones = 4, .seed = 9 };
+		struct avfs_super sb;
+		char why[256];
+
+		assert_int_equal(avfs_memdisk_open(DEV, 512, &v->disk), 0);
+		assert_int_equal(avfs_fsio_mkfs(v->disk, &mo, &sb, why, sizeof(why)), 0);
+		memset(avfs_memdisk_data(v->disk) + sb.data_off, POISON, sb.data_blocks * BS);
+		assert_int_equal(avfs_fsio_mount(v->disk, 0, &v->io, NULL, why, sizeof(why)), 0);
+		v->fs = v->io->fs;
+		v->data_off = sb.data_off;
+		v->data_end = sb.data_off + sb.data_blocks * BS;
+		v->d.data = avfs_memdisk_data(v->disk);
+		assert_int_equal(avfs_fs_mknod(v->fs, AVFS_ROOT_INO, "f", S_IFREG | 0644, 0, 0,
+					       v->now, &v->f), 0);
+	}
+	engine_start(v, c);
+	return v;
+}
+
+/* The engine must be idle; an fs must pass fsck and unmount. */
+static void env_free(struct env *v)
+{
+	assert_true(avfs_engine_idle(v->e));
+	avfs_engine_free(v->e);
+	if (v->io) {
+		assert_fsck_clean(v->fs);
+		assert_int_equal(avfs_fsio_unmount(v->io), 0);
+		avfs_disk_close(v->disk);
+	}
+	free(v->buf);
+	free(v);
+}
+
+/* ---- driving it ---- */
+
+static size_t inflight(const struct env *v)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < v->d.n; i++)
+		k += !v->d.c[i].done;
+	return k;
+}
+
+/* The first command at or after index from with op, not yet complete; -1: none. */
+static long find(const struct env *v, enum avfs_disk_op op, size_t from)
+{
+	for (size_t i = from; i < v->d.n; i++)
+		if (v->d.c[i].r.op == op && !v->d.c[i].done)
+			return (long)i;
+	return -1;
+}
+
+/* The first command at or after index from with op, complete or not; -1: none. */
+static long first(const struct env *v, enum avfs_disk_op op, size_t from)
+{
+	for (size_t i = from; i < v->d.n; i++)
+		if (v->d.c[i].r.op == op)
+			return (long)i;
+	return -1;
+}
+
+static long oldest(const struct env *v)
+{
+	for (size_t i = 0; i < v->d.n; i++)
+		if (!v->d.c[i].done)
+			return (long)i;
+	return -1;
+}
+
+/* Command i completes at `at` (its data moves now) with res (its length: pass -1). */
+static void complete_res(struct env *v, long i, int64_t at, int64_t res)
+{
+	struct cmd *c;
+
+	assert_true(i >= 0 && (size_t)i < v->d.n);
+	c = &v->d.c[i];
+	assert_false(c->done);
+	c->done = true;
+	if (res == -1)
+		res = transfer(&c->r) ? c->r.len : 0;
+	if (res >= 0 && v->d.data && transfer(&c->r)) {
+		uint8_t *disk = v->d.data + c->r.lba * 512;
+
+		if (c->r.op == AVFS_DISK_READ)
+			memcpy(c->r.buf, disk, c->r.len);
+		else
+			memcpy(disk, c->r.buf, c->r.len);
+	}
+	if (at > v->now)
+		v->now = at;
+	avfs_engine_complete(v->e, c->r.cookie, res, at);
+}
+
+static void complete(struct env *v, long i, int64_t at)
+{
+	complete_res(v, i, at, -1);
+}
+
+/* Complete every command but keep_a and keep_b (-1: none), oldest first, 1 ms apart, and
+ * those they bring, until only those two are left on the device. */
+static void complete_others(struct env *v, long keep_a, long keep_b)
+{
+	for (int guard = 0; guard < 10000; guard++) {
+		long j = -1;
+
+		for (size_t i = 0; i < v->d.n && j < 0; i++)
+			if (!v->d.c[i].done && (long)i != keep_a && (long)i != keep_b)
+				j = (long)i;
+		if (j < 0)
+			return;
+		complete(v, j, v->now + MS);
+	}
+	fail_msg("the device never emptied");
+}
+
+/* Complete the oldest command 1 ms after the last event, and tick when the engine asks,
+ * until it is idle. */
+static void drain(struct env *v)
+{
+	for (int guard = 0; guard < 100000; guard++) {
+		long i = oldest(v);
+		int64_t w;
+
+		if (i >= 0) {
+			complete(v, i, v->now + MS);
+			continue;
+		}
+		w = avfs_engine_wake(v->e);
+		if (avfs_engine_idle(v->e) || !w)
+			break;
+		if (w > v->now)
+			v->now = w;
+		avfs_engine_tick(v->e, v->now);
+	}
+	assert_true(avfs_engine_idle(v->e));
+}
+
+/* A front end's request, and what its done() saw. */
+struct req {
+	struct avfs_fio f;	/* first: done() gets it back */
+	int ndone;
+	int64_t res, at;
+	bool free_at_done;	/* a front end that lets go of it in done(), as avfsd does */
+	int64_t *res_out;	/* ... and keeps only its result here */
+};
+
+static void req_done(struct avfs_fio *f, int64_t res, int64_t now)
+{
+	struct req *r = (struct req *)f;
+
+	r->ndone++;
+	r->res = res;
+	r->at = now;
+	if (r->res_out)
+		*r->res_out = res;
+	if (r->free_at_done)
+		free(r);
+}
+
+static struct avfs_fio *fio(struct req *r, uint64_t ino, bool write, uint64_t off, uint64_t len,
+			    uint8_t *buf)
+{
+	memset(r, 0, sizeof(*r));
+	r->res = 1;	/* no done() yet */
+	r->f = (struct avfs_fio){ .ino = ino, .off = off, .len = len, .write = write, .buf = buf,
+				  .cap = len, .label = -1, .cls = AVFS_TRACE_BE, .done = req_done };
+	return &r->f;
+}
+
+/* A raw request on v->buf (at the same offset in the buffer as on the device, mod 4 MiB). */
+static struct avfs_fio *raw(struct env *v, struct req *r, bool write, uint64_t off, uint64_t len)
+{
+	return fio(r, 0, write, off, len, v->buf + off % (4u << 20));
+}
+
+static int io(struct env *v, struct avfs_fio *f)
+{
+	return avfs_engine_io(v->e, f, v->now);
+}
+
+/* Device byte offset of command i. */
+static uint64_t cmd_off(const struct env *v, long i)
+{
+	return v->d.c[i].r.lba * 512;
+}
+
+/* fs tests: command i transfers file data (not metadata: the journal, the homes, the backup
+ * region at the end of the device). */
+static bool is_data(const struct env *v, long i)
+{
+	return cmd_off(v, i) >= v->data_off && cmd_off(v, i) < v->data_end;
+}
+
+/* fs tests: the file's bytes as the tests write them (never 0) */
+static uint8_t pat(uint64_t x, unsigned seed)
+{
+	return (uint8_t)((x * 31 + (x >> 12) + seed) | 1);
+}
+
+static uint8_t *pattern(uint64_t at, size_t len, unsigned seed, size_t misalign)
+{
+	uint8_t *p = malloc(len + misalign);
+
+	assert_non_null(p);
+	for (size_t i = 0; i < len; i++)
+		p[misalign + i] = pat(at + i, seed);
+	return p;
+}
+
+/* Write [off, off + len) of the file with pattern seed from a buffer misaligned by one byte,
+ * and complete everything. */
+static void file_write(struct env *v, uint64_t off, uint64_t len, unsigned seed)
+{
+	uint8_t *p = pattern(off, len, seed, 1);
+	struct req w;
+
+	assert_int_equal(io(v, fio(&w, v->f, true, off, len, p + 1)), 0);
+	drain(v);
+	assert_int_equal(w.ndone, 1);
+	assert_int_equal(w.res, (int64_t)len);
+	free(p);
+}
+
+/* ---- 1. dispatch ---- */
+
+/* A rotating disk has one command at a time: a second request waits for the first. */
+static void test_engine_rotational_one_in_flight(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req a, b;
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &a, false, 0, 64 * KB)), 0);
+	assert_int_equal(io(v, raw(v, &b, false, 1u << 20, 64 * KB)), 0);
+	assert_int_equal(v->d.n, 1);
+	assert_int_equal(v->d.c[0].r.op, AVFS_DISK_READ);
+	assert_int_equal(cmd_off(v, 0), 0);
+	assert_int_equal(v->d.c[0].r.len, 64 * KB);
+	complete(v, 0, v->now + 5 * MS);
+	assert_int_equal(a.ndone, 1);
+	assert_int_equal(a.res, 64 * KB);
+	assert_int_equal(b.ndone, 0);
+	assert_int_equal(v->d.n, 2);
+	assert_int_equal(cmd_off(v, 1), 1u << 20);
+	complete(v, 1, v->now + 5 * MS);
+	assert_int_equal(b.ndone, 1);
+	assert_int_equal(b.res, 64 * KB);
+	env_free(v);
+}
+
+/* A non-rotational device of depth 4 takes four commands at once; a fifth waits for a slot. */
+static void test_engine_nonrot_depth_in_flight(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);
+	struct env *v = env_new(&c, false);
+	struct req r[6];
+
+	(void)state;
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(io(v, raw(v, &r[i], false, (uint64_t)i << 20, 64 * KB)), 0);
+	assert_int_equal(v->d.n, 4);
+	assert_int_equal(inflight(v), 4);
+	assert_int_equal(cmd_off(v, 2), 2u << 20);
+	complete(v, 2, v->now + MS);
+	assert_int_equal(r[2].ndone, 1);
+	assert_int_equal(v->d.n, 5);
+	assert_int_equal(inflight(v), 4);
+	assert_int_equal(cmd_off(v, 4), 4u << 20);
+	drain(v);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(r[i].ndone, 1);
+		assert_int_equal(r[i].res, 64 * KB);
+	}
+	assert_int_equal(v->d.n, 6);
+	env_free(v);
+}
+
+/* A FLUSH takes a slot like any command: three reads and a commit's FLUSH fill a device of
+ * depth 4, and a fourth read goes only when the FLUSH completes. */
+static void test_engine_flush_takes_a_slot(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);
+	struct env *v = env_new(&c, true);
+	struct req r[4];
+	long fl, rd;
+	size_t n;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(io(v, raw(v, &r[i], false, DEV - ((uint64_t)(i + 1) << 20),
+					   64 * KB)), 0);
+	assert_int_equal(inflight(v), 3);
+	avfs_engine_commit(v->e, v->now);	/* the file env_new made: a transaction */
+	/* the plan's writes before its FLUSH, one at a time beside the reads */
+	while ((fl = find(v, AVFS_DISK_FLUSH, 0)) < 0) {
+		long w = find(v, AVFS_DISK_WRITE, 0);
+
+		assert_true(w >= 0);
+		assert_int_equal(inflight(v), 4);
+		complete(v, w, v->now + MS);
+	}
+	assert_int_equal(inflight(v), 4);
+	n = v->d.n;
+	assert_int_equal(io(v, raw(v, &r[3], false, 0, 64 * KB)), 0);
+	assert_int_equal(v->d.n, n);
+	complete(v, fl, v->now + MS);
+	rd = find(v, AVFS_DISK_READ, n);
+	assert_true(rd >= 0);
+	assert_int_equal(cmd_off(v, rd), 0);
+	assert_int_equal(inflight(v), 4);
+	drain(v);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(r[i].res, 64 * KB);
+	assert_int_equal(v->d.commits, 1);
+	assert_int_equal(v->d.commit_err, 0);
+	env_free(v);
+}
+
+/* ---- 2. FUA ---- */
+
+/* A chunked data write (chunks of 64 KiB, rotating) carries FUA on its last chunk only; a
+ * write of one chunk and a chunked read carry none. */
+static void test_engine_fua_last_chunk_only(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 64 * KB);
+	struct env *v = env_new(&c, false);
+	struct req w, w1, r;
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &w, true, 1u << 20, 256 * KB)), 0);
+	for (long i = 0; i < 4; i++) {
+		assert_int_equal(v->d.n, i + 1);
+		assert_int_equal(v->d.c[i].r.op, AVFS_DISK_WRITE);
+		assert_int_equal(cmd_off(v, i), (1u << 20) + i * 64 * KB);
+		assert_int_equal(v->d.c[i].r.len, 64 * KB);
+		assert_ptr_equal(v->d.c[i].r.buf, w.f.buf + i * 64 * KB);
+		assert_int_equal(v->d.c[i].r.flags, i == 3 ? AVFS_DISK_FUA : 0);
+		complete(v, i, v->now + MS);
+	}
+	assert_int_equal(w.res, 256 * KB);
+	assert_int_equal(io(v, raw(v, &w1, true, 2u << 20, 64 * KB)), 0);
+	assert_int_equal(v->d.n, 5);
+	assert_int_equal(v->d.c[4].r.op, AVFS_DISK_WRITE);
+	assert_int_equal(v->d.c[4].r.flags, 0);
+	complete(v, 4, v->now + MS);
+	assert_int_equal(w1.res, 64 * KB);
+	assert_int_equal(io(v, raw(v, &r, false, 1u << 20, 256 * KB)), 0);
+	for (long i = 5; i < 9; i++) {
+		assert_int_equal(v->d.n, i + 1);
+		assert_int_equal(v->d.c[i].r.op, AVFS_DISK_READ);
+		assert_int_equal(v->d.c[i].r.flags, 0);
+		complete(v, i, v->now + MS);
+	}
+	assert_int_equal(r.res, 256 * KB);
+	env_free(v);
+}
+
+/* ---- 3. ordered commits ---- */
+
+/* The plan's FLUSH waits for the data write of the generation it commits, not for one planned
+ * after the commit began; the commit record (FUA) follows the FLUSH; committed() says n = 1
+ * once the plan is done, with the later write still on the device. */
+static void test_engine_commit_flush_after_data(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);
+	struct env *v = env_new(&c, true);
+	struct req w1, w2;
+	long i1, i2, fl, rec;
+	bool under_way;
+	uint8_t *p = NULL;
+
+	(void)state;
+	assert_int_equal(posix_memalign((void **)&p, 4096, 2 * BS), 0);
+	for (size_t i = 0; i < 2 * BS; i++)
+		p[i] = pat(i, 1);
+	assert_int_equal(io(v, fio(&w1, v->f, true, 0, BS, p)), 0);
+	assert_int_equal(v->d.n, 1);
+	i1 = 0;
+	assert_int_equal(v->d.c[i1].r.op, AVFS_DISK_WRITE);
+	assert_true(is_data(v, i1));
+	assert_ptr_equal(v->d.c[i1].r.buf, p);	/* whole pages, an aligned buffer: no bounce */
+
+	avfs_engine_commit(v->e, v->now);
+	assert_int_equal(avfs_engine_commits(v->e, &under_way), 0);
+	assert_true(under_way);
+	/* the plan's writes before its FLUSH (the journal) go beside the data write ... */
+	complete_others(v, i1, -1);
+	assert_true(v->d.n > 1);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, 0), -1);
+	assert_int_equal(v->d.ncommitted, 0);
+	/* ... and so does a data write of the next transaction */
+	assert_int_equal(io(v, fio(&w2, v->f, true, BS, BS, p + BS)), 0);
+	i2 = (long)v->d.n - 1;
+	assert_int_equal(v->d.c[i2].r.op, AVFS_DISK_WRITE);
+	assert_true(is_data(v, i2));
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, 0), -1);
+	/* the committed generation's data complete: now the FLUSH, and nothing else */
+	complete(v, i1, v->now + MS);
+	assert_int_equal(w1.res, BS);
+	fl = first(v, AVFS_DISK_FLUSH, 0);
+	assert_int_equal(fl, i2 + 1);
+	assert_int_equal(v->d.n, (size_t)fl + 1);
+	/* the commit record waits for the FLUSH */
+	complete(v, fl, v->now + MS);
+	rec = fl + 1;
+	assert_true(v->d.n > (size_t)rec);
+	assert_int_equal(v->d.c[rec].r.op, AVFS_DISK_WRITE);
+	assert_int_equal(v->d.c[rec].r.flags, AVFS_DISK_FUA);
+	assert_false(is_data(v, rec));
+	/* the rest of the plan, w2 still on the device */
+	complete_others(v, i2, -1);
+	assert_int_equal(v->d.ncommitted, 1);
+	assert_int_equal(v->d.commits, 1);
+	assert_int_equal(v->d.commit_err, 0);
+	assert_int_equal(avfs_engine_commits(v->e, &under_way), 1);
+	assert_false(under_way);
+	assert_int_equal(w2.ndone, 0);
+	complete(v, i2, v->now + MS);
+	assert_int_equal(w2.res, BS);
+	drain(v);
+	free(p);
+	env_free(v);
+}
+
+/* What a commit made durable is on the disk: after a crash (the engine and the mount gone,
+ * nothing more written) a remount finds the file's size and bytes. */
+static void test_engine_commit_survives_crash(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, true);
+	static uint8_t got[13000];
+	struct avfs_stat st;
+	char why[256];
+
+	(void)state;
+	file_write(v, 3000, 10000, 2);
+	avfs_engine_commit(v->e, v->now);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	assert_int_equal(v->d.commit_err, 0);
+	avfs_engine_free(v->e);
+	avfs_fsio_abandon(v->io);
+	assert_int_equal(avfs_fsio_mount(v->disk, 0, &v->io, NULL, why, sizeof(why)), 0);
+	v->fs = v->io->fs;
+	assert_int_equal(avfs_fs_getattr(v->fs, v->f, &st), 0);
+	assert_int_equal(st.size, 13000);
+	assert_int_equal(avfs_fsio_read(v->io, v->f, 0, got, sizeof(got)), sizeof(got));
+	for (size_t i = 0; i < sizeof(got); i++)
+		if (got[i] != (i < 3000 ? 0 : pat(i, 2)))
+			fail_msg("byte %zu is %#x", i, got[i]);
+	engine_start(v, &c);
+	env_free(v);
+}
+
+/* A data write still waiting for its read-modify-write read holds the commit's FLUSH too: the
+ * FLUSH comes only once the read, then the write, are complete. */
+static void test_engine_commit_waits_for_rmw_write(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);
+	struct env *v = env_new(&c, true);
+	uint8_t *p = pattern(1000, 100, 9, 1);
+	struct req w;
+	long rd, wr;
+	size_t n0;
+
+	(void)state;
+	file_write(v, 0, PG, 8);
+	n0 = v->d.n;
+	assert_int_equal(io(v, fio(&w, v->f, true, 1000, 100, p + 1)), 0);
+	rd = (long)n0;
+	assert_int_equal(v->d.n, n0 + 1);
+	assert_int_equal(v->d.c[rd].r.op, AVFS_DISK_READ);
+	avfs_engine_commit(v->e, v->now);
+	complete_others(v, rd, -1);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, n0), -1);
+	complete(v, rd, v->now + MS);
+	wr = (long)v->d.n - 1;
+	assert_int_equal(v->d.c[wr].r.op, AVFS_DISK_WRITE);
+	assert_int_equal(v->d.c[wr].r.lba, v->d.c[rd].r.lba);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, n0), -1);
+	complete(v, wr, v->now + MS);
+	assert_int_equal(w.res, 100);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, n0), wr + 1);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	free(p);
+	env_free(v);
+}
+
+/* A write that leaves more metadata dirty than commit_dirty starts a commit at once, and that
+ * commit's FLUSH still waits for the write's own data. */
+static void test_engine_commit_when_dirty_waits_for_its_write(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);
+	struct env *v;
+	bool under_way;
+	struct req w;
+
+	(void)state;
+	c.commit_dirty = 1;
+	v = env_new(&c, true);
+	memset(v->buf, 0x33, BS);
+	assert_int_equal(io(v, fio(&w, v->f, true, 0, BS, v->buf)), 0);
+	assert_true(is_data(v, 0));
+	assert_int_equal(avfs_engine_commits(v->e, &under_way), 0);
+	assert_true(under_way);
+	complete_others(v, 0, -1);
+	assert_int_equal(first(v, AVFS_DISK_FLUSH, 0), -1);
+	complete(v, 0, v->now + MS);
+	assert_true(first(v, AVFS_DISK_FLUSH, 0) > 0);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	env_free(v);
+}
+
+/* With a commit period the engine arms a tick for it, commits a changed file system there (not
+ * a nanosecond before), and arms the next one. */
+static void test_engine_commit_periodic(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v;
+	bool under_way;
+
+	(void)state;
+	c.commit_period_ns = 5 * NS;
+	v = env_new(&c, true);	/* its file: a change to commit */
+	assert_int_equal(avfs_engine_wake(v->e), T0 + 5 * NS);
+	assert_int_equal(v->d.armed, T0 + 5 * NS);
+	avfs_engine_tick(v->e, T0 + 5 * NS - 1);
+	assert_int_equal(v->d.n, 0);
+	v->now = T0 + 5 * NS;
+	avfs_engine_tick(v->e, v->now);
+	assert_true(v->d.n > 0);
+	avfs_engine_commits(v->e, &under_way);
+	assert_true(under_way);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	assert_int_equal(avfs_engine_wake(v->e), T0 + 10 * NS);
+	assert_int_equal(v->d.armed, T0 + 10 * NS);
+	env_free(v);
+}
+
+/* A FLUSH that fails fails its commit: committed() reports the error, the plan stops (no
+ * commit record), the count stays 0; a remount finds the file system as it was committed last
+ * (without the new file). */
+static void test_engine_commit_flush_error(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, true);
+	bool under_way;
+	uint64_t ino;
+	char why[256];
+	long fl;
+
+	(void)state;
+	avfs_engine_commit(v->e, v->now);
+	while ((fl = find(v, AVFS_DISK_FLUSH, 0)) < 0) {
+		assert_true(oldest(v) >= 0);
+		complete(v, oldest(v), v->now + MS);
+	}
+	complete_res(v, fl, v->now + MS, -EIO);
+	assert_int_equal(v->d.ncommitted, 1);
+	assert_int_equal(v->d.commit_err, -EIO);
+	assert_int_equal(avfs_engine_commits(v->e, &under_way), 0);
+	assert_false(under_way);
+	assert_int_equal(v->d.n, (size_t)fl + 1);	/* nothing after the FLUSH */
+	assert_true(avfs_fs_rdonly(v->fs));
+	assert_true(avfs_engine_idle(v->e));
+	avfs_engine_free(v->e);
+	avfs_fsio_abandon(v->io);
+	assert_int_equal(avfs_fsio_mount(v->disk, 0, &v->io, NULL, why, sizeof(why)), 0);
+	v->fs = v->io->fs;
+	assert_int_equal(avfs_fs_lookup(v->fs, AVFS_ROOT_INO, "f", &ino), -ENOENT);
+	engine_start(v, &c);
+	env_free(v);
+}
+
+/* ---- 4. data plans ---- */
+
+/* A write from an unaligned buffer at off 1000 reads back from another unaligned range; pages
+ * never written and holes read as zeros without a command (the disk there is POISON); a read
+ * is clamped at the size, and one past it returns 0 before avfs_engine_io returns. */
+static void test_engine_file_unaligned_roundtrip(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, true);
+	const uint64_t far = 3 * BS + 10, size = far + 100;
+	uint8_t *b = malloc(4 * BS + 3);
+	struct req r;
+	size_t n;
+
+	(void)state;
+	assert_non_null(b);
+	file_write(v, 1000, 5000, 3);
+	memset(b, 0x55, 4 * BS + 3);
+	assert_int_equal(io(v, fio(&r, v->f, false, 900, 6000, b + 3)), 0);
+	drain(v);
+	assert_int_equal(r.res, 5100);
+	for (uint64_t i = 0; i < 5100; i++)
+		if (b[3 + i] != (i < 100 ? 0 : pat(900 + i, 3)))
+			fail_msg("byte %llu is %#x", (unsigned long long)(900 + i), b[3 + i]);
+
+	/* blocks 1 and 2 a hole, block 3 written from its byte 10 */
+	file_write(v, far, 100, 3);
+	n = v->d.n;
+	memset(b, 0x55, 4 * BS + 3);
+	assert_int_equal(io(v, fio(&r, v->f, false, 5000, 4 * BS, b + 3)), 0);
+	drain(v);
+	assert_int_equal(r.res, size - 5000);
+	for (uint64_t i = 0; i < size - 5000; i++) {
+		uint64_t x = 5000 + i;
+
+		if (b[3 + i] != (x < 6000 || x >= far ? pat(x, 3) : 0))
+			fail_msg("byte %llu is %#x", (unsigned long long)x, b[3 + i]);
+	}
+	assert_int_equal(v->d.n - n, 2);	/* block 0's page 1, block 3's page 0 */
+
+	assert_int_equal(io(v, fio(&r, v->f, false, size - 10, 100, b + 3)), 0);
+	drain(v);
+	assert_int_equal(r.res, 10);
+	for (uint64_t i = 0; i < 10; i++)
+		assert_int_equal(b[3 + i], pat(size - 10 + i, 3));
+	n = v->d.n;
+	assert_int_equal(io(v, fio(&r, v->f, false, size + 5, 100, b + 3)), 0);
+	assert_int_equal(r.ndone, 1);
+	assert_int_equal(r.res, 0);
+	assert_int_equal(v->d.n, n);
+	free(b);
+	env_free(v);
+}
+
+/* A write inside an initialized page reads the page first, then writes it whole (read-modify-
+ * write): the bytes around it stay. A read into an aligned buffer goes straight into it. */
+static void test_engine_file_partial_page_rmw(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, true);
+	uint8_t *p = pattern(2000, 100, 5, 1);
+	struct req w, r;
+	size_t n;
+
+	(void)state;
+	file_write(v, 0, 3 * PG, 4);
+	n = v->d.n;
+	assert_int_equal(io(v, fio(&w, v->f, true, 2000, 100, p + 1)), 0);
+	assert_int_equal(v->d.n, n + 1);
+	assert_int_equal(v->d.c[n].r.op, AVFS_DISK_READ);
+	assert_int_equal(v->d.c[n].r.len, PG);
+	assert_true(is_data(v, (long)n));
+	complete(v, (long)n, v->now + MS);
+	assert_int_equal(v->d.n, n + 2);
+	assert_int_equal(v->d.c[n + 1].r.op, AVFS_DISK_WRITE);
+	assert_int_equal(v->d.c[n + 1].r.lba, v->d.c[n].r.lba);
+	assert_int_equal(v->d.c[n + 1].r.len, PG);
+	complete(v, (long)n + 1, v->now + MS);
+	assert_int_equal(w.res, 100);
+
+	memset(v->buf, 0, 3 * PG);
+	assert_int_equal(io(v, fio(&r, v->f, false, 0, 3 * PG, v->buf)), 0);
+	assert_ptr_equal(v->d.c[v->d.n - 1].r.buf, v->buf);
+	drain(v);
+	assert_int_equal(r.res, 3 * PG);
+	for (uint64_t i = 0; i < 3 * PG; i++)
+		if (v->buf[i] != pat(i, i >= 2000 && i < 2100 ? 5 : 4))
+			fail_msg("byte %llu is %#x", (unsigned long long)i, v->buf[i]);
+	free(p);
+	env_free(v);
+}
+
+/* A zero_tail request before a file grows zeroes the stale bytes past its size in the last
+ * page on the disk (the rest of the page kept), so that the grown file reads zeros there. */
+static void test_engine_zero_tail_before_growing(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, true);
+	struct avfs_stat st = { .size = 3000 };
+	uint64_t dev;
+	uint32_t keep;
+	struct req z, r;
+	uint8_t *disk;
+
+	(void)state;
+	file_write(v, 0, 5000, 6);
+	assert_int_equal(avfs_fs_setattr(v->fs, v->f, AVFS_SET_SIZE, &st, v->now), 0);
+	assert_int_equal(avfs_fs_tail_page(v->fs, v->f, 3000, &dev, &keep), 0);
+	assert_int_equal(keep, 3000);
+	disk = v->d.data + dev;
+	assert_int_equal(disk[3000], pat(3000, 6));	/* stale, past the size */
+
+	memset(&z, 0, sizeof(z));
+	z.f = (struct avfs_fio){ .ino = v->f, .off = 3000, .write = true, .zero_tail = true,
+				 .label = -1, .cls = AVFS_TRACE_BE, .done = req_done };
+	assert_int_equal(io(v, &z.f), 0);
+	drain(v);
+	assert_int_equal(z.ndone, 1);
+	assert_int_equal(z.res, 0);
+	for (unsigned i = 0; i < PG; i++)
+		if (disk[i] != (i < 3000 ? pat(i, 6) : 0))
+			fail_msg("page byte %u is %#x", i, disk[i]);
+
+	st.size = 8000;
+	assert_int_equal(avfs_fs_setattr(v->fs, v->f, AVFS_SET_SIZE, &st, v->now), 0);
+	memset(v->buf, 0x55, 8000);
+	assert_int_equal(io(v, fio(&r, v->f, false, 0, 8000, v->buf)), 0);
+	drain(v);
+	assert_int_equal(r.res, 8000);
+	for (unsigned i = 0; i < 8000; i++)
+		if (v->buf[i] != (i < 3000 ? pat(i, 6) : 0))
+			fail_msg("byte %u is %#x", i, v->buf[i]);
+	env_free(v);
+}
+
+/* ---- 5. deadlines ---- */
+
+/* A request whose deadline has passed is refused with -ETIME: done() does not run, nothing is
+ * issued, metrics.etime counts it. */
+static void test_engine_deadline_passed_refused(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req r;
+
+	(void)state;
+	raw(v, &r, false, 0, 64 * KB)->deadline = v->now;
+	assert_int_equal(io(v, &r.f), -ETIME);
+	raw(v, &r, false, 0, 64 * KB)->deadline = v->now - MS;
+	assert_int_equal(io(v, &r.f), -ETIME);
+	assert_int_equal(r.ndone, 0);
+	assert_int_equal(v->d.n, 0);
+	assert_int_equal(avfs_engine_metrics(v->e)->etime, 2);
+	assert_int_equal(avfs_engine_metrics(v->e)->rt.requests, 0);
+	env_free(v);
+}
+
+/* An RT request completed after its deadline counts as a miss, one completed before it not;
+ * both return their bytes and the deadline they were scheduled with. */
+static void test_engine_late_completion_is_a_miss(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 2, 0);
+	struct env *v = env_new(&c, false);
+	struct avfs_metrics_summary s;
+	const struct avfs_metrics *m;
+	struct req a, b;
+
+	(void)state;
+	raw(v, &a, false, 0, 64 * KB)->deadline = T0 + 50 * MS;
+	raw(v, &b, false, 1u << 20, 64 * KB)->deadline = T0 + 50 * MS;
+	assert_int_equal(io(v, &a.f), 0);
+	assert_int_equal(io(v, &b.f), 0);
+	assert_int_equal(v->d.n, 2);
+	complete(v, 0, T0 + 10 * MS);
+	complete(v, 1, T0 + 60 * MS);
+	assert_int_equal(a.res, 64 * KB);
+	assert_int_equal(b.res, 64 * KB);
+	assert_int_equal(a.f.sched_deadline, T0 + 50 * MS);
+	assert_int_equal(b.f.sched_deadline, T0 + 50 * MS);
+	m = avfs_engine_metrics(v->e);
+	assert_int_equal(m->rt.requests, 2);
+	assert_int_equal(m->rt.misses, 1);
+	assert_int_equal(m->rt.failed, 0);
+	assert_int_equal(m->etime, 0);
+	avfs_metrics_summary(m, v->now, &s);
+	assert_true(s.p0 == 0.5);
+	assert_true(s.margin_min_ms == -10.0);
+	env_free(v);
+}
+
+/* An RT request whose deadline passes while it waits for the device fails with -ETIME without
+ * reaching it: etime and the failed RT requests count it, the trace shows it. */
+static void test_engine_deadline_passes_in_queue(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	const struct avfs_metrics *m;
+	struct req a, b;
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &a, false, 0, 64 * KB)), 0);
+	raw(v, &b, false, 1u << 20, 64 * KB)->deadline = T0 + 20 * MS;
+	assert_int_equal(io(v, &b.f), 0);
+	assert_int_equal(v->d.n, 1);
+	complete(v, 0, T0 + 30 * MS);
+	assert_int_equal(b.ndone, 1);
+	assert_int_equal(b.res, -ETIME);
+	assert_int_equal(v->d.n, 1);
+	m = avfs_engine_metrics(v->e);
+	assert_int_equal(m->etime, 1);
+	assert_int_equal(m->rt.requests, 1);
+	assert_int_equal(m->rt.failed, 1);
+	assert_int_equal(v->d.ntr, 2);
+	assert_int_equal(v->d.tr[1].cls, AVFS_TRACE_RT);
+	assert_int_equal(v->d.tr[1].result, -ETIME);
+	env_free(v);
+}
+
+/* A real-time request the mixer holds (until its hold time, papers/001) goes when the tick
+ * comes at the time the engine armed, not a nanosecond before. */
+static void test_engine_hold_timer_armed(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req r;
+	int64_t w;
+
+	(void)state;
+	raw(v, &r, false, 0, 64 * KB)->deadline = T0 + 2 * NS;
+	assert_int_equal(io(v, &r.f), 0);
+	assert_int_equal(v->d.n, 0);
+	w = avfs_engine_wake(v->e);
+	assert_true(w > v->now && w < T0 + 2 * NS);
+	assert_int_equal(v->d.armed, w);
+	avfs_engine_tick(v->e, w - 1);
+	assert_int_equal(v->d.n, 0);
+	avfs_engine_tick(v->e, w);
+	v->now = w;
+	assert_int_equal(v->d.n, 1);
+	complete(v, 0, w + 10 * MS);
+	assert_int_equal(r.res, 64 * KB);
+	assert_int_equal(avfs_engine_metrics(v->e)->rt.misses, 0);
+	env_free(v);
+}
+
+/* ---- 6. cancel ---- */
+
+/* A queued raw read is withdrawn: done() with -ECANCELED at once, no command ever; one on the
+ * device gives -EBUSY and completes; a canceled one is not known any more. */
+static void test_engine_cancel_queued_read(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req a, b;
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &a, false, 0, 64 * KB)), 0);
+	assert_int_equal(io(v, raw(v, &b, false, 1u << 20, 64 * KB)), 0);
+	assert_int_equal(avfs_engine_cancel(v->e, &b.f, v->now), 0);
+	assert_int_equal(b.ndone, 1);
+	assert_int_equal(b.res, -ECANCELED);
+	assert_int_equal(avfs_engine_cancel(v->e, &a.f, v->now), -EBUSY);
+	assert_int_equal(a.ndone, 0);
+	assert_int_equal(avfs_engine_cancel(v->e, &b.f, v->now), -ENOENT);
+	assert_int_equal(b.ndone, 1);
+	complete(v, 0, v->now + MS);
+	assert_int_equal(a.res, 64 * KB);
+	assert_int_equal(v->d.n, 1);
+	assert_true(avfs_engine_idle(v->e));
+	assert_int_equal(avfs_engine_metrics(v->e)->be_requests, 1);
+	assert_int_equal(avfs_engine_wake(v->e), 0);
+	env_free(v);
+}
+
+/* A write already planned cannot be withdrawn (its blocks are mapped): -EBUSY, and it
+ * completes. */
+static void test_engine_cancel_planned_write_busy(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, true);
+	struct req a, w;
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &a, false, DEV - (1u << 20), 64 * KB)), 0);
+	memset(v->buf, 0x11, BS);
+	assert_int_equal(io(v, fio(&w, v->f, true, 0, BS, v->buf)), 0);
+	assert_int_equal(v->d.n, 1);
+	assert_int_equal(avfs_engine_cancel(v->e, &w.f, v->now), -EBUSY);
+	assert_int_equal(w.ndone, 0);
+	drain(v);
+	assert_int_equal(w.ndone, 1);
+	assert_int_equal(w.res, BS);
+	assert_int_equal(v->d.n, 2);
+	env_free(v);
+}
+
+/* A request whose done() has run is the front end's again: cancel says -ENOENT and runs no
+ * done() a second time; the engine still goes idle. */
+static void test_engine_cancel_after_done(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req a;
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &a, false, 0, 64 * KB)), 0);
+	complete(v, 0, v->now + MS);
+	assert_int_equal(a.ndone, 1);
+	assert_int_equal(avfs_engine_cancel(v->e, &a.f, v->now), -ENOENT);
+	assert_int_equal(a.ndone, 1);
+	assert_int_equal(a.res, 64 * KB);
+	assert_true(avfs_engine_idle(v->e));
+	env_free(v);
+}
+
+/* ---- 7. the bandwidth class ---- */
+
+static const struct avfs_service_req stream_svc = { .rate = 1000000, .buffer = 1000000 };
+
+/* A stream of 1 MB/s with a 1 MB buffer, its bucket full now; no admission test. */
+static uint64_t reserve(struct env *v)
+{
+	char why[160] = "";
+	int64_t id = avfs_engine_reserve(v->e, &stream_svc, 0, NULL, AVFS_RESERVE_UNCHECKED, v->now,
+					 NULL, why, sizeof(why));
+
+	if (id <= 0)
+		fprintf(stderr, "reserve: %s\n", why);
+	assert_true(id > 0);
+	return (uint64_t)id;
+}
+
+/* Four raw reads of 256 KiB on the stream: three within its bucket, the fourth above it
+ * (213,568 bytes of tokens are left for it). */
+static void stream_reqs(struct env *v, uint64_t id, struct req r[4])
+{
+	for (int i = 0; i < 4; i++) {
+		raw(v, &r[i], false, (uint64_t)(i + 8) << 20, 256 * KB)->stream = id;
+		assert_int_equal(io(v, &r[i].f), 0);
+	}
+}
+
+/* A best-effort read of another client, on the device until the test completes it. */
+static void be_busy(struct env *v, struct req *b)
+{
+	assert_int_equal(io(v, raw(v, b, false, 40u << 20, 64 * KB)), 0);
+	assert_int_equal(v->d.n, 1);
+}
+
+/* Requests within the bucket go real time, due when the rest of the buffer drains at the
+ * rate. */
+static void test_engine_bw_within_bucket_real_time(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req r[3];
+	uint64_t id;
+
+	(void)state;
+	id = reserve(v);
+	for (int i = 0; i < 3; i++) {
+		raw(v, &r[i], false, (uint64_t)(i + 8) << 20, 256 * KB)->stream = id;
+		assert_int_equal(io(v, &r[i].f), 0);
+	}
+	assert_int_equal(avfs_engine_parked(v->e), 0);
+	drain(v);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(r[i].res, 256 * KB);
+		assert_int_equal(r[i].f.sched_deadline,
+				 avfs_service_deadline(&stream_svc, 256 * KB, T0));
+	}
+	assert_int_equal(avfs_engine_metrics(v->e)->rt.requests, 3);
+	assert_int_equal(avfs_engine_stream(v->e, id)->qos.requests, 3);
+	env_free(v);
+}
+
+/* Above its bucket a request is parked while another client's best-effort request is pending;
+ * once none is, it goes as spare best effort (no deadline, not counted as pending). */
+static void test_engine_bw_parked_while_be_pending(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req b, r[4];
+	uint64_t id;
+
+	(void)state;
+	id = reserve(v);
+	be_busy(v, &b);
+	stream_reqs(v, id, r);
+	assert_int_equal(avfs_engine_parked(v->e), 1);
+	assert_int_equal(avfs_engine_be_pending(v->e), 1);
+	assert_true(avfs_engine_wake(v->e) > v->now);	/* its tokens' time */
+	assert_int_equal(v->d.n, 1);
+	complete(v, 0, v->now + MS);
+	assert_int_equal(avfs_engine_parked(v->e), 0);
+	assert_int_equal(avfs_engine_be_pending(v->e), 0);
+	drain(v);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(r[i].res, 256 * KB);
+		assert_true(i < 3 ? r[i].f.sched_deadline != 0 : r[i].f.sched_deadline == 0);
+	}
+	assert_int_equal(avfs_engine_stream(v->e, id)->qos.requests, 3);
+	assert_int_equal(avfs_engine_stream(v->e, id)->qos.be_requests, 1);
+	env_free(v);
+}
+
+/* With no best-effort request pending a request above the bucket goes at once as spare best
+ * effort. */
+static void test_engine_bw_spare_when_disk_free(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req r[4];
+	uint64_t id;
+
+	(void)state;
+	id = reserve(v);
+	stream_reqs(v, id, r);
+	assert_int_equal(avfs_engine_parked(v->e), 0);
+	assert_int_equal(avfs_engine_be_pending(v->e), 0);
+	drain(v);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(r[i].res, 256 * KB);
+		assert_true(i < 3 ? r[i].f.sched_deadline != 0 : r[i].f.sched_deadline == 0);
+	}
+	env_free(v);
+}
+
+/* A parked request goes real time when its tokens come: at the time avfs_engine_wake() gives
+ * (and ops.arm was told), not a nanosecond before. */
+static void test_engine_bw_tokens_promote_parked(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req b, r[4];
+	uint64_t id;
+	int64_t w;
+
+	(void)state;
+	id = reserve(v);
+	be_busy(v, &b);
+	stream_reqs(v, id, r);
+	assert_int_equal(avfs_engine_parked(v->e), 1);
+	w = avfs_engine_wake(v->e);
+	assert_true(w > v->now);
+	assert_int_equal(v->d.armed, w);
+	avfs_engine_tick(v->e, w - 1);
+	assert_int_equal(avfs_engine_parked(v->e), 1);
+	avfs_engine_tick(v->e, w);
+	v->now = w;
+	assert_int_equal(avfs_engine_parked(v->e), 0);
+	drain(v);
+	assert_int_equal(b.f.sched_deadline, 0);
+	assert_int_equal(r[3].res, 256 * KB);
+	assert_int_equal(r[3].f.sched_deadline, avfs_service_deadline(&stream_svc, 256 * KB, w));
+	env_free(v);
+}
+
+/* A spare request still queued when its stream's tokens come is sent again as real time. */
+static void test_engine_bw_tokens_promote_spare(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req r[4];
+	uint64_t id;
+	int64_t w;
+
+	(void)state;
+	id = reserve(v);
+	stream_reqs(v, id, r);	/* r[0] on the device, r[3] queued as spare */
+	w = avfs_engine_wake(v->e);
+	assert_true(w > v->now);
+	avfs_engine_tick(v->e, w);
+	v->now = w;
+	drain(v);
+	assert_int_equal(r[3].res, 256 * KB);
+	assert_int_equal(r[3].f.sched_deadline, avfs_service_deadline(&stream_svc, 256 * KB, w));
+	assert_int_equal(avfs_engine_stream(v->e, id)->qos.requests, 4);
+	env_free(v);
+}
+
+/* A spare request whose client deadline has passed when its stream's tokens come fails with
+ * -ETIME as it is promoted, and the engine lets go of it at done(): the front end frees it
+ * there, as avfsd does. */
+static void test_engine_bw_promoted_spare_past_deadline(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req r[3], *late = malloc(sizeof(*late));
+	int64_t res = 1, w;
+	uint64_t id;
+
+	(void)state;
+	assert_non_null(late);
+	id = reserve(v);
+	for (int i = 0; i < 3; i++) {
+		raw(v, &r[i], false, (uint64_t)(i + 8) << 20, 256 * KB)->stream = id;
+		assert_int_equal(io(v, &r[i].f), 0);
+	}
+	raw(v, late, false, 11u << 20, 256 * KB)->stream = id;
+	late->f.deadline = T0 + 30 * MS;
+	late->free_at_done = true;
+	late->res_out = &res;
+	assert_int_equal(io(v, &late->f), 0);	/* above the bucket: spare */
+	w = avfs_engine_wake(v->e);
+	assert_true(w > T0 + 30 * MS);
+	avfs_engine_tick(v->e, w);
+	v->now = w;
+	assert_int_equal(res, -ETIME);
+	assert_int_equal(avfs_engine_metrics(v->e)->etime, 1);
+	drain(v);
+	env_free(v);
+}
+
+/* When the one best-effort request pending is canceled nobody else asks for the disk: the
+ * engine wants a tick at once, and in it a parked request goes as spare best effort (not only
+ * when its tokens come). */
+static void test_engine_bw_parked_goes_spare_when_be_canceled(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req b, r[4];
+	uint64_t id;
+
+	(void)state;
+	id = reserve(v);
+	raw(v, &r[0], false, 8u << 20, 256 * KB)->stream = id;
+	assert_int_equal(io(v, &r[0].f), 0);	/* real time, on the device */
+	assert_int_equal(io(v, raw(v, &b, false, 40u << 20, 64 * KB)), 0);
+	for (int i = 1; i < 4; i++) {
+		raw(v, &r[i], false, (uint64_t)(i + 8) << 20, 256 * KB)->stream = id;
+		assert_int_equal(io(v, &r[i].f), 0);
+	}
+	assert_int_equal(avfs_engine_parked(v->e), 1);
+	assert_int_equal(avfs_engine_cancel(v->e, &b.f, v->now), 0);
+	assert_int_equal(b.res, -ECANCELED);
+	assert_int_equal(avfs_engine_be_pending(v->e), 0);
+	assert_int_equal(avfs_engine_wake(v->e), v->now);
+	assert_int_equal(v->d.armed, v->now);
+	avfs_engine_tick(v->e, v->now);
+	assert_int_equal(avfs_engine_parked(v->e), 0);
+	drain(v);
+	assert_int_equal(r[3].res, 256 * KB);
+	assert_int_equal(r[3].f.sched_deadline, 0);
+	env_free(v);
+}
+
+/* Releasing a stream sends its parked requests on as best effort; its requests already queued
+ * complete as they were scheduled; nothing is left to wake for. */
+static void test_engine_bw_release_sends_parked_be(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req b, r[4];
+	uint64_t id;
+
+	(void)state;
+	id = reserve(v);
+	be_busy(v, &b);
+	stream_reqs(v, id, r);
+	assert_int_equal(avfs_engine_parked(v->e), 1);
+	assert_int_equal(avfs_engine_release(v->e, id, v->now), 0);
+	assert_int_equal(avfs_engine_parked(v->e), 0);
+	assert_null(avfs_engine_stream(v->e, id));
+	assert_int_equal(avfs_engine_release(v->e, id, v->now), -ENOENT);
+	assert_int_equal(avfs_engine_wake(v->e), 0);
+	assert_int_equal(v->d.armed, 0);
+	drain(v);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(r[i].res, 256 * KB);
+		assert_true(i < 3 ? r[i].f.sched_deadline != 0 : r[i].f.sched_deadline == 0);
+	}
+	env_free(v);
+}
+
+/* ---- 8. trace and metrics ---- */
+
+/* The trace has one record per device request when it completes (a chunked one once, with its
+ * commands' time), classed rt, be, hp or meta (a commit's writes). */
+static void test_engine_trace_classes(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 64 * KB);
+	struct env *v = env_new(&c, true);
+	struct req rt, be, hp, w;
+	size_t ncls[AVFS_TRACE_NCLASS] = { 0 }, cmds = 0, meta = 0;
+
+	(void)state;
+	raw(v, &rt, false, DEV - (1u << 20), 64 * KB)->deadline = T0 + 300 * MS;
+	rt.f.label = 7;
+	assert_int_equal(io(v, &rt.f), 0);
+	assert_int_equal(io(v, raw(v, &be, false, DEV - (2u << 20), 256 * KB)), 0);
+	raw(v, &hp, false, DEV - (3u << 20), 64 * KB)->cls = AVFS_TRACE_HP;
+	assert_int_equal(io(v, &hp.f), 0);
+	memset(v->buf + (4u << 20), 0x22, BS);
+	assert_int_equal(io(v, fio(&w, v->f, true, 0, BS, v->buf + (4u << 20))), 0);
+	avfs_engine_commit(v->e, v->now);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	for (size_t i = 0; i < v->d.n; i++) {
+		cmds += v->d.c[i].r.op != AVFS_DISK_FLUSH;
+		meta += v->d.c[i].r.op == AVFS_DISK_WRITE && !is_data(v, (long)i);
+	}
+	assert_int_equal(v->d.ntr, cmds - 3);	/* the chunked read: 4 commands, 1 request */
+	for (size_t i = 0; i < v->d.ntr; i++) {
+		const struct avfs_trace_rec *t = &v->d.tr[i];
+
+		ncls[t->cls]++;
+		assert_int_equal(t->result, 0);
+		if (t->cls == AVFS_TRACE_RT) {
+			assert_int_equal(t->stream, 7);
+			assert_int_equal(t->deadline_ns, T0 + 300 * MS);
+			assert_int_equal(t->offset, DEV - (1u << 20));
+			assert_int_equal(t->service_ns, MS);
+		} else if (t->cls == AVFS_TRACE_BE && !t->write) {
+			assert_int_equal(t->offset, DEV - (2u << 20));
+			assert_int_equal(t->length, 256 * KB);
+			assert_int_equal(t->service_ns, 4 * MS);
+		}
+	}
+	assert_int_equal(ncls[AVFS_TRACE_RT], 1);
+	assert_int_equal(ncls[AVFS_TRACE_BE], 2);
+	assert_int_equal(ncls[AVFS_TRACE_HP], 1);
+	assert_int_equal(ncls[AVFS_TRACE_META], meta);
+	assert_true(meta >= 2);	/* at least the journal and the commit record */
+	env_free(v);
+}
+
+/* Utilization is the union of the intervals with a command on the device, and the commands are
+ * the completions the test made: 10 + 10 ms alone, then two overlapping 15 ms, in 60 ms. */
+static void test_engine_metrics_utilization_and_commands(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 2, 0);
+	struct env *v = env_new(&c, false);
+	struct avfs_metrics_summary s;
+	struct req r[4];
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &r[0], false, 0, 64 * KB)), 0);
+	complete(v, 0, T0 + 10 * MS);
+	v->now = T0 + 20 * MS;
+	assert_int_equal(io(v, raw(v, &r[1], false, 1u << 20, 64 * KB)), 0);
+	complete(v, 1, T0 + 30 * MS);
+	v->now = T0 + 40 * MS;
+	assert_int_equal(io(v, raw(v, &r[2], false, 2u << 20, 64 * KB)), 0);
+	v->now = T0 + 45 * MS;
+	assert_int_equal(io(v, raw(v, &r[3], false, 3u << 20, 64 * KB)), 0);
+	assert_int_equal(inflight(v), 2);
+	complete(v, 2, T0 + 50 * MS);
+	complete(v, 3, T0 + 55 * MS);
+	avfs_metrics_summary(avfs_engine_metrics(v->e), T0 + 60 * MS, &s);
+	assert_int_equal(s.commands, 4);
+	assert_true(s.utilization > 35.0 / 60 - 1e-9 && s.utilization < 35.0 / 60 + 1e-9);
+	assert_int_equal(s.be_requests, 4);
+	assert_int_equal(s.be_bytes, 4 * 64 * KB);
+	/* papers/003 eq. (2): ½ Σ T_i² / 60 ms, with T_i 10 ms each */
+	assert_true(s.e_twait_ms > 10.0 / 3 - 1e-9 && s.e_twait_ms < 10.0 / 3 + 1e-9);
+	env_free(v);
+}
+
+/* ---- 9. bad input ---- */
+
+/* Refused, with nothing issued and no done(): len 0, a raw range past the device or not
+ * aligned, a buffer smaller than len, no buffer, a file without a file system, an unknown
+ * stream. */
+static void test_engine_bad_input_refused(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req r;
+
+	(void)state;
+	assert_int_equal(io(v, raw(v, &r, false, 0, 0)), -EINVAL);
+	assert_int_equal(io(v, raw(v, &r, false, DEV - 64 * KB, 128 * KB)), -EINVAL);
+	assert_int_equal(io(v, raw(v, &r, false, DEV, 512)), -EINVAL);
+	assert_int_equal(io(v, raw(v, &r, false, 100, 64 * KB)), -EINVAL);
+	assert_int_equal(io(v, raw(v, &r, false, 0, 1000)), -EINVAL);
+	assert_int_equal(io(v, fio(&r, 0, false, 0, 64 * KB, v->buf + 512)), -EINVAL);
+	raw(v, &r, false, 0, 64 * KB)->cap = 64 * KB - 1;
+	assert_int_equal(io(v, &r.f), -EINVAL);
+	assert_int_equal(io(v, fio(&r, 0, false, 0, 64 * KB, NULL)), -EINVAL);
+	assert_int_equal(io(v, fio(&r, 2, false, 0, 100, v->buf)), -EINVAL);
+	raw(v, &r, false, 0, 64 * KB)->done = NULL;
+	assert_int_equal(io(v, &r.f), -EINVAL);
+	raw(v, &r, false, 0, 64 * KB)->stream = 99;
+	assert_int_equal(io(v, &r.f), -ENOENT);
+	assert_int_equal(r.ndone, 0);
+	assert_int_equal(v->d.n, 0);
+	assert_true(avfs_engine_idle(v->e));
+	assert_int_equal(avfs_engine_metrics(v->e)->etime, 0);
+	env_free(v);
+}
+
+/* A command the device refuses fails its request with the device's error (done() runs,
+ * nothing is on the device); the next one goes. */
+static void test_engine_submit_refused_fails_request(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct req a, b;
+
+	(void)state;
+	v->d.refuse = -EIO;
+	assert_int_equal(io(v, raw(v, &a, false, 0, 64 * KB)), 0);
+	assert_int_equal(a.ndone, 1);
+	assert_int_equal(a.res, -EIO);
+	assert_int_equal(v->d.n, 0);
+	v->d.refuse = 0;
+	assert_int_equal(io(v, raw(v, &b, false, 0, 64 * KB)), 0);
+	assert_int_equal(v->d.n, 1);
+	drain(v);
+	assert_int_equal(b.res, 64 * KB);
+	env_free(v);
+}
+
+/* ---- freeing ---- */
+
+/* Freeing the engine with requests in every state (queued, on the device, a write waiting for
+ * its read-modify-write read, parked, a commit's write out) forgets them (no done()) and frees
+ * what the engine allocated for them (LeakSanitizer checks at exit). */
+static void test_engine_free_forgets_held_requests(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 2, 0);
+	struct env *v = env_new(&c, true);
+	struct req a, b, w, r[4];
+	uint8_t *p = pattern(1000, 100, 10, 1);
+	uint64_t id;
+
+	(void)state;
+	file_write(v, 0, PG, 10);
+	avfs_engine_commit(v->e, v->now);
+	assert_int_equal(inflight(v), 1);	/* the commit's first write */
+	assert_int_equal(io(v, fio(&w, v->f, true, 1000, 100, p + 1)), 0);	/* its read out */
+	assert_int_equal(inflight(v), 2);
+	assert_int_equal(io(v, raw(v, &a, false, DEV - (1u << 20), 64 * KB)), 0);
+	assert_int_equal(io(v, raw(v, &b, false, DEV - (2u << 20), 64 * KB)), 0);
+	id = reserve(v);
+	stream_reqs(v, id, r);
+	assert_int_equal(avfs_engine_parked(v->e), 1);
+	avfs_engine_free(v->e);
+	assert_int_equal(w.ndone + a.ndone + b.ndone + r[0].ndone + r[3].ndone, 0);
+	avfs_fsio_abandon(v->io);	/* a commit was under way: nothing more to write */
+	avfs_disk_close(v->disk);
+	free(v->buf);
+	free(v);
+	free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_engine_rotational_one_in_flight),
+		cmocka_unit_test(test_engine_nonrot_depth_in_flight),
+		cmocka_unit_test(test_engine_flush_takes_a_slot),
+		cmocka_unit_test(test_engine_fua_last_chunk_only),
+		cmocka_unit_test(test_engine_commit_flush_after_data),
+		cmocka_unit_test(test_engine_commit_survives_crash),
+		cmocka_unit_test(test_engine_commit_waits_for_rmw_write),
+		cmocka_unit_test(test_engine_commit_when_dirty_waits_for_its_write),
+		cmocka_unit_test(test_engine_commit_periodic),
+		cmocka_unit_test(test_engine_commit_flush_error),
+		cmocka_unit_test(test_engine_file_unaligned_roundtrip),
+		cmocka_unit_test(test_engine_file_partial_page_rmw),
+		cmocka_unit_test(test_engine_zero_tail_before_growing),
+		cmocka_unit_test(test_engine_deadline_passed_refused),
+		cmocka_unit_test(test_engine_late_completion_is_a_miss),
+		cmocka_unit_test(test_engine_deadline_passes_in_queue),
+		cmocka_unit_test(test_engine_hold_timer_armed),
+		cmocka_unit_test(test_engine_cancel_queued_read),
+		cmocka_unit_test(test_engine_cancel_planned_write_busy),
+		cmocka_unit_test(test_engine_cancel_after_done),
+		cmocka_unit_test(test_engine_bw_within_bucket_real_time),
+		cmocka_unit_test(test_engine_bw_parked_while_be_pending),
+		cmocka_unit_test(test_engine_bw_spare_when_disk_free),
+		cmocka_unit_test(test_engine_bw_tokens_promote_parked),
+		cmocka_unit_test(test_engine_bw_tokens_promote_spare),
+		cmocka_unit_test(test_engine_bw_promoted_spare_past_deadline),
+		cmocka_unit_test(test_engine_bw_parked_goes_spare_when_be_canceled),
+		cmocka_unit_test(test_engine_bw_release_sends_parked_be),
+		cmocka_unit_test(test_engine_trace_classes),
+		cmocka_unit_test(test_engine_metrics_utilization_and_commands),
+		cmocka_unit_test(test_engine_bad_input_refused),
+		cmocka_unit_test(test_engine_submit_refused_fails_request),
+		cmocka_unit_test(test_engine_free_forgets_held_requests),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
