@@ -10,22 +10,25 @@
  *   the scheduler — then it goes as best effort (work conservation, papers/004 §3.1.4: "we only
  *   enter work-conservation in the BW class when there are no BE class readers with requests
  *   pending"), oldest first over every stream. What it gets so is time nobody else asked for,
- *   so it is not charged: the bucket keeps paying the reservation in real time. When tokens
- *   come while the stream's requests all wait in the scheduler as spare ones (a greedy stream
- *   has no more buffer to ask with), one of them is sent again as real time — papers/004 looks
- *   at the tokens when it dispatches, not when a request arrives. A request larger than the
- *   whole bucket can never be covered: it goes as best effort at once, uncharged.
+ *   so it is not charged: the bucket keeps paying the reservation in real time. A request
+ *   sent so stays best effort (it is not promoted when tokens come later). A request larger
+ *   than the whole bucket can never be covered: it goes as best effort at once, uncharged.
  * AVFS_BW_AT_ONCE: charged (the bucket's debt, down to half a bucket) and sent as best effort
  *   at once. A greedy stream then always has a request to charge and loses its real-time
  *   service (kept for comparison: avfs-sim isolation --bw at-once).
  * AVFS_BW_UNCHARGED: best effort at once, uncharged (avfs-sim isolation --bw uncharged).
  *
- * Until this engine, avfsd and avfs-sim each had a version: avfsd released a stream's parked
- * reads stream by stream and never parked writes (a write's blocks were mapped before it was
- * parked, so a commit could not wait for it); avfs-sim released them oldest first and promoted
- * spare requests. Here requests are parked before they are planned (a parked write has no
- * blocks yet: no commit waits for it), so writes park too, and the simulator's release order
- * and promotion are kept: they measure better (docs/DESIGN.md gives the figures).
+ * Until this engine, avfsd and avfs-sim each had a version. avfsd released a stream's parked
+ * reads stream by stream, never parked writes (a write's blocks were mapped before it was
+ * parked, so a commit could not wait for it) and never promoted a spare request; avfs-sim
+ * released parked requests oldest first and promoted a spare request when tokens came. Here
+ * requests are parked before they are planned (a parked write has no blocks yet: no commit
+ * waits for it), so writes park too. The rest was measured with both variants over this
+ * engine (avfs-sim isolation --scenario all, avfs-250g, 600 s each): the release order makes
+ * no difference (every figure equal); promotion costs misses — Fahrrad's four streams at
+ * m = 500 ms missed 3 + 3 deadlines with it and none without, and got 36.6 and 38.8 MiB/s in
+ * all against 45.7 and 44.7 — while it won at most 0.8 % of throughput elsewhere. So spare
+ * requests are not promoted (avfsd's way) and parked ones go oldest first (avfs-sim's).
  */
 #include "engine_i.h"
 
@@ -110,28 +113,13 @@ static struct avfs_fio *unpark_head(struct avfs_engine *e, struct avfs_estream *
 	return f;
 }
 
-static void spare_link(struct avfs_estream *s, struct avfs_fio *f)
-{
-	f->priv.sp_next = NULL;
-	f->priv.sp_prev = s->spare_tail;
-	*(s->spare_tail ? &s->spare_tail->priv.sp_next : &s->spare_head) = f;
-	s->spare_tail = f;
-}
-
-static void spare_unlink(struct avfs_estream *s, struct avfs_fio *f)
-{
-	*(f->priv.sp_prev ? &f->priv.sp_prev->priv.sp_next : &s->spare_head) = f->priv.sp_next;
-	*(f->priv.sp_next ? &f->priv.sp_next->priv.sp_prev : &s->spare_tail) = f->priv.sp_prev;
-	f->priv.sp_prev = f->priv.sp_next = NULL;
-}
-
-/* Send what the stream's tokens cover as real time: its parked requests in order, or, none
- * parked, one of its spare requests sent again. Arms the tick for the next tokens. */
+/* Send what the stream's tokens cover as real time: its parked requests in order. Arms the
+ * tick for the next tokens. */
 static void promote(struct avfs_engine *e, struct avfs_estream *s, int64_t now)
 {
 	s->park_timer = false;
-	while (s->park_head || s->spare_head) {
-		struct avfs_fio *f = s->park_head ? s->park_head : s->spare_head;
+	while (s->park_head) {
+		struct avfs_fio *f = s->park_head;
 		int64_t wait = bucket_wait(&s->bucket, f->len, now);
 
 		if (wait) {
@@ -139,22 +127,9 @@ static void promote(struct avfs_engine *e, struct avfs_estream *s, int64_t now)
 			s->park_due = now + wait;
 			return;
 		}
-		if (s->park_head) {
-			f = unpark_head(e, s);
-			avfs_bucket_take(&s->bucket, f->len, now);
-			fio_start(e, f, deadline_of(s, f, now), false, now);
-			continue;
-		}
-		/* the oldest spare request no command has touched yet goes again as real time; it
-		 * leaves the spare list and is charged first: the requeue may complete it (its
-		 * client's deadline has passed), and then it is the front end's */
-		for (f = s->spare_head; f && fio_dispatched(f); f = f->priv.sp_next)
-			;
-		if (!f)
-			return;	/* every spare one is on the device already */
-		spare_unlink(s, f);
+		f = unpark_head(e, s);
 		avfs_bucket_take(&s->bucket, f->len, now);
-		fio_requeue(e, f, deadline_of(s, f, now), now);
+		fio_start(e, f, deadline_of(s, f, now), false, now);
 	}
 }
 
@@ -174,7 +149,6 @@ void bw_be_idle(struct avfs_engine *e, int64_t now)
 		if (!s)
 			break;
 		f = unpark_head(e, s);
-		spare_link(s, f);
 		fio_start(e, f, 0, true, now);
 		if (!s->park_timer)
 			promote(e, s, now);	/* (arms the tick for its next tokens) */
@@ -236,10 +210,6 @@ void bw_fio_done(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 
 	if (!s)
 		return;
-	if (f->priv.spare) {
-		spare_unlink(s, f);
-		f->priv.spare = false;
-	}
 	if (!f->priv.canceled)	/* a withdrawn request says nothing of the disk */
 		avfs_qos_add(&s->qos, f->sched_deadline, now, res > 0 ? (uint64_t)res : 0,
 			     res < 0 ? (int)res : 0);
@@ -329,12 +299,6 @@ int bw_release(struct avfs_engine *e, uint64_t id, int64_t now)
 
 		f->stream = 0;
 		fio_start(e, f, f->deadline, false, now);
-	}
-	for (struct avfs_fio *f = s->spare_head, *n; f; f = n) {
-		n = f->priv.sp_next;
-		f->priv.sp_prev = f->priv.sp_next = NULL;
-		f->priv.spare = false;
-		f->stream = 0;
 	}
 	free(s);
 	return 0;

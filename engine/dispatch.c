@@ -136,6 +136,8 @@ static int issue(struct avfs_engine *e, unsigned slot, const struct avfs_sched_c
 		return err;
 	}
 	q->dispatched = true;
+	if (q->f)
+		q->f->priv.touched = true;
 	/* SPEC §12: the seek distance between consecutively executed *requests*; the chunks of one
 	 * request are not requests of their own */
 	avfs_metrics_cmd_start(&e->m, cmd->off, cmd->len, cmd->off == q->io.orig_off && !cmd->seek,
@@ -197,8 +199,6 @@ void dsp_kick(struct avfs_engine *e, int64_t now)
 			}
 			d->hold_at = 0;
 			if (cmd.kind == AVFS_SCHED_FAIL) {
-				if (cmd.err == -ETIME)
-					e->m.etime++;
 				finish(e, (struct avfs_ereq *)cmd.io, cmd.err, now);
 				continue;
 			}

@@ -99,6 +99,8 @@ static void finish_fio(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	uint64_t bytes = res > 0 ? (uint64_t)res : 0;
 
 	if (!f->priv.canceled) {
+		if (res == -ETIME)	/* failed by its deadline: once per front end's request */
+			e->m.etime++;
 		if (f->sched_deadline)
 			avfs_qos_add(&e->m.rt, f->sched_deadline, now, bytes, res < 0 ? (int)res : 0);
 		else if (res >= 0) {
@@ -167,7 +169,7 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	if (!bw_unpark(e, f)) {	/* a parked request is in no queue yet */
 		if (!f->priv.started)
 			return -ENOENT;
-		err = fio_withdraw(e, f);
+		err = fio_withdraw(e, f, now);
 		if (err)
 			return err;
 	}

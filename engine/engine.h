@@ -2,7 +2,7 @@
  * engine.h — the engine between the front ends (FUSE, libavio clients, the simulator's
  * workload generators) and a disk backend (SPEC §2): it turns a front end's request on a file
  * (or on raw device bytes) into device requests through the file system's data plans, applies
- * the bandwidth class of a reservation (token bucket, parking, spare best effort, promotion),
+ * the bandwidth class of a reservation (token bucket, parking, spare best effort),
  * feeds the scheduler and issues its commands (one on a rotating disk, `depth` on others, FUA
  * on the last chunk of a chunked data write), steps ordered commits (generation barrier, FLUSH,
  * commit record), and counts the QoS metrics and the request trace. avfsd, avfs-sim and the
@@ -61,8 +61,8 @@ struct avfs_fio {
 		bool spare;		/* sent as best effort in time nobody asked for */
 		bool started;		/* planned and its parts built */
 		bool canceled;
+		bool touched;		/* a command of it reached the device */
 		struct avfs_fio *park_next;	/* its stream's parked requests */
-		struct avfs_fio *sp_prev, *sp_next;	/* its stream's spare requests */
 		struct avfs_fio *live_prev, *live_next;	/* the engine's, until done */
 	} priv;
 };
@@ -80,7 +80,8 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 struct avfs_engine_ops {
 	void *ctx;
 	/* Issue one command (read, write, flush, seek); its completion comes back through
-	 * avfs_engine_complete() with r->cookie. 0, or -errno (nothing issued). */
+	 * avfs_engine_complete() with r->cookie — later, never from within this call. 0, or
+	 * -errno (nothing issued). */
 	int (*submit)(void *ctx, const struct avfs_disk_req *r);
 	/* The engine wants avfs_engine_tick() at `at` (0: at no particular time); called when
 	 * that time changes. */
@@ -97,7 +98,7 @@ struct avfs_engine_ops {
 /* How a reserved stream's requests above its rate are served (papers/004 §3.1). */
 enum avfs_bw_policy {
 	AVFS_BW_PARK,		/* held until its tokens are due (then real time) or nobody else
-				 * asks for the disk (then spare best effort, uncharged) */
+				 * asks for the disk (then spare best effort, uncharged, for good) */
 	AVFS_BW_AT_ONCE,	/* best effort at once, charged to the bucket's debt */
 	AVFS_BW_UNCHARGED,	/* best effort at once, uncharged */
 };
@@ -181,7 +182,6 @@ struct avfs_estream {
 	void *owner;		/* the front end's (a client), NULL: detached */
 	uint32_t pid;		/* the process that made it (the front end's, for avfs-admin) */
 	struct avfs_fio *park_head, *park_tail;	/* requests above its rate, in order */
-	struct avfs_fio *spare_head, *spare_tail;	/* sent as spare, not complete */
 	bool park_timer;	/* a tick is wanted when the head's tokens are due */
 	int64_t park_due;
 };

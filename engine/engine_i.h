@@ -4,7 +4,7 @@
  * avfs_engine, set by engine.c):
  *
  *   engine.c    the public entry points, the wake time, the completion of front-end requests
- *   bwclass.c   reservations and the bandwidth class: charge, park, spare, promote
+ *   bwclass.c   reservations and the bandwidth class: charge, park, spare
  *   fileio.c    a front-end request into device requests (data plans: reads, zero-fills,
  *               read-modify-writes)
  *   commit.c    ordered commits: generations, the barrier, FLUSH, the plan's writes
@@ -44,7 +44,15 @@ struct avfs_ereq {
 	struct avfs_ereq *then;	/* the write to complete (merge into) when this read is done */
 	uint32_t at;		/* the page's offset in then->own */
 	uint32_t keep_head, keep_tail;	/* bytes of the page to merge: [0, head), [4096 - tail, 4096) */
-	int waits;		/* a write: reads it waits for */
+	int waits;		/* what it waits for before it is sent: a write, its reads; either,
+				 * the earlier write of the same pages it must follow */
+	/* fileio.c: data writes in the order they were planned, until complete (a later write or
+	 * read-modify-write read of the same pages waits for the last of them) */
+	struct avfs_ereq *w_prev, *w_next;
+	uint64_t w_off, w_len;	/* the device bytes it writes */
+	struct avfs_ereq *waiters;	/* requests waiting for this write to complete */
+	struct avfs_ereq *wait_next;	/* on the waiters of the write it waits for */
+	bool in_wlist;
 	uint64_t copy_to, copy_len;	/* a bounced read: bytes for f->buf at copy_to, from own + skip */
 	uint32_t skip;
 };
@@ -108,6 +116,7 @@ struct avfs_engine {
 	int64_t armed;		/* the time last given to ops.arm */
 	size_t nfio;		/* front-end requests taken and not done ... */
 	struct avfs_fio *live;	/* ... listed (their parts are freed with the engine) */
+	struct avfs_ereq *wfirst, *wlast;	/* data writes not complete, in planning order */
 	/* upward calls (set by engine.c) */
 	void (*on_be_idle)(struct avfs_engine *e, int64_t now);	/* be_pending fell to 0 */
 	void (*on_fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
@@ -163,9 +172,7 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 	       int64_t now);
 /* Its parts back out of the scheduler (none on the device): 0 (freed, f done with -ECANCELED
  * by the caller), -EBUSY. */
-int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f);
-/* A command of one of its parts has reached the device. */
-bool fio_dispatched(const struct avfs_fio *f);
+int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 /* Free its parts, completing nothing (they are all done, or the engine is being freed). */
 void fio_forget(struct avfs_fio *f);
 /* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY (a part

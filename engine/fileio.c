@@ -69,14 +69,18 @@ static void unlink_part(struct avfs_fio *f, struct avfs_ereq *q)
 		}
 }
 
+static void wlist_del(struct avfs_engine *e, struct avfs_ereq *q, int64_t now);
+
 /* A part done: its write's generation, its bounce copied out, its time counted. */
 static void part_done(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now)
 {
 	struct avfs_fio *f = q->f;
 
 	f->disk_ns += q->service_ns;
-	if (q->data_write)
+	if (q->data_write) {
 		cm_write_end(e, q->gen, now);
+		wlist_del(e, q, now);
+	}
 	if (res < 0)
 		fail(f, res);
 	else if (q->copy_len)
@@ -113,10 +117,64 @@ static void send(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
 {
 	int err = dsp_submit(e, q, now);
 
-	if (err) {
-		if (err == -ETIME)
-			e->m.etime++;
+	if (err)
 		q->done(e, q, err, now);
+}
+
+/* ---- the order of writes to the same pages ----
+ * Two requests may write parts of one page (two small appends): the second one's read-modify-
+ * write must read the page after the first one's write, or it writes old bytes back; and two
+ * writes of the same page must land in the order they were planned. So a data write, or the
+ * read of its read-modify-write, waits for the last earlier data write of the same pages that
+ * is not complete. Rare (libavio writes whole pages; the kernel serializes a file's FUSE
+ * writes), so the list of writes in flight is searched from its end. */
+
+static struct avfs_ereq *last_overlap(struct avfs_engine *e, uint64_t off, uint64_t len)
+{
+	for (struct avfs_ereq *w = e->wlast; w; w = w->w_prev)
+		if (w->w_off < off + len && off < w->w_off + w->w_len)
+			return w;
+	return NULL;
+}
+
+static void wait_on(struct avfs_ereq *q, struct avfs_ereq *before)
+{
+	if (!before)
+		return;
+	q->waits++;
+	q->wait_next = before->waiters;
+	before->waiters = q;
+}
+
+static void wlist_add(struct avfs_engine *e, struct avfs_ereq *q)
+{
+	q->w_off = q->io.off;	/* (io.orig_off is set only when it reaches the scheduler) */
+	q->w_len = q->io.len;
+	q->w_prev = e->wlast;
+	*(e->wlast ? &e->wlast->w_next : &e->wfirst) = q;
+	e->wlast = q;
+	q->in_wlist = true;
+}
+
+static void unblock(struct avfs_engine *e, struct avfs_ereq *q, int64_t now);
+
+/* q is complete (or will never go): out of the list, and what waited for it goes on. */
+static void wlist_del(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
+{
+	struct avfs_ereq *w = q->waiters;
+
+	if (!q->in_wlist)
+		return;
+	*(q->w_prev ? &q->w_prev->w_next : &e->wfirst) = q->w_next;
+	*(q->w_next ? &q->w_next->w_prev : &e->wlast) = q->w_prev;
+	q->in_wlist = false;
+	q->waiters = NULL;
+	while (w) {
+		struct avfs_ereq *next = w->wait_next;
+
+		w->wait_next = NULL;
+		unblock(e, w, now);
+		w = next;
 	}
 }
 
@@ -149,25 +207,33 @@ static void rmw_read_done(struct avfs_engine *e, struct avfs_ereq *r, int res, i
 	}
 	unlink_part(f, r);
 	part_free(r);
-	if (--w->waits > 0) {
-		put(e, f, now);
-		return;
-	}
-	if (f->priv.res < 0)	/* a read failed: the write must not go with a wrong page */
-		w->done(e, w, f->priv.res, now);
-	else
-		send(e, w, now);
+	f->priv.pending++;	/* a guard: the write may complete at once */
+	unblock(e, w, now);
+	put(e, f, now);
 	put(e, f, now);
 }
 
+/* One thing q waited for is done: send it when it waits for nothing more (a write whose
+ * request failed meanwhile does not go with a page it could not merge). */
+static void unblock(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
+{
+	if (--q->waits > 0)
+		return;
+	if (q->data_write && q->f->priv.res < 0)
+		q->done(e, q, (int)q->f->priv.res, now);
+	else
+		send(e, q, now);
+}
+
 /* The read of one page of w to merge (at its offset at). */
-static int rmw_read(struct avfs_fio *f, struct avfs_ereq *w, uint32_t at, uint32_t head,
-		    uint32_t tail, int64_t deadline, bool spare)
+static int rmw_read(struct avfs_fio *f, struct avfs_ereq *w, struct avfs_ereq *before,
+		    uint32_t at, uint32_t head, uint32_t tail, int64_t deadline, bool spare)
 {
 	struct avfs_ereq *r = part_new(f, w->io.off + at, PAGE, false, deadline, spare);
 
 	if (!r)
 		return -ENOMEM;
+	wait_on(r, before);	/* the page as the earlier write of it leaves it */
 	r->own = alloc_buf(PAGE);
 	if (!r->own)
 		return -ENOMEM;
@@ -202,7 +268,7 @@ static struct avfs_ereq *part_of(struct avfs_fio *f, const struct avfs_dop *o, b
 static int op_parts(struct avfs_engine *e, struct avfs_fio *f, const struct avfs_dop *o,
 		    int64_t deadline, bool spare)
 {
-	struct avfs_ereq *q;
+	struct avfs_ereq *q, *before;
 	uint8_t *dst = f->buf ? f->buf + o->buf_off : NULL;	/* (none for a zero_tail) */
 
 	switch (o->kind) {
@@ -223,25 +289,31 @@ static int op_parts(struct avfs_engine *e, struct avfs_fio *f, const struct avfs
 		return 0;
 	case AVFS_DOP_WRITE:
 		/* straight from the caller's buffer when it is whole pages, else assembled */
+		before = last_overlap(e, o->dev_off, o->dev_len);
 		q = part_of(f, o, true, !(o->flags & AVFS_DOP_ZEROS) && !o->skip && !o->keep_head &&
 			    !o->keep_tail && o->len == o->dev_len && dst && aligned(dst),
 			    deadline, spare);
 		if (!q)
 			return -ENOMEM;
 		data_write_flags(e, q);
-		if (q->buf == dst)
+		wlist_add(e, q);
+		if (q->buf != dst) {
+			memset(q->own, 0, o->dev_len);
+			if (!(o->flags & AVFS_DOP_ZEROS) && dst)
+				memcpy(q->own + o->skip, dst, o->len);
+		}
+		if (!o->keep_head && !o->keep_tail) {
+			wait_on(q, before);
 			return 0;
-		memset(q->own, 0, o->dev_len);
-		if (!(o->flags & AVFS_DOP_ZEROS) && dst)
-			memcpy(q->own + o->skip, dst, o->len);
+		}
 		/* the partial first and last pages keep the bytes around the data: read them first
-		 * (one read when they are the same page) */
-		if (o->dev_len == PAGE && (o->keep_head || o->keep_tail))
-			return rmw_read(f, q, 0, o->keep_head, o->keep_tail, deadline, spare);
-		if (o->keep_head && rmw_read(f, q, 0, o->keep_head, 0, deadline, spare))
+		 * (one read when they are the same page), after any earlier write of them */
+		if (o->dev_len == PAGE)
+			return rmw_read(f, q, before, 0, o->keep_head, o->keep_tail, deadline, spare);
+		if (o->keep_head && rmw_read(f, q, before, 0, o->keep_head, 0, deadline, spare))
 			return -ENOMEM;
-		if (o->keep_tail && rmw_read(f, q, (uint32_t)(o->dev_len - PAGE), 0, o->keep_tail,
-					     deadline, spare))
+		if (o->keep_tail && rmw_read(f, q, before, (uint32_t)(o->dev_len - PAGE), 0,
+					     o->keep_tail, deadline, spare))
 			return -ENOMEM;
 		return 0;
 	}
@@ -295,9 +367,14 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 		if (!q) {
 			err = -ENOMEM;
 		} else {
+			struct avfs_ereq *before = f->write ? last_overlap(e, f->off, f->len) : NULL;
+
 			q->buf = f->buf;
-			if (f->write)
+			if (f->write) {
 				data_write_flags(e, q);
+				wlist_add(e, q);
+				wait_on(q, before);
+			}
 			p.bytes = f->len;
 		}
 	} else if (f->zero_tail) {
@@ -319,8 +396,10 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 		/* nothing was sent: every part ends here (a write's generation too) */
 		for (q = f->priv.parts; q; q = next) {
 			next = q->next;
-			if (q->data_write)
+			if (q->data_write) {
 				cm_write_end(e, q->gen, now);
+				wlist_del(e, q, now);
+			}
 			f->priv.pending--;
 		}
 	} else {
@@ -331,50 +410,27 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 	put(e, f, now);
 }
 
-int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f)
+int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 {
 	struct avfs_ereq *q, *next;
 
+	if (f->priv.touched)
+		return -EBUSY;	/* a command of it reached the device: it completes */
 	for (q = f->priv.parts; q; q = q->next)
-		if (q->dispatched || q->data_write || q->then)
-			return -EBUSY;	/* on the device, or a planned write: it completes */
+		if ((q->data_write && f->ino) || q->then)
+			return -EBUSY;	/* a planned file write: its blocks are mapped already */
 	for (q = f->priv.parts; q; q = q->next)
 		if (q->queued && dsp_withdraw(e, q))
 			return -EBUSY;	/* cannot happen: none was dispatched */
 	for (q = f->priv.parts; q; q = next) {
 		next = q->next;
+		if (q->data_write) {	/* a raw write never sent */
+			cm_write_end(e, q->gen, now);
+			wlist_del(e, q, now);
+		}
 		part_free(q);
 		f->priv.pending--;
 	}
 	f->priv.parts = NULL;
-	return 0;
-}
-
-bool fio_dispatched(const struct avfs_fio *f)
-{
-	for (const struct avfs_ereq *q = f->priv.parts; q; q = q->next)
-		if (q->dispatched)
-			return true;
-	return false;
-}
-
-int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now)
-{
-	struct avfs_ereq *q;
-
-	if (fio_dispatched(f))
-		return -EBUSY;
-	for (q = f->priv.parts; q; q = q->next)
-		if (q->queued && dsp_withdraw(e, q))
-			return -EBUSY;	/* cannot happen: none was dispatched */
-	f->sched_deadline = deadline;
-	f->priv.spare = false;
-	for (q = f->priv.parts; q; q = q->next) {
-		q->io.deadline = deadline;
-		q->spare = false;
-	}
-	f->priv.pending++;	/* a guard */
-	send_ready(e, f, now);
-	put(e, f, now);
 	return 0;
 }

@@ -49,10 +49,9 @@ extern const char *const avfs_seek_class_names[AVFS_SEEK_CLASSES];	/* "0", "<1",
 struct avfs_metrics {
 	int64_t since;		/* the measurement began */
 	struct avfs_qos rt;	/* every request with a deadline */
-	uint64_t etime;		/* RT requests refused or failed with -ETIME (never issued) */
+	uint64_t etime;		/* front ends' requests refused or failed with -ETIME (their deadline
+				 * passed before they were issued), one each */
 	uint64_t be_requests, be_bytes;	/* best-effort requests done (metadata not counted) */
-	uint64_t meta_requests, meta_bytes;
-	uint64_t rt_issued, be_issued;	/* front-end requests accepted, by class */
 	/* the device */
 	int64_t busy_ns;	/* closed busy intervals */
 	int64_t busy_from;	/* start of the open one (busy_n > 0) */

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const avfs_trace_class_names[AVFS_TRACE_NCLASS] = { "rt", "be", "meta", "hp" };
+const char *const avfs_trace_class_names[AVFS_TRACE_NCLASS] = { "be", "rt", "meta", "hp" };
 
 const char *const avfs_trace_columns[AVFS_TRACE_COLUMNS] = {
 	"submit_ns", "complete_ns", "stream", "class", "dir", "offset", "length", "deadline_ns",

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 enum avfs_trace_class {
+	AVFS_TRACE_BE,		/* "be": best effort (the zero value: a front end's default) */
 	AVFS_TRACE_RT,		/* "rt": it had a deadline */
-	AVFS_TRACE_BE,		/* "be": best effort */
 	AVFS_TRACE_META,	/* "meta": file system metadata (commits) */
 	AVFS_TRACE_HP,		/* "hp": the preemption study's high-priority probe */
 	AVFS_TRACE_NCLASS,
