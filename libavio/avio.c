@@ -6,6 +6,8 @@
  */
 #include "avio.h"
 #include "client.h"
+#include "clock.h"
+#include "units.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -166,14 +168,6 @@ static void avio_init(void)
 	pthread_condattr_destroy(&attr);
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* poll(2) milliseconds until `end` (INT64_MAX: forever), rounded up so we never wake early */
 static int ms_until(int64_t end)
 {
@@ -181,7 +175,7 @@ static int ms_until(int64_t end)
 
 	if (end == INT64_MAX)
 		return -1;
-	left = end - mono_ns();
+	left = end - avfs_clock_ns();
 	if (left <= 0)
 		return 0;
 	left = (left + 999999) / 1000000;
@@ -198,22 +192,9 @@ static int aio_state(const avfs_asyncio_t *aio)
 static size_t shm_size_from_env(void)
 {
 	const char *s = getenv("AVFS_SHM_SIZE");
-	unsigned long long v;
-	char *end;
+	uint64_t v;
 
-	if (!s || !*s)
-		return AVIO_SHM_DEFAULT;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return AVIO_SHM_DEFAULT;
-	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end || v < AVFS_PROTO_ALIGN || v > (1ULL << 40))
+	if (!s || !*s || avfs_parse_size(s, &v) || v < AVFS_PROTO_ALIGN || v > (1ULL << 40))
 		return AVIO_SHM_DEFAULT;
 	return (size_t)(v / AVFS_PROTO_ALIGN * AVFS_PROTO_ALIGN);
 }
@@ -484,7 +465,7 @@ static int __conn_drain(struct avio_conn *c)
 static int __send_msg(struct avio_conn *c, uint16_t type, uint64_t tag, const void *msg,
 		      size_t len, const volatile void *data, size_t dlen, int fd)
 {
-	int64_t stall = mono_ns() + AVIO_STALL_NS;
+	int64_t stall = avfs_clock_ns() + AVIO_STALL_NS;
 	struct avfs_proto_tx tx;
 	struct pollfd pfd;
 	size_t left;
@@ -501,7 +482,7 @@ static int __send_msg(struct avio_conn *c, uint16_t type, uint64_t tag, const vo
 		if (err != -EAGAIN)
 			break;
 		if (tx.left < left)
-			stall = mono_ns() + AVIO_STALL_NS;	/* it reads: progress */
+			stall = avfs_clock_ns() + AVIO_STALL_NS;	/* it reads: progress */
 		pfd = (struct pollfd){ .fd = c->sock, .events = POLLIN | POLLOUT };
 		if (poll(&pfd, 1, ms_until(stall)) == 0)
 			break;	/* the daemon neither reads nor writes: treat it as gone */
@@ -532,7 +513,7 @@ static int __ctrl_call(struct avio_conn *c, uint16_t type, const void *msg, size
 	err = __send_msg(c, type, c->ctrl_tag, msg, len, NULL, 0, fd);
 	if (err)
 		return err;
-	stall = mono_ns() + AVIO_STALL_NS;
+	stall = avfs_clock_ns() + AVIO_STALL_NS;
 	for (;;) {
 		err = __conn_drain(c);
 		if (err)
@@ -689,7 +670,7 @@ static int __start(struct avio_conn *c, avfs_asyncio_t *aio, int op, const struc
 		}
 	}
 	/* again: connecting or opening may have taken the last of the time */
-	if (aio->aio_deadline && aio->aio_deadline <= mono_ns())
+	if (aio->aio_deadline && aio->aio_deadline <= avfs_clock_ns())
 		return -ETIME;
 	if (!c->nfree)	/* replies not read yet may free slots (a canceled request's, say) */
 		__conn_drain(c);
@@ -751,7 +732,7 @@ int avfs_asyncio_start(avfs_asyncio_t *aio, int op)
 	if (err)
 		return err;
 	/* a deadline already past is refused before anything is sent (or connected) */
-	if (aio->aio_deadline && aio->aio_deadline <= mono_ns())
+	if (aio->aio_deadline && aio->aio_deadline <= avfs_clock_ns())
 		return -ETIME;
 
 	pthread_once(&avio_once, avio_init);
@@ -782,7 +763,7 @@ static int count_done(avfs_asyncio_t *const list[], int n)
  */
 static int __wait(struct avio_conn *c, avfs_asyncio_t *const list[], int n, int timeout_ms)
 {
-	int64_t end = timeout_ms < 0 ? INT64_MAX : mono_ns() + (int64_t)timeout_ms * 1000000;
+	int64_t end = timeout_ms < 0 ? INT64_MAX : avfs_clock_ns() + (int64_t)timeout_ms * 1000000;
 	struct pollfd pfd[2];
 	struct timespec ts;
 	uint64_t v;
@@ -791,7 +772,7 @@ static int __wait(struct avio_conn *c, avfs_asyncio_t *const list[], int n, int 
 	for (;;) {
 		__conn_drain(c);	/* a lost connection completes everything: seen below */
 		done = count_done(list, n);
-		if (done || mono_ns() >= end)
+		if (done || avfs_clock_ns() >= end)
 			return done;
 		if (c->state != CONN_UP)
 			return -ENOTCONN;	/* not reached: no request outlives its connection */
