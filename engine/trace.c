@@ -26,10 +26,14 @@ size_t avfs_trace_header(char *buf, size_t len)
 	size_t n = 0;
 
 	for (int i = 0; i < AVFS_TRACE_COLUMNS; i++) {
-		int k = snprintf(buf ? buf + (n < len ? n : len) : NULL, n < len ? len - n : 0,
-				 "%s%s", avfs_trace_columns[i], i + 1 < AVFS_TRACE_COLUMNS ? "," : "\n");
+		size_t k = strlen(avfs_trace_columns[i]);
 
-		n += (size_t)k;
+		if (buf && n + k + 1 < len) {
+			memcpy(buf + n, avfs_trace_columns[i], k);
+			buf[n + k] = i + 1 < AVFS_TRACE_COLUMNS ? ',' : '\n';
+			buf[n + k + 1] = 0;
+		}
+		n += k + 1;
 	}
 	return n;
 }

@@ -12,6 +12,8 @@
 
 #include "admit.h"
 
+#include "why.h"
+
 #define NS 1e9
 #define MAX_PERIOD_NS (86400.0 * NS)
 
@@ -70,32 +72,32 @@ int avfs_service_cost(const struct avfs_admit_conf *c, const struct avfs_service
 	double d_slow, nseek, p;
 
 	if (!r->rate) {
-		snprintf(why, whylen, "the rate must be positive");
+		avfs_why(why, whylen, "the rate must be positive");
 		return -EINVAL;
 	}
 	if (!io || io % 4096 || io > (64u << 20)) {
-		snprintf(why, whylen, "the request size must be a multiple of 4 KiB up to 64 MiB");
+		avfs_why(why, whylen, "the request size must be a multiple of 4 KiB up to 64 MiB");
 		return -EINVAL;
 	}
 	if (r->buffer <= io || r->buffer > (1ull << 40)) {
-		snprintf(why, whylen, "the buffer (%llu bytes) must be larger than one request "
+		avfs_why(why, whylen, "the buffer (%llu bytes) must be larger than one request "
 			 "(%llu bytes) and at most 1 TiB", (unsigned long long)r->buffer,
 			 (unsigned long long)io);
 		return -EINVAL;
 	}
 	if (m->dmin <= 0 || m->dmax < m->dmin || !c->block_size) {
-		snprintf(why, whylen, "no disk model to translate the service with");
+		avfs_why(why, whylen, "no disk model to translate the service with");
 		return -EINVAL;
 	}
 	per = r->buffer - io;	/* bytes a period moves */
 	p = (double)per / (double)r->rate * NS;
 	if (p > MAX_PERIOD_NS) {
-		snprintf(why, whylen, "a buffer of %.0f s at this rate is beyond one day",
+		avfs_why(why, whylen, "a buffer of %.0f s at this rate is beyond one day",
 			 p / NS);
 		return -EINVAL;
 	}
 	if (p < 1e6) {
-		snprintf(why, whylen, "the buffer holds less than 1 ms beyond one request");
+		avfs_why(why, whylen, "the buffer holds less than 1 ms beyond one request");
 		return -EINVAL;
 	}
 	d_slow = r->d_slow > 0 && r->d_slow < m->dmax ? r->d_slow : m->dmin;
@@ -207,9 +209,8 @@ double avfs_admit_load(const struct avfs_admit *a)
 static bool fits(const struct avfs_admit *a, const struct avfs_service_req *r)
 {
 	struct avfs_service_cost c;
-	char why[8];
 
-	return !avfs_service_cost(&a->conf, r, &c, why, sizeof(why)) &&
+	return !avfs_service_cost(&a->conf, r, &c, NULL, 0) &&
 	       load_with(a, r, &c) <= 1 - a->conf.be_floor;
 }
 

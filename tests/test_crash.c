@@ -91,7 +91,7 @@ static void walk(struct avfs_fsio *io, uint64_t dir, const char *path, struct sn
 		struct avfs_stat st;
 		uint32_t crc = 0;
 
-		snprintf(p, sizeof(p), "%s/%s", path, nm.v[i]);
+		assert_true(snprintf(p, sizeof(p), "%s/%s", path, nm.v[i]) < (int)sizeof(p));
 		assert_int_equal(avfs_fs_getattr(io->fs, nm.ino[i], &st), 0);
 		if (S_ISREG(st.mode)) {
 			for (uint64_t off = 0; off < st.size;) {
