@@ -617,7 +617,9 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "avfs-sim: %s\n", why[0] ? why : strerror(-err));
 		return err == -EINVAL ? 2 : 1;
 	}
-	return print_run(&c, &r);
+	err = print_run(&c, &r);
+	avfs_simrun_result_free(&r);
+	return err;
 }
 
 /* The largest mix with no miss over the run, streams in the ratio R:W, per policy. */
@@ -669,6 +671,7 @@ static int cmd_search(int argc, char **argv)
 			} else {
 				fails++;
 			}
+			avfs_simrun_result_free(&r);
 		}
 		np++;
 	}
@@ -735,6 +738,7 @@ static int cmd_preempt(int argc, char **argv)
 			fprintf(stderr, "avfs-sim: preempt: %s\n", why);
 			return err == -EINVAL ? 2 : 1;
 		}
+		avfs_simrun_result_free(&r[i]);	/* its figures stay; only per-stream results go */
 	}
 	if (c.json) {
 		json_object *j = json_object_new_object(), *a = json_object_new_array();
