@@ -6,13 +6,11 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <glob.h>
 #include <json-c/json.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +21,7 @@
 
 #include "admin.h"
 #include "client.h"
+#include "units.h"
 
 static const char *sock_opt;
 static uint64_t next_tag = 1;
@@ -49,55 +48,9 @@ static void usage(FILE *f)
 		"2 bad usage.\n");
 }
 
-/* ---- numbers ---- */
-
-static int parse_rate(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0 || !isfinite(v))
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v *= 1e3; end++; break;
-	case 'M': v *= 1e6; end++; break;
-	case 'G': v *= 1e9; end++; break;
-	default: break;
-	}
-	if (!strcmp(end, "bit") || !strcmp(end, "bps"))
-		v /= 8, end += strlen(end);
-	else if (!strcmp(end, "B/s") || !strcmp(end, "B"))
-		end += strlen(end);
-	if (*end || v < 1 || v > 1e12)
-		return -EINVAL;
-	*out = (uint64_t)v;
-	return 0;
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0 || !isfinite(v))
-		return -EINVAL;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': v *= 1024; end++; break;
-	case 'M': v *= 1024 * 1024; end++; break;
-	case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	default: break;
-	}
-	if (*end == 'B' || *end == 'i')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end || v > 1e13)
-		return -EINVAL;
-	*out = (uint64_t)v;
-	return 0;
-}
+/* The largest --buffer taken (10^13 bytes), against typing mistakes: what it may have is the
+ * daemon's to say. */
+#define MAX_BYTES 10000000000000ull
 
 /* ---- the connection ---- */
 
@@ -368,25 +321,27 @@ static int cmd_reserve(int argc, char **argv)
 	uint64_t rate = 0, buffer = 0, io = 0;
 	const char *file;
 	struct stat st;
+	double v;
 	int c, s;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			if (parse_rate(optarg, &rate)) {
+			if (avfs_parse_rate(optarg, false, &v) || v < 1 || v > 1e12) {
 				fprintf(stderr, "avfs-admin: --rate %s: not a rate\n", optarg);
 				return 2;
 			}
+			rate = (uint64_t)v;
 			break;
 		case 'b':
-			if (parse_size(optarg, &buffer)) {
+			if (avfs_parse_size(optarg, &buffer) || !buffer || buffer > MAX_BYTES) {
 				fprintf(stderr, "avfs-admin: --buffer %s: not a size\n", optarg);
 				return 2;
 			}
 			break;
 		case 'i':
-			if (parse_size(optarg, &io) || io > UINT32_MAX) {
+			if (avfs_parse_size(optarg, &io) || !io || io > UINT32_MAX) {
 				fprintf(stderr, "avfs-admin: --io %s: not a size\n", optarg);
 				return 2;
 			}
@@ -455,10 +410,9 @@ static int cmd_release(int argc, char **argv)
 {
 	struct avfs_msg_release m = { .handle = AVFS_RELEASE_BY_ID };
 	struct avfs_msg_release_reply r;
-	char *end;
 	int s;
 
-	if (argc != 2 || !(m.id = strtoull(argv[1], &end, 10)) || *end) {
+	if (argc != 2 || avfs_parse_uint(argv[1], &m.id) || !m.id) {
 		fprintf(stderr, "usage: avfs-admin release ID (a number from `avfs-admin streams`)\n");
 		return 2;
 	}
@@ -499,14 +453,13 @@ static int cmd_trace(int argc, char **argv)
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		char *end;
+		int64_t ns;
 
 		switch (c) {
-		case 'd':
-			secs = strtod(optarg, &end);
-			if (*end == 's')
-				end++;
-			if (*end || !(secs >= 0.001 && secs <= 86400)) {
+		case 'd':	/* seconds, as every tool's --duration, or a time with its unit */
+			if (avfs_parse_number(optarg, &secs))
+				secs = avfs_parse_time(optarg, &ns) ? -1 : (double)ns / 1e9;
+			if (!(secs >= 0.001 && secs <= 86400)) {
 				fprintf(stderr, "avfs-admin: --duration %s: seconds, 0.001 to 86400\n",
 					optarg);
 				return 2;
