@@ -23,15 +23,11 @@
 # seek's first half never moves hddemu's head (docs/HDDEMU.md, "Under QEMU").
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/benchlib.sh"	# usage, need_arg, mounted, fuse_abort, wait_exit, kill_wait
-: "${HDDEMU:=$HERE/../build/tools/hddemu}"
-: "${MIXER_RUN:=$HERE/../build/bench/guest_mixer_run}"
-: "${QEMU_CACHE:=$HERE/../build/qemu-cache}"
-RUN_SH=$HERE/../tests/qemu/run.sh
-GUEST_LIB=$HERE/../tests/qemu/guest_lib.sh
-for v in HDDEMU MIXER_RUN QEMU_CACHE RUN_SH GUEST_LIB; do
-	printf -v "$v" '%s' "$(realpath -m "${!v}")"
-done
+. "$HERE/benchlib.sh"
+tool_paths HDDEMU=../build/tools/hddemu MIXER_RUN=../build/bench/guest_mixer_run \
+	QEMU_CACHE=../build/qemu-cache
+RUN_SH=$(realpath -m "$HERE/../tests/qemu/run.sh")
+GUEST_LIB=$(realpath -m "$HERE/../tests/qemu/guest_lib.sh")
 
 MODEL=avfs-250g
 SIZE=256M
@@ -48,36 +44,19 @@ KEEP=0
 SMOKE=0
 
 bad() { echo "guest-jit: $*" >&2; exit 2; }
+VALUE_OPTS="--model --size --duration --repeat --configs --chunk --split --jit-offset --streams
+	--rate --io"
 while [ $# -gt 0 ]; do
 	case $1 in
-	--model) need_arg "$@"; MODEL=$2; shift ;;
-	--size) need_arg "$@"; SIZE=$2; shift ;;
-	--duration) need_arg "$@"; DURATION=$2; shift ;;
-	--repeat) need_arg "$@"; REPEAT=$2; shift ;;
-	--configs) need_arg "$@"; CONFIGS=$2; shift ;;
-	--chunk) need_arg "$@"; CHUNK=$2; shift ;;
-	--split) need_arg "$@"; SPLIT=$2; shift ;;
-	--jit-offset) need_arg "$@"; JIT_OFFSET=$2; shift ;;
-	--streams) need_arg "$@"; STREAMS=$2; shift ;;
-	--rate) need_arg "$@"; RATE=$2; shift ;;
-	--io) need_arg "$@"; IO=$2; shift ;;
 	--keep) KEEP=1 ;;
 	--smoke) SMOKE=1; SIZE=64M; DURATION=2; REPEAT=1 ;;
 	-h|--help) usage; exit 0 ;;
-	*) bad "unknown argument $1 (--help)" ;;
+	*) value_opt "$@" || bad "unknown argument $1 (--help)"; shift ;;
 	esac
 	shift
 done
 
 # ---- arguments ----
-bytes_of() {	# bytes_of SIZE: K/M/G/T = powers of 1024; fails on bad input
-	local n=${1%[KkMmGgTt]} u=${1: -1} m=1
-	[[ $n =~ ^[0-9]+$ ]] || return 1
-	case $u in
-	[Kk]) m=$((1 << 10)) ;; [Mm]) m=$((1 << 20)) ;; [Gg]) m=$((1 << 30)) ;; [Tt]) m=$((1 << 40)) ;;
-	esac
-	echo $((10#$n * m))
-}
 SIZE_BYTES=$(bytes_of "$SIZE") && [ "$SIZE_BYTES" -ge $((16 << 20)) ] &&
 	[ $((SIZE_BYTES % 4096)) = 0 ] || bad "--size: at least 16M, a multiple of 4 KiB"
 if [ -n "$SPLIT" ]; then
@@ -85,8 +64,7 @@ if [ -n "$SPLIT" ]; then
 else
 	SPLIT_BYTES=$((SIZE_BYTES / 4))
 fi
-[[ $DURATION =~ ^[0-9]+([.][0-9]+)?$ ]] && awk -v d="$DURATION" 'BEGIN { exit !(d > 0) }' ||
-	bad "--duration: positive seconds"
+positive "$DURATION" || bad "--duration: positive seconds"
 [[ $REPEAT =~ ^[0-9]+$ ]] && [ "$REPEAT" -ge 1 ] || bad "--repeat: a positive count"
 [[ $STREAMS =~ ^[0-9]+$ ]] && [ "$STREAMS" -ge 1 ] && [ "$STREAMS" -le 15 ] ||
 	bad "--streams: 1 to 15"
@@ -147,17 +125,7 @@ cleanup() {
 	trap - EXIT INT TERM HUP
 	[ -n "$CHILD" ] && kill_wait "$CHILD"	# run.sh (its timeout ends QEMU)
 	if [ -n "$HDD_PID" ]; then
-		if mounted "$HMNT"; then
-			timeout 30 fusermount3 -u "$HMNT" 2>>"$LOG" || {
-				sleep 1	# QEMU may still hold the disk open for a moment
-				timeout 30 fusermount3 -u "$HMNT" 2>>"$LOG"
-			} || {
-				fuse_abort "$HMNT"
-				timeout 10 fusermount3 -u -z "$HMNT" 2>/dev/null || umount -l "$HMNT" 2>/dev/null
-			}
-		fi
-		wait_exit "$HDD_PID" 30
-		[ $? = 124 ] && kill_wait "$HDD_PID"
+		fuse_stop "$HMNT" "$HDD_PID" 30	# (QEMU may still hold the disk open a moment)
 		HDD_PID=
 	fi
 	if mounted "$HMNT"; then	# never rm -r into a mount
@@ -177,12 +145,7 @@ trap 'echo "guest-jit: interrupted" >&2; exit 130' INT TERM HUP
 "$HDDEMU" --model "$MODEL" --size "$SIZE_BYTES" --backing "$IMG" --trace "$TRACE" --foreground \
 	"$HMNT" >>"$LOG" 2>&1 &
 HDD_PID=$!
-for i in $(seq 100); do
-	mounted "$HMNT" && [ -e "$HMNT/disk" ] && break
-	kill -0 "$HDD_PID" 2>/dev/null || break
-	sleep 0.1
-done
-if ! mounted "$HMNT" || [ ! -e "$HMNT/disk" ]; then
+if ! wait_mounted "$HMNT" "$HMNT/disk" "$HDD_PID"; then
 	wait_exit "$HDD_PID" 1 >/dev/null
 	HDD_PID=
 	cat "$LOG" >&2

@@ -21,14 +21,9 @@
 # env: HDDEMU HDDEMU_ATTACH AVFSD AVFS_SIM (default: ../build, ../tools); work under /var/tmp.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/benchlib.sh"	# usage, need_arg, mounted, fuse_abort, wait_exit, kill_wait
-: "${HDDEMU:=$HERE/../build/tools/hddemu}"
-: "${HDDEMU_ATTACH:=$HERE/../tools/hddemu-attach}"
-: "${AVFSD:=$HERE/../build/daemon/avfsd}"
-: "${AVFS_SIM:=$HERE/../build/tools/avfs-sim}"
-for v in HDDEMU HDDEMU_ATTACH AVFSD AVFS_SIM; do
-	printf -v "$v" '%s' "$(realpath -m "${!v}")"
-done
+. "$HERE/benchlib.sh"
+tool_paths HDDEMU=../build/tools/hddemu HDDEMU_ATTACH=../tools/hddemu-attach \
+	AVFSD=../build/daemon/avfsd AVFS_SIM=../build/tools/avfs-sim
 
 MODEL=avfs-250g
 SIZE=
@@ -44,30 +39,24 @@ KEEP=0
 SETS=()
 
 bad() { echo "parity: $*" >&2; exit 2; }
+VALUE_OPTS="--model --size --workload --be --duration --fill --seed --out"
 while [ $# -gt 0 ]; do
 	case $1 in
-	--model) need_arg "$@"; MODEL=$2; shift ;;
-	--size) need_arg "$@"; SIZE=$2; shift ;;
-	--workload) need_arg "$@"; WORKLOAD=$2; shift ;;
-	--be) need_arg "$@"; BE=$2; shift ;;
-	--duration) need_arg "$@"; DURATION=$2; shift ;;
-	--fill) need_arg "$@"; FILL=$2; shift ;;
-	--seed) need_arg "$@"; SEED=$2; shift ;;
 	--set) need_arg "$@"; SETS+=(--set "$2"); shift ;;
 	--json) JSON=1 ;;
-	--out) need_arg "$@"; OUT=$(realpath -m "$2"); shift ;;
 	--check) CHECK=1 ;;
 	--keep) KEEP=1 ;;
 	--smoke) SIZE=16G; DURATION=10; SEED=2; CHECK=1 ;;
 	-h|--help) usage; exit 0 ;;
-	*) bad "unknown argument $1 (--help)" ;;
+	*) value_opt "$@" || bad "unknown argument $1 (--help)"; shift ;;
 	esac
 	shift
 done
+[ -n "$OUT" ] && OUT=$(realpath -m "$OUT")
 [[ $WORKLOAD =~ ^[0-9]+r[0-9]+w$ ]] || bad "--workload: NrMw, e.g. 4r2w"
 case $BE in none|pictures) ;; *) bad "--be: none or pictures (what a client reaches in real time)" ;; esac
 [[ $SEED =~ ^[0-9]+$ ]] || bad "--seed: a number"
-[[ $DURATION =~ ^[0-9]+([.][0-9]+)?$ ]] || bad "--duration: seconds"
+is_num "$DURATION" || bad "--duration: seconds"
 
 [ "$(id -u)" = 0 ] || { echo "parity: needs root (FUSE, loop devices)" >&2; exit 77; }
 [ -c /dev/fuse ] || { echo "parity: no /dev/fuse" >&2; exit 77; }
@@ -88,9 +77,7 @@ HDD_PID= LOOP= AVFSD_PID=
 
 teardown() {
 	if [ -n "$AVFSD_PID" ]; then
-		mounted "$FMNT" && { timeout 60 fusermount3 -u "$FMNT" 2>>"$LOG" ||
-			{ fuse_abort "$FMNT"; fusermount3 -u -z "$FMNT" 2>/dev/null; }; }
-		wait_exit "$AVFSD_PID" 60 || kill_wait "$AVFSD_PID"
+		fuse_stop "$FMNT" "$AVFSD_PID" 60
 		AVFSD_PID=
 	fi
 	if [ -n "$LOOP" ]; then
@@ -98,9 +85,7 @@ teardown() {
 		LOOP=
 	fi
 	if [ -n "$HDD_PID" ]; then
-		mounted "$HMNT" && { timeout 30 fusermount3 -u "$HMNT" 2>>"$LOG" ||
-			{ fuse_abort "$HMNT"; fusermount3 -u -z "$HMNT" 2>/dev/null; }; }
-		wait_exit "$HDD_PID" 30 || kill_wait "$HDD_PID"
+		fuse_stop "$HMNT" "$HDD_PID" 30
 		HDD_PID=
 	fi
 }
@@ -134,8 +119,7 @@ say "hddemu $MODEL${SIZE:+ --size $SIZE}, filled in fast mode by avfs-sim fill"
 "$HDDEMU" --model "$MODEL" --backing "$W/backing.img" ${SIZE:+--size "$SIZE"} --foreground \
 	"$HMNT" >>"$LOG" 2>&1 &
 HDD_PID=$!
-for i in $(seq 100); do mounted "$HMNT" && [ -e "$HMNT/disk" ] && break; sleep 0.1; done
-[ -e "$HMNT/disk" ] || fail "hddemu did not come up"
+wait_mounted "$HMNT" "$HMNT/disk" "$HDD_PID" || fail "hddemu did not come up"
 echo 1 >"$HMNT/fast" || fail "hddemu: no fast mode"
 LOOP=$(timeout 60 "$HDDEMU_ATTACH" "$HMNT" --scheduler none 2>>"$LOG" | grep -o '/dev/loop[0-9]*' | tail -n1)
 [ -b "$LOOP" ] || { LOOP=; fail "hddemu-attach gave no loop device"; }
@@ -145,8 +129,7 @@ echo 0 >"$HMNT/fast"
 say "avfsd --disk-model $MODEL on $LOOP; avfs-sim realtime for $DURATION s"
 "$AVFSD" --foreground --disk-model "$MODEL" --socket "$SOCK" "${SETS[@]}" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
 AVFSD_PID=$!
-for i in $(seq 300); do mounted "$FMNT" && [ -S "$SOCK" ] && break; sleep 0.1; done
-mounted "$FMNT" || fail "avfsd did not mount"
+wait_mounted "$FMNT" "$SOCK" "$AVFSD_PID" 30 || fail "avfsd did not mount"
 timeout $((${DURATION%.*} + 300)) "$AVFS_SIM" realtime --mount "$FMNT" --hddemu "$HMNT" \
 	"${SIM_ARGS[@]}" --json >"$W/real.json" 2>>"$LOG" || fail "avfs-sim realtime failed"
 teardown

@@ -22,16 +22,10 @@
 # AVFS_MKFS_ARGS: extra mkfs.avfs options for the avfsd configurations (e.g. "--alloc contig").
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/benchlib.sh"	# usage, need_arg, mounted, fuse_abort, wait_exit, kill_wait
-: "${HDDEMU:=$HERE/../build/tools/hddemu}"
-: "${HDDEMU_ATTACH:=$HERE/../tools/hddemu-attach}"
-: "${AVFSD:=$HERE/../build/daemon/avfsd}"
-: "${MKFS:=$HERE/../build/tools/mkfs.avfs}"
-: "${ADMIN:=$HERE/../build/tools/avfs-admin}"
-: "${DVR:=$HERE/../build/examples/dvr}"
-for v in HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR; do
-	printf -v "$v" '%s' "$(realpath -m "${!v}")"
-done
+. "$HERE/benchlib.sh"
+tool_paths HDDEMU=../build/tools/hddemu HDDEMU_ATTACH=../tools/hddemu-attach \
+	AVFSD=../build/daemon/avfsd MKFS=../build/tools/mkfs.avfs ADMIN=../build/tools/avfs-admin \
+	DVR=../build/examples/dvr
 
 MODEL=avfs-250g
 SIZE=
@@ -56,54 +50,32 @@ IO=$((512 << 10))	# dvr's defaults: 512 KiB requests, 8 in flight per stream
 DEPTH=8
 
 bad() { echo "peer-compare: $*" >&2; exit 2; }
+VALUE_OPTS="--model --size --workload --duration --fill --be --file-size --seed --be-size --out
+	--configs --search-duration --search-max"
 while [ $# -gt 0 ]; do
 	case $1 in
-	--model) need_arg "$@"; MODEL=$2; shift ;;
-	--size) need_arg "$@"; SIZE=$2; shift ;;
-	--workload) need_arg "$@"; WORKLOAD=$2; shift ;;
-	--duration) need_arg "$@"; DURATION=$2; shift ;;
-	--fill) need_arg "$@"; FILL=$2; shift ;;
-	--be) need_arg "$@"; BE=$2; shift ;;
-	--file-size) need_arg "$@"; FILE_SIZE=$2; shift ;;
-	--seed) need_arg "$@"; SEED=$2; shift ;;
-	--be-size) need_arg "$@"; BE_SIZE=$2; shift ;;
 	--reserve) RESERVE=1 ;;
 	--json) JSON=1 ;;
-	--out) need_arg "$@"; OUT=$2; shift ;;
-	--configs) need_arg "$@"; CONFIGS=$2; shift ;;
 	--keep) KEEP=1 ;;
 	--trace) TRACE=1; KEEP=1 ;;
 	--search) SEARCH=1 ;;
-	--search-duration) need_arg "$@"; SEARCH_DURATION=$2; shift ;;
-	--search-max) need_arg "$@"; SEARCH_MAX=$2; shift ;;
 	--smoke)	# CI: a small model, a few seconds, two configurations
 		SMOKE=1; MODEL=travelstar-20g; SIZE=4G; WORKLOAD=2r0w; DURATION=3; FILL=0.1
 		FILE_SIZE=32M; BE_SIZE=64M; CONFIGS=ext4-mq-deadline,avfsd ;;
 	-h|--help) usage; exit 0 ;;
-	*) bad "unknown argument $1 (--help)" ;;
+	*) value_opt "$@" || bad "unknown argument $1 (--help)"; shift ;;
 	esac
 	shift
 done
 
 # ---- arguments ----
-bytes_of() {	# bytes_of SIZE: K/M/G/T = powers of 1024; empty on bad input
-	local n=${1%[KkMmGgTt]} u=${1: -1} m=1
-	[[ $n =~ ^[0-9]+$ ]] || return 1
-	case $u in
-	[Kk]) m=$((1 << 10)) ;; [Mm]) m=$((1 << 20)) ;; [Gg]) m=$((1 << 30)) ;; [Tt]) m=$((1 << 40)) ;;
-	esac
-	echo $((n * m))
-}
-is_num() { [[ $1 =~ ^[0-9]+([.][0-9]+)?$ ]]; }
 [[ $WORKLOAD =~ ^([0-9]+)r([0-9]+)w$ ]] || bad "--workload: NrMw, e.g. 8r0w"
 NR=${BASH_REMATCH[1]}
 NW=${BASH_REMATCH[2]}
 NR=$((10#$NR)); NW=$((10#$NW))
 [ $((NR + NW)) -gt 0 ] || bad "--workload: no streams"
-is_num "$DURATION" && awk -v d="$DURATION" 'BEGIN { exit !(d > 0) }' ||
-	bad "--duration: positive seconds"
-is_num "$SEARCH_DURATION" && awk -v d="$SEARCH_DURATION" 'BEGIN { exit !(d > 0) }' ||
-	bad "--search-duration: positive seconds"
+positive "$DURATION" || bad "--duration: positive seconds"
+positive "$SEARCH_DURATION" || bad "--search-duration: positive seconds"
 is_num "$FILL" && awk -v f="$FILL" 'BEGIN { exit !(f >= 0 && f <= 0.95) }' ||
 	bad "--fill: 0 to 0.95"
 [[ $SEED =~ ^[0-9]+$ ]] || bad "--seed: a number"
@@ -194,27 +166,13 @@ fast() {	# fast 1|0: hddemu without delays (model state still advances) or in re
 }
 
 teardown() {	# undo the configuration in progress; safe to call at any stage, twice
-	local rc
 	[ -n "$BE_PID" ] && { kill_wait "$BE_PID"; BE_PID=; }
 	[ -n "$CHILD" ] && { kill_wait "$CHILD"; CHILD=; }
 	[ -n "$HDD_PID" ] && [ -w "$HMNT/fast" ] && fast 1 2>/dev/null	# drain quickly
 	if [ "$FS_KIND" = avfsd ] || [ -n "$AVFSD_PID" ]; then
-		if mounted "$FMNT"; then
-			timeout 60 fusermount3 -u "$FMNT" 2>>"$LOG" || {
-				echo "peer-compare: fusermount3 -u $FMNT failed" >>"$LOG"
-				fuse_abort "$FMNT"
-				timeout 10 fusermount3 -u -z "$FMNT" 2>/dev/null
-			}
-		fi
-		if [ -n "$AVFSD_PID" ]; then
-			wait_exit "$AVFSD_PID" 60
-			rc=$?
-			if [ $rc != 0 ]; then
-				echo "$CUR: avfsd exit status $rc after unmount (see $LOG)" >>"$WARN"
-				[ $rc = 124 ] && kill_wait "$AVFSD_PID"
-			fi
-			AVFSD_PID=
-		fi
+		fuse_stop "$FMNT" "$AVFSD_PID" 60 ||
+			echo "$CUR: avfsd exit status $? after unmount (see $LOG)" >>"$WARN"
+		AVFSD_PID=
 	elif mounted "$FMNT"; then	# ext4, or a mount that timed out half way
 		timeout 120 umount "$FMNT" 2>>"$LOG" || {
 			echo "$CUR: umount of ext4 timed out or failed; aborting hddemu's connection" >>"$WARN"
@@ -229,18 +187,8 @@ teardown() {	# undo the configuration in progress; safe to call at any stage, tw
 		LOOP=
 	fi
 	if [ -n "$HDD_PID" ]; then
-		if mounted "$HMNT"; then
-			timeout 30 fusermount3 -u "$HMNT" 2>>"$LOG" || {
-				fuse_abort "$HMNT"
-				timeout 10 fusermount3 -u -z "$HMNT" 2>/dev/null || umount -l "$HMNT" 2>/dev/null
-			}
-		fi
-		wait_exit "$HDD_PID" 30
-		rc=$?
-		if [ $rc != 0 ]; then
-			echo "$CUR: hddemu exit status $rc after unmount (see $LOG)" >>"$WARN"
-			[ $rc = 124 ] && kill_wait "$HDD_PID"
-		fi
+		fuse_stop "$HMNT" "$HDD_PID" 30 ||
+			echo "$CUR: hddemu exit status $? after unmount (see $LOG)" >>"$WARN"
 		HDD_PID=
 	fi
 	[ "$KEEP" = 1 ] || rm -f "$IMG"
@@ -272,18 +220,13 @@ fail() {	# fail MSG: this configuration failed; the log's end on stderr
 
 # ---- the disk ----
 disk_start() {	# a fresh sparse backing file, hddemu on it, in fast mode, on a loop device
-	local i sched=$1 out
+	local sched=$1 out
 	rm -f "$IMG"
 	"$HDDEMU" --model "$MODEL" --backing "$IMG" ${SIZE:+--size "$SIZE_BYTES"} \
 		$([ "$TRACE" = 1 ] && echo "--trace $W/$CUR.trace.csv") --foreground "$HMNT" \
 		>>"$W/$CUR.hddemu.log" 2>&1 &
 	HDD_PID=$!
-	for i in $(seq 100); do
-		mounted "$HMNT" && [ -e "$HMNT/disk" ] && break
-		kill -0 "$HDD_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if ! mounted "$HMNT" || [ ! -e "$HMNT/disk" ]; then
+	if ! wait_mounted "$HMNT" "$HMNT/disk" "$HDD_PID"; then
 		cat "$W/$CUR.hddemu.log" >>"$LOG"
 		fail "hddemu did not mount $HMNT/disk within 10 s"
 		return 1
@@ -304,7 +247,6 @@ hdd_stats() {	# hdd_stats FILE: hddemu's statistics since the last reset
 
 # ---- the file systems ----
 fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
-	local i
 	if [ "$1" = ext4 ]; then
 		# default options; the lazy inode-table initializer would zero tables in the
 		# background during the measurement, so it is kept off at mount (noinit_itable)
@@ -320,11 +262,7 @@ fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
 		"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
 		AVFSD_PID=$!
 		FS_KIND=avfsd
-		for i in $(seq 300); do
-			mounted "$FMNT" && [ -S "$SOCK" ] && return 0
-			kill -0 "$AVFSD_PID" 2>/dev/null || break
-			sleep 0.1
-		done
+		wait_mounted "$FMNT" "$SOCK" "$AVFSD_PID" 30 && return 0
 		fail "avfsd did not mount $FMNT within 30 s"
 		return 1
 	fi

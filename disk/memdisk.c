@@ -5,6 +5,8 @@
  */
 #include "memdisk.h"
 
+#include "grow.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +25,11 @@ static const struct avfs_disk_ops memdisk_ops;
  * be reported is refused at submit rather than carried out silently. */
 static int reserve_cqe(struct memdisk *m)
 {
-	struct avfs_disk_cqe *c;
-	size_t cap;
+	struct avfs_disk_cqe *c = avfs_grow(m->cq, &m->cqcap, m->cqlen, sizeof(*c), 64);
 
-	if (m->cqlen < m->cqcap)
-		return 0;
-	cap = m->cqcap ? 2 * m->cqcap : 64;
-	c = realloc(m->cq, cap * sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	m->cq = c;
-	m->cqcap = cap;
 	return 0;
 }
 

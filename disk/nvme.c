@@ -8,6 +8,7 @@
 #define _GNU_SOURCE	/* strerrorname_np: meson defines it, a hand build may not */
 #endif
 #include "nvme.h"
+#include "sysfs_i.h"
 
 #include <ctype.h>
 #include <endian.h>
@@ -611,22 +612,14 @@ static int generic_node(const char *path, char *ng, size_t n, char *blk, size_t 
 	return ret;
 }
 
-/* A number from the namespace's block queue in sysfs (/sys/block/NAME/queue/FILE); -1 when
- * there is none. */
+/* A number from the namespace's block queue in sysfs (/sys/block/NAME/queue/FILE); negative
+ * when there is none. */
 static int64_t queue_attr(const char *name, const char *file)
 {
 	char path[PATH_MAX];
-	unsigned long long v;
-	FILE *f;
-	int got;
 
 	snprintf(path, sizeof(path), "/sys/block/%s/queue/%s", name, file);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	got = fscanf(f, "%llu", &v);
-	fclose(f);
-	return got == 1 && v <= INT64_MAX ? (int64_t)v : -1;
+	return disk_sysfs_u64(path);
 }
 
 /* Bytes per command: MDTS, the kernel's own limits for the queue (passthrough goes through

@@ -9,6 +9,7 @@
 #endif
 #include "sg.h"
 #include "scsi.h"
+#include "sysfs_i.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -433,25 +434,6 @@ static const struct avfs_disk_ops sg_ops = {
 
 /* ------------------------------------------------------------------ identification ---- */
 
-/* A small sysfs file holding one unsigned number. The value, or -errno. */
-static int64_t read_sysfs_u64(const char *path)
-{
-	char buf[32] = "";
-	unsigned long long v;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -EIO;
-	if (sscanf(buf, "%llu", &v) != 1 || v > INT64_MAX)
-		return -EIO;
-	return (int64_t)v;
-}
-
 /* The sysfs queue/ directory of the disk behind st: the block device's own, or, for an sg
  * or bsg node, that of the sd disk bound to the same SCSI device. 0 or -errno. */
 static int sysfs_queue_dir(const struct stat *st, char *out, size_t n)
@@ -495,11 +477,11 @@ static uint32_t max_transfer(const struct stat *st, uint32_t dev_blocks, uint32_
 		long page = sysconf(_SC_PAGESIZE);
 
 		snprintf(p, sizeof(p), "%s/max_hw_sectors_kb", q);
-		kb = read_sysfs_u64(p);
+		kb = disk_sysfs_u64(p);
 		snprintf(p, sizeof(p), "%s/max_segments", q);
-		segs = read_sysfs_u64(p);
+		segs = disk_sysfs_u64(p);
 		snprintf(p, sizeof(p), "%s/max_segment_size", q);
-		segsz = read_sysfs_u64(p);
+		segsz = disk_sysfs_u64(p);
 		if (page <= 0)
 			page = 4096;
 		if (segsz > 0 && segsz < page)
@@ -535,7 +517,7 @@ static bool sg_rotational(const struct stat *st, uint32_t rate)
 		return true;
 	if (!sysfs_queue_dir(st, q, sizeof(q))) {
 		snprintf(p, sizeof(p), "%s/rotational", q);
-		v = read_sysfs_u64(p);
+		v = disk_sysfs_u64(p);
 		if (v >= 0)
 			return v != 0;
 	}

@@ -5,6 +5,8 @@
  */
 #include "simdisk.h"
 
+#include "grow.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,15 +200,11 @@ static void start_next(struct simdisk *s, uint64_t now);
 
 static int push_cqe(struct simdisk *s, uint64_t cookie, int64_t res)
 {
-	if (s->cqlen == s->cqcap) {
-		size_t cap = s->cqcap ? 2 * s->cqcap : 64;
-		struct avfs_disk_cqe *c = realloc(s->cq, cap * sizeof(*c));
+	struct avfs_disk_cqe *c = avfs_grow(s->cq, &s->cqcap, s->cqlen, sizeof(*c), 64);
 
-		if (!c)
-			return -ENOMEM;
-		s->cq = c;
-		s->cqcap = cap;
-	}
+	if (!c)
+		return -ENOMEM;
+	s->cq = c;
 	s->cq[s->cqlen++] = (struct avfs_disk_cqe){ .cookie = cookie, .res = res };
 	return 0;
 }
@@ -217,15 +215,10 @@ static void record(struct simdisk *s, int64_t res)
 
 	if (!(s->flags & AVFS_SIMDISK_TRACE))
 		return;
-	if (s->ntrace == s->tracecap) {
-		size_t cap = s->tracecap ? 2 * s->tracecap : 1024;
-		struct avfs_simdisk_rec *t = realloc(s->trace, cap * sizeof(*t));
-
-		if (!t)
-			return;	/* the trace is an observer: losing a record must not fail I/O */
-		s->trace = t;
-		s->tracecap = cap;
-	}
+	r = avfs_grow(s->trace, &s->tracecap, s->ntrace, sizeof(*r), 1024);
+	if (!r)
+		return;	/* the trace is an observer: losing a record must not fail I/O */
+	s->trace = r;
 	r = &s->trace[s->ntrace++];
 	*r = (struct avfs_simdisk_rec){
 		.op = (uint8_t)s->cur.req.op,

@@ -4,6 +4,8 @@
  */
 #include "simengine.h"
 
+#include "grow.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -96,21 +98,16 @@ static void sift_down(struct avfs_sim_engine *e, size_t i)
 struct avfs_sim_event *avfs_sim_at(struct avfs_sim_engine *e, uint64_t t, avfs_sim_fn fn,
 				   void *arg)
 {
-	struct avfs_sim_event *ev;
+	struct avfs_sim_event *ev, **h;
 
 	if (t < e->now || !fn) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? 2 * e->cap : 64;
-		struct avfs_sim_event **h = realloc(e->heap, cap * sizeof(*h));
-
-		if (!h)
-			return NULL;
-		e->heap = h;
-		e->cap = cap;
-	}
+	h = avfs_grow(e->heap, &e->cap, e->n, sizeof(*h), 64);
+	if (!h)
+		return NULL;
+	e->heap = h;
 	ev = malloc(sizeof(*ev));
 	if (!ev)
 		return NULL;

@@ -5,6 +5,7 @@
  * does no scheduling, no retries and no request validation (disk.c checks before submit).
  */
 #include "disk.h"
+#include "sysfs_i.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,42 +44,26 @@ struct uring_ctx {
 	struct uring_slot *slots;	/* indexed by SQE user_data */
 };
 
-/* Read a small sysfs file holding "0" or "1". 1, 0, or -errno. */
-static int read_sysfs_bool(const char *path)
-{
-	char buf[8] = "";
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -EIO;
-	return buf[0] == '1';
-}
-
 /* Whether block device dev spins. A partition has no queue/ of its own: its parent
  * directory (the whole disk) has. Unknown devices (tmpfs, FUSE, overlay: major 0 or no
  * sysfs entry) are reported as not rotational, which only costs scheduling quality. */
 static bool dev_rotational(dev_t dev)
 {
 	char path[PATH_MAX];
-	int r;
+	int64_t r;
 
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/rotational",
 		 major(dev), minor(dev));
-	r = read_sysfs_bool(path);
+	r = disk_sysfs_u64(path);
 	if (r >= 0)
-		return r;
+		return r != 0;
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(dev), minor(dev));
 	if (access(path, F_OK))
 		return false;
 	/* the kernel follows the M:m symlink before "..", so this is the disk's queue */
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/rotational",
 		 major(dev), minor(dev));
-	r = read_sysfs_bool(path);
+	r = disk_sysfs_u64(path);
 	return r > 0;
 }
 

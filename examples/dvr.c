@@ -6,6 +6,7 @@
  */
 #include <avio.h>
 #include <clock.h>
+#include <grow.h>
 #include <jsonout.h>
 #include <units.h>
 
@@ -295,15 +296,11 @@ static const struct dvr_ops posix_ops = {
 
 static struct rec *rec_new(struct stream *s)
 {
-	if (s->nrec == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 256;
-		struct rec *r = realloc(s->recs, cap * sizeof(*r));
+	struct rec *r = avfs_grow(s->recs, &s->cap, s->nrec, sizeof(*r), 256);
 
-		if (!r)
-			return NULL;
-		s->recs = r;
-		s->cap = cap;
-	}
+	if (!r)
+		return NULL;
+	s->recs = r;
 	return &s->recs[s->nrec++];
 }
 

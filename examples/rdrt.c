@@ -6,6 +6,7 @@
  */
 #include <avio.h>
 #include <clock.h>
+#include <grow.h>
 #include <units.h>
 
 #include <errno.h>
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	double rate = 0, duration = 0;
-	int64_t t0, end, period, due, issue, done, *delays = NULL;
+	int64_t t0, end, period, due, issue, done, *delays = NULL, *d;
 	uint64_t io_u = 0, nslots, k, late = 0, bytes = 0;
 	size_t io, n = 0, cap = 0;
 	bool avio = true;
@@ -169,18 +170,13 @@ int main(int argc, char **argv)
 			ret = 1;
 			break;
 		}
-		if (n == cap) {
-			int64_t *d;
-
-			cap = cap ? 2 * cap : 1024;
-			d = realloc(delays, cap * sizeof(*d));
-			if (!d) {
-				fprintf(stderr, "rdrt: out of memory\n");
-				ret = 1;
-				break;
-			}
-			delays = d;
+		d = avfs_grow(delays, &cap, n, sizeof(*d), 1024);
+		if (!d) {
+			fprintf(stderr, "rdrt: out of memory\n");
+			ret = 1;
+			break;
 		}
+		delays = d;
 		delays[n++] = done - due;
 		if (r == -ETIME || done > due + period)
 			late++;

@@ -23,9 +23,8 @@
 
 #include "bitmap.h"
 #include "fs.h"
+#include "why.h"
 #include "zrr.h"
-
-#include <stdarg.h>
 
 /* In-memory index of one directory: name hash -> (block index, slot), and free slots per
  * block. Built on first use from the directory blocks; keeps lookups O(1). Owned by dir.c. */
@@ -80,9 +79,9 @@ struct avfs_fs {
 #define RW_CHECK(fs) do { if (avfs_fs_rdonly(fs)) return -EROFS; } while (0)
 
 /* ---- info.c ---- */
-void fs_why(struct avfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The same into a caller's buffer (nothing when why is NULL or len 0). */
-void fs_why_to(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The explanation of the last failure, read by avfs_fs_why(); into a caller's buffer the
+ * core writes with avfs_why() directly. */
+#define fs_why(fs, ...) avfs_why((fs)->why, sizeof((fs)->why), __VA_ARGS__)
 struct avfs_super *fs_sb(struct avfs_fs *fs);	/* the live superblock image */
 
 /* ---- cache.c ---- */

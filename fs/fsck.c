@@ -27,6 +27,7 @@
 
 #include "crc32c.h"
 #include "fs_i.h"
+#include "grow.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -94,7 +95,7 @@ static void finding(struct ck *ck, bool fixed, const char *fmt, ...)
 static void finding(struct ck *ck, bool fixed, const char *fmt, ...)
 {
 	struct avfs_fsck_report *rep = ck->rep;
-	char *line = NULL, *out = NULL;
+	char *line = NULL, *out = NULL, **f;
 	va_list ap;
 	int n;
 
@@ -105,17 +106,12 @@ static void finding(struct ck *ck, bool fixed, const char *fmt, ...)
 		ck->dropped++;
 		return;
 	}
-	if (rep->nfindings == ck->fcap) {
-		size_t cap = ck->fcap ? ck->fcap * 2 : 16;
-		char **f = realloc(rep->findings, cap * sizeof(*f));
-
-		if (!f) {
-			ck->err = -ENOMEM;
-			return;
-		}
-		rep->findings = f;
-		ck->fcap = cap;
+	f = avfs_grow(rep->findings, &ck->fcap, rep->nfindings, sizeof(*f), 16);
+	if (!f) {
+		ck->err = -ENOMEM;
+		return;
 	}
+	rep->findings = f;
 	va_start(ap, fmt);
 	n = vasprintf(&line, fmt, ap);
 	va_end(ap);
@@ -669,15 +665,11 @@ static int names_add(struct ck *ck, const char *name, size_t len, uint32_t hash,
 
 static int push(struct ck *ck, uint64_t dir)
 {
-	if (ck->nstack == ck->capstack) {
-		size_t cap = ck->capstack ? ck->capstack * 2 : 256;
-		uint64_t *s = realloc(ck->stack, cap * sizeof(*s));
+	uint64_t *s = avfs_grow(ck->stack, &ck->capstack, ck->nstack, sizeof(*s), 256);
 
-		if (!s)
-			return -ENOMEM;
-		ck->stack = s;
-		ck->capstack = cap;
-	}
+	if (!s)
+		return -ENOMEM;
+	ck->stack = s;
 	ck->stack[ck->nstack++] = dir;
 	return 0;
 }
@@ -696,17 +688,13 @@ static void del_entry(struct ck *ck, uint64_t dir, uint64_t m, unsigned s)
 
 static int defer(struct ck *ck, uint64_t dir, uint64_t t, uint64_t m, unsigned s)
 {
-	if (ck->ndefs == ck->capdefs) {
-		size_t cap = ck->capdefs ? ck->capdefs * 2 : 64;
-		struct deferred *d = realloc(ck->defs, cap * sizeof(*d));
+	struct deferred *d = avfs_grow(ck->defs, &ck->capdefs, ck->ndefs, sizeof(*d), 64);
 
-		if (!d) {
-			ck->err = -ENOMEM;
-			return -ENOMEM;
-		}
-		ck->defs = d;
-		ck->capdefs = cap;
+	if (!d) {
+		ck->err = -ENOMEM;
+		return -ENOMEM;
 	}
+	ck->defs = d;
 	ck->defs[ck->ndefs++] = (struct deferred){ .dir = dir, .t = t, .m = (uint32_t)m,
 						   .slot = s };
 	return 0;

@@ -90,8 +90,8 @@ int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct a
 	if (!opts.size)
 		opts.size = d->info.size;
 	if (opts.size > d->info.size) {
-		fs_why_to(w, wlen, "--size %llu is larger than the device (%llu bytes)",
-			  (unsigned long long)opts.size, (unsigned long long)d->info.size);
+		avfs_why(w, wlen, "--size %llu is larger than the device (%llu bytes)",
+			 (unsigned long long)opts.size, (unsigned long long)d->info.size);
 		return -EINVAL;
 	}
 	if (!opts.now_ns)
@@ -101,12 +101,12 @@ int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct a
 		return err;
 	err = avfs_fs_format(&sb, opts.now_ns, &fs, &p);
 	if (err) {
-		fs_why_to(w, wlen, "cannot build the format in memory: %s", strerror(-err));
+		avfs_why(w, wlen, "cannot build the format in memory: %s", strerror(-err));
 		return err;
 	}
 	err = avfs_fsio_run(d, p);
 	if (err)
-		fs_why_to(w, wlen, "writing the format failed: %s", strerror(-err));
+		avfs_why(w, wlen, "writing the format failed: %s", strerror(-err));
 	if (out)
 		*out = *avfs_fs_super(fs);
 	avfs_plan_free(p);
@@ -194,9 +194,9 @@ static int load_range(struct avfs_fsio *io, uint64_t first, uint64_t n, unsigned
 					rep->lost_blocks++;
 					avfs_fs_mark_rewrite(io->fs, m, true, true);
 				} else {
-					fs_why_to(w, wlen, "metadata block %llu is damaged in both "
-						  "the primary and the backup region",
-						  (unsigned long long)m);
+					avfs_why(w, wlen, "metadata block %llu is damaged in both "
+						 "the primary and the backup region",
+						 (unsigned long long)m);
 					err = -EUCLEAN;
 					goto out;
 				}
@@ -244,8 +244,8 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		goto fail;
 	io->d = d;
 	if (d->info.size < 2 * MB) {
-		fs_why_to(w, wlen, "device of %llu bytes is too small to hold a file system",
-			  (unsigned long long)d->info.size);
+		avfs_why(w, wlen, "device of %llu bytes is too small to hold a file system",
+			 (unsigned long long)d->info.size);
 		err = -EINVAL;
 		goto fail;
 	}
@@ -278,7 +278,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 	}
 	err = dev_io(d, AVFS_DISK_READ, sb.journal_start * MB, jbuf, sb.journal_blocks * MB, false);
 	if (err) {
-		fs_why_to(w, wlen, "cannot read the journal: %s", strerror(-err));
+		avfs_why(w, wlen, "cannot read the journal: %s", strerror(-err));
 		goto fail;
 	}
 	err = avfs_fs_replay(io->fs, jbuf, jbuf + MB, jbuf + 2 * MB, &rep.replayed_txn,
@@ -286,7 +286,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 	free(jbuf);
 	jbuf = NULL;
 	if (err) {
-		fs_why_to(w, wlen, "%s", avfs_fs_why(io->fs));
+		avfs_why(w, wlen, "%s", avfs_fs_why(io->fs));
 		goto fail;
 	}
 	/* the superblock image may have been replaced by replay: its CRC was checked there */
@@ -320,7 +320,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 			avfs_plan_free(p);
 		}
 		if (err) {
-			fs_why_to(w, wlen, "writing the recovered metadata failed: %s", strerror(-err));
+			avfs_why(w, wlen, "writing the recovered metadata failed: %s", strerror(-err));
 			goto fail;
 		}
 	}
@@ -330,7 +330,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 
 		if (n < 0) {
 			err = (int)n;
-			fs_why_to(w, wlen, "freeing orphan inodes failed: %s", strerror(-err));
+			avfs_why(w, wlen, "freeing orphan inodes failed: %s", strerror(-err));
 			goto fail;
 		}
 		rep.orphans_freed = (uint64_t)n;

@@ -5,28 +5,7 @@
  */
 #include "fs_i.h"
 
-#include <stdio.h>
 #include <string.h>
-
-void fs_why(struct avfs_fs *fs, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(fs->why, sizeof(fs->why), fmt, ap);
-	va_end(ap);
-}
-
-void fs_why_to(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
 
 const char *avfs_fs_why(const struct avfs_fs *fs)
 {

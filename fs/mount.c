@@ -121,20 +121,20 @@ int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen)
 	struct avfs_super *sb = fs_sb(fs);
 
 	if (!sb || fs_verify_img(fs->sb.hdr.uuid, 0, fs->blocks[0], AVFS_MT_SUPER)) {
-		fs_why_to(why, whylen, "superblock missing after load");
+		avfs_why(why, whylen, "superblock missing after load");
 		return -EUCLEAN;
 	}
 	/* the journaled superblock image carries the dynamic fields; geometry must agree */
 	if (sb->meta_blocks != fs->sb.meta_blocks || sb->data_blocks != fs->sb.data_blocks ||
 	    sb->ninodes != fs->sb.ninodes || sb->last_zone >= fs->sb.nzones) {
-		fs_why_to(why, whylen, "journaled superblock disagrees with the geometry");
+		avfs_why(why, whylen, "journaled superblock disagrees with the geometry");
 		return -EUCLEAN;
 	}
 	for (uint64_t m = 0; m < fs->sb.dyn_start; m++) {
 		if (m >= fs->sb.journal_start && m < fs->sb.journal_start + fs->sb.journal_blocks)
 			continue;
 		if (!fs->blocks[m]) {
-			fs_why_to(why, whylen, "metadata block %llu was not loaded",
+			avfs_why(why, whylen, "metadata block %llu was not loaded",
 			       (unsigned long long)m);
 			return -EUCLEAN;
 		}
@@ -142,30 +142,30 @@ int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen)
 	if (load_bitmap(fs, &fs->mmap, sb->mbitmap_start, fs->nmeta) ||
 	    load_bitmap(fs, &fs->dmap, sb->dbitmap_start, sb->data_blocks) ||
 	    load_bitmap(fs, &fs->imap, sb->ibitmap_start, sb->ninodes)) {
-		fs_why_to(why, whylen, "a bitmap block is missing");
+		avfs_why(why, whylen, "a bitmap block is missing");
 		return -EUCLEAN;
 	}
 	for (uint64_t m = 0; m < fs->sb.dyn_start; m++) {
 		if (!avfs_bitmap_test(&fs->mmap, m)) {
-			fs_why_to(why, whylen, "metadata bitmap does not reserve static block %llu",
+			avfs_why(why, whylen, "metadata bitmap does not reserve static block %llu",
 			       (unsigned long long)m);
 			return -EUCLEAN;
 		}
 	}
 	for (uint64_t m = fs->sb.dyn_start; m < fs->nmeta; m++) {
 		if (avfs_bitmap_test(&fs->mmap, m) && !fs->blocks[m]) {
-			fs_why_to(why, whylen, "live metadata block %llu was not loaded",
+			avfs_why(why, whylen, "live metadata block %llu was not loaded",
 			       (unsigned long long)m);
 			return -EUCLEAN;
 		}
 	}
 	if (!avfs_bitmap_test(&fs->imap, 0)) {
-		fs_why_to(why, whylen, "the root inode is not allocated");
+		avfs_why(why, whylen, "the root inode is not allocated");
 		return -EUCLEAN;
 	}
 	if (avfs_alloc_init(&fs->alloc, (enum avfs_alloc_policy)fs->sb.alloc_policy, &fs->dmap,
 			    fs->sb.nzones, sb->last_zone)) {
-		fs_why_to(why, whylen, "allocator refused the geometry");
+		avfs_why(why, whylen, "allocator refused the geometry");
 		return -EUCLEAN;
 	}
 	return 0;

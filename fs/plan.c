@@ -3,6 +3,7 @@
  * they own. It only builds them; what goes into a plan is for the journal, mount and mkfs.
  */
 #include "fs_i.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -27,30 +28,22 @@ struct avfs_plan *fs_plan_new(void)
 
 static int plan_add(struct avfs_plan *p, struct avfs_plan_op op)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 16;
-		struct avfs_plan_op *o = realloc(p->ops, cap * sizeof(*o));
+	struct avfs_plan_op *o = avfs_grow(p->ops, &p->cap, p->n, sizeof(*o), 16);
 
-		if (!o)
-			return -ENOMEM;
-		p->ops = o;
-		p->cap = cap;
-	}
+	if (!o)
+		return -ENOMEM;
+	p->ops = o;
 	p->ops[p->n++] = op;
 	return 0;
 }
 
 static int plan_own(struct avfs_plan *p, uint8_t *buf)
 {
-	if (p->nbufs == p->capbufs) {
-		size_t cap = p->capbufs ? 2 * p->capbufs : 16;
-		uint8_t **b = realloc(p->bufs, cap * sizeof(*b));
+	uint8_t **b = avfs_grow(p->bufs, &p->capbufs, p->nbufs, sizeof(*b), 16);
 
-		if (!b)
-			return -ENOMEM;
-		p->bufs = b;
-		p->capbufs = cap;
-	}
+	if (!b)
+		return -ENOMEM;
+	p->bufs = b;
 	p->bufs[p->nbufs++] = buf;
 	return 0;
 }

@@ -55,11 +55,11 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 
 	memset(sb, 0, sizeof(*sb));
 	if (shift < AVFS_BLOCK_MIN_SHIFT || shift > AVFS_BLOCK_MAX_SHIFT) {
-		fs_why_to(why, whylen, "block size must be a power of two from 64 KiB to 4 GiB");
+		avfs_why(why, whylen, "block size must be a power of two from 64 KiB to 4 GiB");
 		return -EINVAL;
 	}
 	if (o->alloc_policy > AVFS_ALLOC_CONTIG) {
-		fs_why_to(why, whylen, "unknown allocation policy %u", o->alloc_policy);
+		avfs_why(why, whylen, "unknown allocation policy %u", o->alloc_policy);
 		return -EINVAL;
 	}
 	bs = 1ull << shift;
@@ -70,7 +70,7 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	if (!o->inodes && ninodes > (1u << 22))
 		ninodes = 1u << 22;
 	if (ninodes < 16 || ninodes > UINT32_MAX - 1) {
-		fs_why_to(why, whylen, "inode count %llu out of range (16 .. 4294967294)",
+		avfs_why(why, whylen, "inode count %llu out of range (16 .. 4294967294)",
 		       (unsigned long long)ninodes);
 		return -EINVAL;
 	}
@@ -80,13 +80,13 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 		jb = jb < 256 ? 256 : jb > 16384 ? 16384 : jb;
 	}
 	if (jb < 64 || jb > (1u << 20)) {
-		fs_why_to(why, whylen, "journal of %llu blocks out of range (64 .. 1048576)",
+		avfs_why(why, whylen, "journal of %llu blocks out of range (64 .. 1048576)",
 		       (unsigned long long)jb);
 		return -EINVAL;
 	}
 	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + 256;
 	if (dyn < 16 || dyn > (1ull << 31)) {
-		fs_why_to(why, whylen, "dynamic metadata of %llu blocks out of range",
+		avfs_why(why, whylen, "dynamic metadata of %llu blocks out of range",
 		       (unsigned long long)dyn);
 		return -EINVAL;
 	}
@@ -108,24 +108,24 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 		dbm = div_up(data_blocks ? data_blocks : 1, BITS);
 	}
 	if (meta > UINT32_MAX) {
-		fs_why_to(why, whylen, "metadata region too large");
+		avfs_why(why, whylen, "metadata region too large");
 		return -EINVAL;
 	}
 	if (data_blocks < 1) {
-		fs_why_to(why, whylen,
+		avfs_why(why, whylen,
 		       "device of %llu bytes is too small: metadata needs %llu KiB, and at least one "
 		       "%llu KiB data block must fit", (unsigned long long)o->size,
 		       (unsigned long long)(2 * meta - jb) * 4, (unsigned long long)bs >> 10);
 		return -ENOSPC;
 	}
 	if (data_blocks > UINT32_MAX - 1) {
-		fs_why_to(why, whylen, "too many data blocks (%llu): choose a larger block size",
+		avfs_why(why, whylen, "too many data blocks (%llu): choose a larger block size",
 		       (unsigned long long)data_blocks);
 		return -EINVAL;
 	}
 	nz = avfs_alloc_zone_count(data_blocks, bs, o->zones);
 	if (nz < 0) {
-		fs_why_to(why, whylen, "cannot make %u zones of %llu data blocks (at most %u, and no "
+		avfs_why(why, whylen, "cannot make %u zones of %llu data blocks (at most %u, and no "
 		       "more than the data blocks)", o->zones, (unsigned long long)data_blocks,
 		       (unsigned)AVFS_ZONES_MAX);
 		return -EINVAL;
@@ -171,7 +171,7 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 		model_params(sb, o->disk_model ? o->disk_model : "avfs-250g");
 	}
 	if (!sb->disk_model[0]) {
-		fs_why_to(why, whylen, "unknown disk model '%s'", o->disk_model);
+		avfs_why(why, whylen, "unknown disk model '%s'", o->disk_model);
 		return -EINVAL;
 	}
 	sb->last_zone = avfs_alloc_initial_last_zone((uint32_t)nz, o->seed);
@@ -200,27 +200,27 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 	uint64_t bs, meta;
 
 	if (s->hdr.magic != AVFS_MAGIC) {
-		fs_why_to(why, whylen, "no AVFS superblock (bad magic)");
+		avfs_why(why, whylen, "no AVFS superblock (bad magic)");
 		return -EINVAL;
 	}
 	if (fs_verify_img(NULL, 0, img, AVFS_MT_SUPER)) {
-		fs_why_to(why, whylen, "superblock checksum or header is wrong");
+		avfs_why(why, whylen, "superblock checksum or header is wrong");
 		return -EUCLEAN;
 	}
 	if (s->version != AVFS_FORMAT_VERSION) {
-		fs_why_to(why, whylen, "unsupported format version %u (this build reads %u)",
+		avfs_why(why, whylen, "unsupported format version %u (this build reads %u)",
 		       s->version, AVFS_FORMAT_VERSION);
 		return -EINVAL;
 	}
 	if (s->mblock_size != AVFS_MBLOCK || s->block_shift < AVFS_BLOCK_MIN_SHIFT ||
 	    s->block_shift > AVFS_BLOCK_MAX_SHIFT) {
-		fs_why_to(why, whylen, "superblock: impossible block size (2^%u)", s->block_shift);
+		avfs_why(why, whylen, "superblock: impossible block size (2^%u)", s->block_shift);
 		return -EUCLEAN;
 	}
 	bs = 1ull << s->block_shift;
 	meta = s->meta_blocks;
 	if (s->dev_size > dev_size) {
-		fs_why_to(why, whylen, "device is %llu bytes but the file system needs %llu: truncated?",
+		avfs_why(why, whylen, "device is %llu bytes but the file system needs %llu: truncated?",
 		       (unsigned long long)dev_size, (unsigned long long)s->dev_size);
 		return -EUCLEAN;
 	}
@@ -243,7 +243,7 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 	    s->zone_blocks != s->data_blocks / s->nzones ||
 	    s->last_zone >= s->nzones || s->root_ino != AVFS_ROOT_INO ||
 	    s->alloc_policy > AVFS_ALLOC_CONTIG) {
-		fs_why_to(why, whylen, "superblock geometry is inconsistent");
+		avfs_why(why, whylen, "superblock geometry is inconsistent");
 		return -EUCLEAN;
 	}
 	if (out)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "admit.h"
+#include "grow.h"
 
 #include "why.h"
 
@@ -269,6 +270,7 @@ static int64_t add(struct avfs_admit *a, const struct avfs_service_req *r,
 	struct avfs_service_req req = *r;
 	struct avfs_service_cost c = { 0 };
 	struct avfs_admit_left unused;
+	struct avfs_stream_info *s;
 	double load, room = 1 - a->conf.be_floor;
 	int err;
 
@@ -298,15 +300,10 @@ static int64_t add(struct avfs_admit *a, const struct avfs_service_req *r,
 		return -EBUSY;
 	}
 keep:
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 16;
-		struct avfs_stream_info *s = realloc(a->s, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		a->s = s;
-		a->cap = cap;
-	}
+	s = avfs_grow(a->s, &a->cap, a->n, sizeof(*s), 16);
+	if (!s)
+		return -ENOMEM;
+	a->s = s;
 	a->s[a->n++] = (struct avfs_stream_info){ .id = a->next_id, .req = req, .cost = c };
 	return (int64_t)a->next_id++;
 }

@@ -15,15 +15,10 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+from checklib import check, fails, verdict
+
 sim, admin = sys.argv[1], sys.argv[2]
 SVG = "{http://www.w3.org/2000/svg}"
-fails = []
-
-
-def need(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        fails.append(what)
 
 
 def plot(*args):
@@ -51,56 +46,57 @@ def check_svg(svg, trace):
     try:
         root = ET.parse(svg).getroot()
     except ET.ParseError as e:
-        need(False, f"{name}: the SVG is well-formed XML ({e})")
+        check(f"{name}: the SVG is well-formed XML ({e})", False)
         return
-    need(root.tag == SVG + "svg", f"{name}: the root is <svg>")
-    need(root.findtext(SVG + "title") == name, f"{name}: titled with the trace's name")
+    check(f"{name}: the root is <svg>", root.tag == SVG + "svg")
+    check(f"{name}: titled with the trace's name", root.findtext(SVG + "title") == name)
     panels = {p.get("data-panel"): p for p in root.findall(SVG + "g[@class='panel']")}
-    need(sorted(panels) == ["head", "margin", "util"], f"{name}: three panels: {sorted(panels)}")
+    check(f"{name}: three panels: {sorted(panels)}", sorted(panels) == ["head", "margin", "util"])
     for pname, panel in panels.items():
         ids = [g.get("data-stream") for g in panel.findall(SVG + "g[@class='series']")]
-        need(sorted(int(i) for i in ids) == sorted(rt),
-             f"{name}: panel {pname}: one series per stream ({len(ids)} for {len(rt)})")
-        need("-1" not in ids, f"{name}: panel {pname}: best effort is not a stream")
-        need(len(panel.findall(SVG + "g[@class='axes']")) == 1, f"{name}: panel {pname} has axes")
+        check(f"{name}: panel {pname}: one series per stream ({len(ids)} for {len(rt)})",
+              sorted(int(i) for i in ids) == sorted(rt))
+        check(f"{name}: panel {pname}: best effort is not a stream", "-1" not in ids)
+        check(f"{name}: panel {pname} has axes", len(panel.findall(SVG + "g[@class='axes']")) == 1)
     if be:
-        need(panels["head"].find(SVG + "g[@class='others'][@data-class='be']") is not None,
-             f"{name}: best effort drawn in the head panel, apart from the streams")
+        check(f"{name}: best effort drawn in the head panel, apart from the streams",
+              panels["head"].find(SVG + "g[@class='others'][@data-class='be']") is not None)
     per_stream = {int(g.get("data-stream")): (int(g.get("data-rt")), int(g.get("data-misses")))
                   for g in panels["margin"].findall(SVG + "g[@class='series']")}
-    need(all(per_stream[s][0] == n for s, n in rt.items()), f"{name}: RT requests per stream")
-    need(sum(m for _, m in per_stream.values()) == misses, f"{name}: misses per stream add up")
+    check(f"{name}: RT requests per stream", all(per_stream[s][0] == n for s, n in rt.items()))
+    check(f"{name}: misses per stream add up", sum(m for _, m in per_stream.values()) == misses)
     drawn = [g for g in panels["margin"].findall(SVG + "g[@class='series']") if int(g.get("data-rt"))]
-    need(all(g.find(SVG + "polyline") is not None for g in drawn), f"{name}: one CDF per RT stream")
+    check(f"{name}: one CDF per RT stream", all(g.find(SVG + "polyline") is not None for g in drawn))
     m = panels["margin"].find(SVG + "g[@class='margin-line']")
-    need(m is not None and float(m.get("data-margin-ms")) == 500, f"{name}: m = 500 ms marked")
+    check(f"{name}: m = 500 ms marked", m is not None and float(m.get("data-margin-ms")) == 500)
     summary = root.find(SVG + "text[@class='summary']")
     text = summary.text if summary is not None else ""
     found = re.search(r"deadline misses: (\d+)", text)
-    need(found is not None and int(found.group(1)) == misses and
-         int(summary.get("data-misses")) == misses,
-         f"{name}: summary counts {misses} misses: {text!r}")
-    need(int(summary.get("data-requests")) == len(rows) and
-         int(summary.get("data-streams")) == len(rt), f"{name}: summary counts requests, streams")
+    check(f"{name}: summary counts {misses} misses: {text!r}",
+          found is not None and int(found.group(1)) == misses and
+         int(summary.get("data-misses")) == misses)
+    check(f"{name}: summary counts requests, streams",
+          int(summary.get("data-requests")) == len(rows) and
+         int(summary.get("data-streams")) == len(rt))
     util = float(summary.get("data-utilization"))
-    need(0 < util <= 1.0001, f"{name}: utilization {util:.3f} is a fraction")
+    check(f"{name}: utilization {util:.3f} is a fraction", 0 < util <= 1.0001)
 
 
 with tempfile.TemporaryDirectory() as d:
     trace, svg = os.path.join(d, "T.csv"), os.path.join(d, "T.svg")
     p = subprocess.run([sim, "--disk", "avfs-250g", "--workload", "3r1w", "--duration", "20",
                         "--be", "random", "--trace", trace], capture_output=True, text=True)
-    need(p.returncode == 0 and os.path.exists(trace), f"avfs-sim wrote a trace: {p.stderr.strip()}")
+    check(f"avfs-sim wrote a trace: {p.stderr.strip()}", p.returncode == 0 and os.path.exists(trace))
     if fails:
-        sys.exit(1)
+        verdict()
     rows, rt, misses, be = expected(trace)
-    need(sorted(rt) == [0, 1, 2, 3] and be > 0, f"the trace has streams 0..3 and best effort")
+    check(f"the trace has streams 0..3 and best effort", sorted(rt) == [0, 1, 2, 3] and be > 0)
 
     p = plot(trace, "--out", svg)
-    need(p.returncode == 0 and os.path.exists(svg), f"plot: exit 0 and an SVG: {p.stderr.strip()}")
+    check(f"plot: exit 0 and an SVG: {p.stderr.strip()}", p.returncode == 0 and os.path.exists(svg))
     if os.path.exists(svg):
         check_svg(svg, trace)
-    need(sorted(os.listdir(d)) == ["T.csv", "T.svg"], "no temporary file left behind")
+    check("no temporary file left behind", sorted(os.listdir(d)) == ["T.csv", "T.svg"])
 
     # misses planted: some RT requests complete late, some fail with -ETIME
     missed = os.path.join(d, "M.csv")
@@ -118,7 +114,7 @@ with tempfile.TemporaryDirectory() as d:
             dst.write(",".join(f) + "\n")
     msvg = os.path.join(d, "M.svg")
     p = plot(missed, "--out", msvg)
-    need(p.returncode == 0 and expected(missed)[2] > 40, "plot of a trace with misses: exit 0")
+    check("plot of a trace with misses: exit 0", p.returncode == 0 and expected(missed)[2] > 40)
     if os.path.exists(msvg):
         check_svg(msvg, missed)
 
@@ -139,25 +135,24 @@ with tempfile.TemporaryDirectory() as d:
                          ("badclass.csv", ":21:"), ("badheader.csv", ":1:"),
                          ("empty.csv", None), ("header.csv", None)):
         p = plot(os.path.join(d, fname), "--out", out)
-        need(p.returncode == 1 and p.stderr.strip() != "" and not os.path.exists(out) and
-             (where is None or where in p.stderr),
-             f"{fname}: exit 1, a message{' naming line ' + where if where else ''}, no output "
-             f"(exit {p.returncode}: {p.stderr.strip()})")
+        check(f"{fname}: exit 1, a message{' naming line ' + where if where else ''}, no output "
+             f"(exit {p.returncode}: {p.stderr.strip()})",
+              p.returncode == 1 and p.stderr.strip() != "" and not os.path.exists(out) and
+             (where is None or where in p.stderr))
     with open(out, "w") as f:
         f.write("old")
     p = plot(os.path.join(d, "malformed.csv"), "--out", out)
-    need(p.returncode == 1 and open(out).read() == "old", "a failed plot leaves an existing output")
+    check("a failed plot leaves an existing output", p.returncode == 1 and open(out).read() == "old")
     os.unlink(out)
     p = plot(trace, "--out", os.path.join(d, "no", "such", "dir", "x.svg"))
-    need(p.returncode == 1 and "cannot" in p.stderr, "--out in a missing directory: exit 1")
+    check("--out in a missing directory: exit 1", p.returncode == 1 and "cannot" in p.stderr)
     leftovers = sorted(set(os.listdir(d)) - {"T.csv", "T.svg", "M.csv", "M.svg"} - set(bad))
-    need(leftovers == [], f"no stray files after the failures: {leftovers}")
+    check(f"no stray files after the failures: {leftovers}", leftovers == [])
     for args in ([trace], ["--out", svg], [trace, "--out", svg, "--margin", "5"],
                  [trace, "--out", svg, "--bin", "x"], [trace, "--out", trace]):
         p = plot(*args)
-        need(p.returncode == 2 and p.stderr.strip() != "", f"bad usage {args[-2:]}: exit 2")
+        check(f"bad usage {args[-2:]}: exit 2", p.returncode == 2 and p.stderr.strip() != "")
     p = plot("--help")
-    need(p.returncode == 0 and "--out" in p.stdout, "--help")
+    check("--help", p.returncode == 0 and "--out" in p.stdout)
 
-print(f"{len(fails) == 0 and 'all checks passed' or 'FAILED: ' + '; '.join(fails)}")
-sys.exit(1 if fails else 0)
+verdict()

@@ -8,21 +8,15 @@ import json
 import subprocess
 import sys
 
+from checklib import fails, near, verdict
+
 sim = sys.argv[1]
-fails = []
 
 
 def probe(model):
     out = subprocess.run([sim, "disk", "--disk", model, "--probe", "--json"],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
-
-
-def near(name, got, want, frac):
-    ok = abs(got - want) <= frac * want
-    print(f"  {name:24s} {got:9.3f}  want {want} ±{frac * 100:.0f}%  {'ok' if ok else 'MISS'}")
-    if not ok:
-        fails.append(name)
 
 
 for model in ["avfs-250g", "barracuda-500g", "st318437", "travelstar-20g", "ssd"]:
@@ -58,5 +52,4 @@ for bad in (["disk", "--disk", "floppy", "--probe"], ["disk", "--probe", "--seed
     if p.returncode != 2 or not p.stderr.strip():
         fails.append(f"bad input {bad} gave {p.returncode}")
 
-print("FAILED: " + ", ".join(fails) if fails else "all figures within tolerance")
-sys.exit(1 if fails else 0)
+verdict()

@@ -5,15 +5,14 @@ On the simulated avfs-250g it must recover the model's own parameters within 5%;
 image file it must finish with positive rates, say rotational as sysfs does and leave the file
 as it was; bad input gives exit 1 (device) or 2 (usage). Exits non-zero on any miss.
 """
-import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
+from checklib import check, digest, fails, near, run as run_cmd, run_json, verdict
+
 admin = sys.argv[1]
-fails = []
 
 # avfs-250g's documented parameters (SPEC §11, disk/hddmodel.c): 7200 rpm, 70 MB/s outer to
 # 38 MB/s inner, seeks 0.8 ms track-to-track, 8.5 ms mean over random LBA pairs, 17 ms full
@@ -36,39 +35,17 @@ CAPACITY = 250000000000
 
 
 def run(args, code=0):
-    p = subprocess.run([admin, "profile"] + args, capture_output=True, text=True)
-    if p.returncode != code:
-        fails.append(f"{args}: exit {p.returncode}, want {code}: {p.stderr.strip()}")
-    return p
+    return run_cmd([admin, "profile"] + args, code)
 
 
 def profile(args):
-    p = run(args + ["--json"])
-    try:
-        return json.loads(p.stdout)
-    except ValueError:
-        fails.append(f"{args}: no JSON on stdout")
-        return None
+    return run_json([admin, "profile"] + args + ["--json"])
 
 
 def get(r, key):
     for k in key.split("."):
         r = r[k]
     return r
-
-
-def near(name, got, want, frac=0.05):
-    ok = got is not None and abs(got - want) <= frac * want
-    print(f"  {name:24s} {got!s:>14.14}  want {want:.4g} ±{frac * 100:.0f}%  "
-          f"{'ok' if ok else 'MISS'}")
-    if not ok:
-        fails.append(name)
-
-
-def check(name, ok):
-    print(f"  {name:64s} {'ok' if ok else 'MISS'}")
-    if not ok:
-        fails.append(name)
 
 
 def sysfs_rotational(path):
@@ -146,11 +123,9 @@ with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
         for off in (0, 100 << 20, (256 << 20) - (1 << 20)):
             f.seek(off)
             f.write(os.urandom(1 << 20))
-    with open(img, "rb") as f:
-        before = hashlib.sha256(f.read()).hexdigest()
+    before = digest(img)
     i = profile(["--quick", img])
-    with open(img, "rb") as f:
-        after = hashlib.sha256(f.read()).hexdigest()
+    after = digest(img)
     print(f"image file on {'a rotational' if sysfs_rotational(img) else 'a non-rotational'} "
           f"device by sysfs:")
     if i:
@@ -182,5 +157,4 @@ with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
             fails.append(f"{args}: output on stdout")
     print("bad input: exit codes and messages checked")
 
-print("FAILED: " + ", ".join(fails) if fails else "all figures within tolerance")
-sys.exit(1 if fails else 0)
+verdict()

@@ -6,76 +6,65 @@ workload has no miss; the mixer does less work than the mq-deadline-like baselin
 search and the preemption study run and say something sensible; the same seed gives the same
 figures; bad input exits 2. The full-length figures are in the README and the closing notes.
 """
-import json
 import subprocess
 import sys
 
+from checklib import check, run_json, verdict
+
 sim = sys.argv[1]
-fails = []
 
 
 def run(*args):
-    p = subprocess.run([sim, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        fails.append(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
-        return None
-    return json.loads(p.stdout)
-
-
-def need(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        fails.append(what)
+    return run_json([sim, *args])
 
 
 r = run("--disk", "avfs-250g", "--workload", "6r2w", "--duration", "120", "--json")
 if r:
     for key in ("rt_requests", "deadline_misses", "p0", "margin_ms", "disk_utilization",
                 "seek_gb", "be_mbps", "seed", "policy", "alloc", "wall_s"):
-        need(key in r, f"6r2w json has {key}")
+        check(f"6r2w json has {key}", key in r)
     for key in ("min", "p001", "p01", "p50"):
-        need(key in r["margin_ms"], f"margin_ms has {key}")
+        check(f"margin_ms has {key}", key in r["margin_ms"])
     for key in ("p50", "p90", "frac_below_5"):
-        need(key in r["seek_gb"], f"seek_gb has {key}")
-    need(r["rt_requests"] > 4000 and r["deadline_misses"] == 0, "6r2w for 120 s: no miss")
+        check(f"seek_gb has {key}", key in r["seek_gb"])
+    check("6r2w for 120 s: no miss", r["rt_requests"] > 4000 and r["deadline_misses"] == 0)
 
 tm = run("--workload", "8r0w", "--duration", "120", "--json")
 cs = run("--workload", "8r0w", "--duration", "120", "--policy", "cscan", "--json")
 if tm and cs:
     print(f"8r0w 120 s: tm {tm['disk_utilization']:.3f} util, {tm['seek_gb']['frac_below_5']:.3f} "
           f"< 5 GB; cscan {cs['disk_utilization']:.3f}, {cs['seek_gb']['frac_below_5']:.3f}")
-    need(tm["deadline_misses"] == 0, "8r0w tm: no miss")
-    need(tm["disk_utilization"] < 0.57, "8r0w tm utilization below papers/001's 57%")
-    need(tm["disk_utilization"] < cs["disk_utilization"], "tm utilization below cscan")
-    need(tm["seek_gb"]["frac_below_5"] > cs["seek_gb"]["frac_below_5"], "tm seeks shorter than cscan")
+    check("8r0w tm: no miss", tm["deadline_misses"] == 0)
+    check("8r0w tm utilization below papers/001's 57%", tm["disk_utilization"] < 0.57)
+    check("tm utilization below cscan", tm["disk_utilization"] < cs["disk_utilization"])
+    check("tm seeks shorter than cscan", tm["seek_gb"]["frac_below_5"] > cs["seek_gb"]["frac_below_5"])
 
 again = run("--workload", "8r0w", "--duration", "120", "--json")
 if tm and again:
     strip = lambda d: {k: v for k, v in d.items() if not k.endswith("wall_s") and k != "decision_us"}
-    need(strip(tm) == strip(again), "the same seed gives the same figures")
+    check("the same seed gives the same figures", strip(tm) == strip(again))
 
 s = run("search", "--duration", "30", "--max", "12", "--policies", "tm,cscan,edf", "--json")
 if s:
     res = {x["policy"]: x["streams"] for x in s["results"]}
     print(f"search (30 s runs, up to 12 streams): {res}")
-    need(set(res) == {"tm", "cscan", "edf"}, "search covers tm, cscan, edf")
-    need(res.get("tm", 0) >= res.get("cscan", 99), "tm carries at least as many streams as cscan")
+    check("search covers tm, cscan, edf", set(res) == {"tm", "cscan", "edf"})
+    check("tm carries at least as many streams as cscan", res.get("tm", 0) >= res.get("cscan", 99))
 
 p = run("preempt", "--duration", "60", "--json")
 if p:
     runs = {x["mode"]: x for x in p["runs"]}
     print("preempt (60 s): " + ", ".join(f"{k} {v['hp_mean_ms']:.1f} ms / {v['be_mbps']:.0f} Mbps"
                                          for k, v in runs.items()))
-    need(runs["chunked"]["hp_mean_ms"] < runs["non-preemptible"]["hp_mean_ms"],
-         "chunking lowers the high-priority response time")
-    need(runs["chunked"]["hp_requests"] > 30, "the probe ran")
+    check("chunking lowers the high-priority response time",
+          runs["chunked"]["hp_mean_ms"] < runs["non-preemptible"]["hp_mean_ms"])
+    check("the probe ran", runs["chunked"]["hp_requests"] > 30)
 
 for bad in (["--workload", "8x"], ["--workload", "1r0w", "--policy", "nope"],
             ["--workload", "1r0w", "--margin", "10ms", "--urgent", "20ms"],
             ["--workload", "1r0w", "--io", "1000"], ["--workload", "1r0w", "--fill", "2"],
             ["--workload", "1r0w", "--set", "chunk=3"], ["search", "--ratio", "x"]):
     q = subprocess.run([sim, *bad], capture_output=True, text=True)
-    need(q.returncode == 2 and q.stderr.strip() != "", f"bad input {bad}: exit 2 with a message")
+    check(f"bad input {bad}: exit 2 with a message", q.returncode == 2 and q.stderr.strip() != "")
 
-print(f"{len(fails) == 0 and 'all checks passed' or 'FAILED: ' + '; '.join(fails)}")
-sys.exit(1 if fails else 0)
+verdict()

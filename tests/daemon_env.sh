@@ -1,10 +1,11 @@
 # daemon_env.sh — sourced by the daemon's shell tests and bench/io-cost.sh: a temporary image
 # under /var/tmp, avfsd in the foreground on a private socket, a bounded wait for the mount,
-# ok/FAIL bookkeeping and a cleanup that always runs. It runs no check itself.
+# ok/FAIL bookkeeping (checks.sh) and a cleanup that always runs. It runs no check itself.
 # Binaries come from the environment (AVFSD, MKFS, FSCK), else from ../build next to this file.
 # Needs bash. Exits 77 (meson: SKIP) when root, /dev/fuse or fusermount3 is missing.
 
 AVFS_ENV_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$AVFS_ENV_DIR/checks.sh"
 : "${AVFSD:=$AVFS_ENV_DIR/../build/daemon/avfsd}"
 : "${MKFS:=$AVFS_ENV_DIR/../build/tools/mkfs.avfs}"
 : "${FSCK:=$AVFS_ENV_DIR/../build/tools/fsck.avfs}"
@@ -12,11 +13,6 @@ AVFS_ENV_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 AVFSD=$(realpath -m "$AVFSD")
 MKFS=$(realpath -m "$MKFS")
 FSCK=$(realpath -m "$FSCK")
-
-avfs_skip() {	# avfs_skip REASON: exit 77 with a one-line reason
-	echo "SKIP: $*"
-	exit 77
-}
 
 avfs_require() {	# the facilities every daemon test needs
 	[ "$(id -u)" = 0 ] || avfs_skip "needs root (FUSE mount, other uids)"
@@ -26,26 +22,6 @@ avfs_require() {	# the facilities every daemon test needs
 	for b in "$AVFSD" "$MKFS" "$FSCK"; do
 		[ -x "$b" ] || { echo "FAIL: $b is not built"; exit 1; }
 	done
-}
-
-# ---- results ----
-PASS=0
-FAILS=0
-check() {	# check NAME CMD...: runs CMD, ok when it exits 0
-	local name=$1
-	shift
-	if "$@"; then
-		PASS=$((PASS + 1))
-		echo "ok $name"
-	else
-		FAILS=$((FAILS + 1))
-		echo "FAIL $name"
-	fi
-}
-
-avfs_summary() {	# the last line, and the exit status of the test
-	echo "$PASS passed, $FAILS failed"
-	[ "$FAILS" = 0 ]
 }
 
 # ---- the environment ----

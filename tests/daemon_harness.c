@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,21 @@ const char *avfsd_bin, *mkfs_bin, *fsck_bin;
 char work_dir[64], img[96], mnt[96], sock[96], log_path[96];
 pid_t daemon_pid = -1;
 bool daemon_allow_other;
+
+static struct { int passed, failed; } *counts;	/* shared with the test's children */
+
+void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", ok ? "ok" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	__atomic_add_fetch(ok ? &counts->passed : &counts->failed, 1, __ATOMIC_SEQ_CST);
+}
 
 void note(const char *fmt, ...)
 {
@@ -28,6 +44,11 @@ void note(const char *fmt, ...)
 	va_end(ap);
 	putchar('\n');
 	fflush(stdout);
+}
+
+void path_of(char *p, size_t len, const char *name)
+{
+	snprintf(p, len, "%s/%s", mnt, name);
 }
 
 /* in a child: stdout and stderr to the log */
@@ -207,6 +228,15 @@ void dump_log(void)
 	fclose(f);
 }
 
+int harness_finish(void)
+{
+	if (counts->failed)
+		dump_log();
+	cleanup();
+	printf("%d passed, %d failed\n", counts->passed, counts->failed);
+	return counts->failed ? 1 : 0;
+}
+
 int harness_setup(const char *name)
 {
 	avfsd_bin = getenv("AVFSD");
@@ -223,6 +253,12 @@ int harness_setup(const char *name)
 	if (access("/dev/fuse", R_OK | W_OK)) {
 		printf("SKIP: no /dev/fuse\n");
 		return 77;
+	}
+	counts = mmap(NULL, sizeof(*counts), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		      -1, 0);
+	if (counts == MAP_FAILED) {
+		perror("mmap");
+		return 1;
 	}
 	snprintf(work_dir, sizeof(work_dir), "/var/tmp/avfs-%s-XXXXXX", name);
 	if (!mkdtemp(work_dir)) {

@@ -2,12 +2,13 @@
  * daemon_harness.h — an avfsd under test, for the C tests that drive it through a real FUSE mount
  * (test_daemon_avio, test_daemon_integrity): a scratch directory with an image, a mount point, a
  * socket and the daemon's log; starting, unmounting, killing and waiting for the daemon; running
- * the tools with a timeout; fsck of the image. Each test keeps its own check() and counts.
+ * the tools with a timeout; fsck of the image; the checks and their counts.
  */
 #ifndef AVFS_DAEMON_HARNESS_H
 #define AVFS_DAEMON_HARNESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* From the environment (AVFSD, MKFS, FSCK: the built binaries). */
@@ -26,8 +27,13 @@ int harness_setup(const char *name);
 /* mkfs.avfs --size 2G --block-size 1M on img: true on success. */
 bool harness_mkfs(void);
 
+/* "ok text" or "FAIL text" on stdout, flushed, and counted. The counts are in shared memory
+ * (harness_setup maps them), so that checks made in a test's child processes count too. */
+void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "  text" on stdout, flushed. */
 void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The path of name on the mount into p[len]. */
+void path_of(char *p, size_t len, const char *name);
 /* Run argv (PATH searched) with output to the log; its exit status, or -1 (signal, timeout:
  * then killed). */
 int run(int timeout_s, const char *const argv[]);
@@ -48,5 +54,8 @@ bool fsck_clean(void);
 void cleanup(void);
 /* The daemon's log on stdout. */
 void dump_log(void);
+/* The end of a test: the daemon's log if a check failed, cleanup(), "N passed, M failed".
+ * The exit code: 0, or 1 when a check failed. */
+int harness_finish(void);
 
 #endif

@@ -6,19 +6,16 @@
 # Exits 77 (SKIP) without root, /dev/fuse or losetup, or when hddemu is not built.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/checks.sh"
 : "${HDDEMU:=$HERE/../build/tools/hddemu}"
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (FUSE mounts, loop devices)"; exit 77; }
-[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
-command -v losetup >/dev/null || { echo "SKIP: no losetup"; exit 77; }
-[ -x "$HDDEMU" ] || { echo "SKIP: hddemu is not built ($HDDEMU)"; exit 77; }
+[ "$(id -u)" = 0 ] || avfs_skip "needs root (FUSE mounts, loop devices)"
+[ -c /dev/fuse ] || avfs_skip "no /dev/fuse"
+command -v losetup >/dev/null || avfs_skip "no losetup"
+[ -x "$HDDEMU" ] || avfs_skip "hddemu is not built ($HDDEMU)"
 export HDDEMU
 
 T=$(mktemp -d /var/tmp/peer-compare-smoke-XXXXXX) || exit 1
 trap 'rm -rf "$T"' EXIT
-FAILS=0
-check() {	# check NAME CMD...
-	if "${@:2}"; then echo "ok $1"; else echo "FAIL $1"; FAILS=$((FAILS + 1)); fi
-}
 
 bash "$HERE/../bench/peer-compare.sh" --smoke --out "$T/out.json" >"$T/table" 2>"$T/err"
 rc=$?
@@ -37,5 +34,4 @@ rows = {l.split()[0]: l.split()[1] for l in open(sys.argv[2]) if l.split()}
 r = {e["configuration"]: e for e in d["results"]}
 sys.exit(0 if all(str(r[c]["rt_requests"]) == rows[c] and r[c]["disk_utilization"] > 0
                   for c in ("ext4-mq-deadline", "avfsd")) else 1)' "$T/out.json" "$T/table"
-echo "$FAILS failed"
-[ "$FAILS" = 0 ]
+avfs_summary

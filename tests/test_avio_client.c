@@ -5,6 +5,8 @@
  * Tests run in order: the connection is per process, and the last test kills it.
  */
 #include <avio.h>
+#include "clock.h"
+#include "pattern.h"
 #include "proto.h"
 
 #include <errno.h>
@@ -22,7 +24,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -32,37 +33,6 @@
 
 static char tmpdir[64];
 static char file_path[128];
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static uint8_t pattern(uint64_t off)
-{
-	return (uint8_t)((off >> 12) ^ (off % 251));
-}
-
-static void fill(uint8_t *p, uint64_t off, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = pattern(off + i);
-}
-
-static int check_fill(const uint8_t *p, uint64_t off, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != pattern(off + i))
-			return -1;
-	return 0;
-}
 
 static int open_file(int flags)
 {
@@ -139,9 +109,9 @@ static void test_avio_client_etime(void **state)
 	setenv("AVFS_SOCKET", "/nonexistent/avfs.sock", 1);
 	aio.aio_fildes = fd;
 	assert_int_equal(avfs_asyncio_start(&aio, AVFS_READ), -ETIME);
-	aio.aio_deadline = mono_ns() - 1000000;
+	aio.aio_deadline = avfs_clock_ns() - 1000000;
 	assert_int_equal(avfs_asyncio_start(&aio, AVFS_WRITE), -ETIME);
-	aio.aio_deadline = mono_ns();
+	aio.aio_deadline = avfs_clock_ns();
 	assert_int_equal(avfs_asyncio_start(&aio, AVFS_READ), -ETIME);
 	close(fd);
 }
@@ -320,16 +290,16 @@ static int fake_io(struct fake *f, uint64_t tag, const struct avfs_msg_io *io, u
 	}
 	if (io->op == AVFS_IO_READ) {
 		if (buf) {
-			fill(buf, io->offset, io->nbytes);
+			pattern_fill(buf, io->offset, io->nbytes, 0);
 			return fake_reply(f, AVFS_MSG_IO, tag, &r, sizeof(r), NULL, 0);
 		}
 		buf = malloc(io->nbytes);
-		fill(buf, io->offset, io->nbytes);
+		pattern_fill(buf, io->offset, io->nbytes, 0);
 		err = fake_reply(f, AVFS_MSG_IO, tag, &r, sizeof(r), buf, io->nbytes);
 		free(buf);
 		return err;
 	}
-	if (check_fill(buf ? buf : data, io->offset, io->nbytes))
+	if (pattern_bad(buf ? buf : data, io->offset, io->nbytes, 0) >= 0)
 		r.res = -EIO;
 	return fake_reply(f, AVFS_MSG_IO, tag, &r, sizeof(r), NULL, 0);
 }
@@ -444,10 +414,10 @@ static void fake_kill(void)
 static void rw_one(int fd, void *buf, uint64_t off, size_t n, int op)
 {
 	avfs_asyncio_t aio = { .aio_fildes = fd, .aio_offset = (off_t)off, .aio_buf = buf,
-			       .aio_nbytes = n, .aio_deadline = mono_ns() + 5000000000 };
+			       .aio_nbytes = n, .aio_deadline = avfs_clock_ns() + 5000000000 };
 
 	if (op == AVFS_WRITE)
-		fill(buf, off, n);
+		pattern_fill(buf, off, n, 0);
 	else
 		memset(buf, 0, n);
 	assert_int_equal(avfs_asyncio_start(&aio, op), 0);
@@ -456,7 +426,7 @@ static void rw_one(int fd, void *buf, uint64_t off, size_t n, int op)
 	assert_int_equal(avfs_asyncio_check(&aio, AVFS_NOWAIT), 0);	/* stays complete */
 	assert_int_equal(avfs_asyncio_cancel(&aio), AVFS_ALLDONE);
 	if (op == AVFS_READ)
-		assert_int_equal(check_fill(buf, off, n), 0);
+		assert_int_equal(pattern_bad(buf, off, n, 0), -1);
 }
 
 static void test_avio_client_fake_rw(void **state)
@@ -519,7 +489,8 @@ static void *reader_thread(void *arg)
 			avfs_asyncio_check(&a[0], AVFS_WAIT);
 		}
 		if (a[0].aio_ret != 2 * IO || a[1].aio_ret != 2 * IO ||
-		    check_fill(buf, off, 2 * IO) || check_fill(buf + 2 * IO, off + IO, 2 * IO))
+		    pattern_bad(buf, off, 2 * IO, 0) >= 0 ||
+		    pattern_bad(buf + 2 * IO, off + IO, 2 * IO, 0) >= 0)
 			bad++;
 	}
 	free(buf);
@@ -560,9 +531,9 @@ static void test_avio_client_fake_cancel_queue(void **state)
 	assert_int_equal(avfs_asyncio_start(&aio[0], AVFS_READ), -EBUSY);
 	assert_int_equal(avfs_asyncio_check(&aio[0], AVFS_NOWAIT), -EINPROGRESS);
 	assert_int_equal(aio[0].aio_ret, -EINPROGRESS);
-	t = mono_ns();
+	t = avfs_clock_ns();
 	assert_int_equal(avfs_asyncio_poll(list, 1, 50), 0);
-	assert_true(mono_ns() - t >= 50000000);
+	assert_true(avfs_clock_ns() - t >= 50000000);
 	for (i = 0; i < (int)AVFS_PROTO_QUEUE; i++) {
 		assert_int_equal(avfs_asyncio_cancel(&aio[i]), AVFS_CANCELED);
 		assert_int_equal(avfs_asyncio_check(&aio[i], AVFS_NOWAIT), 0);
@@ -606,10 +577,10 @@ static void test_avio_client_fake_death(void **state)
 	again = aio;
 	assert_int_equal(avfs_asyncio_start(&aio, AVFS_READ), 0);
 	assert_int_equal(pthread_create(&tid, NULL, killer, NULL), 0);
-	t = mono_ns();
+	t = avfs_clock_ns();
 	assert_int_equal(avfs_asyncio_check(&aio, AVFS_WAIT), 0);
 	assert_int_equal(aio.aio_ret, -ENOTCONN);
-	assert_true(mono_ns() - t < 2000000000);	/* promptly */
+	assert_true(avfs_clock_ns() - t < 2000000000);	/* promptly */
 	pthread_join(tid, NULL);
 	assert_int_equal(avfs_asyncio_start(&again, AVFS_READ), -ENOTCONN);
 	assert_int_equal(avfs_completion_fd(), -ENOTCONN);

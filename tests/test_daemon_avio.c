@@ -8,7 +8,9 @@
  * Each scenario runs in a child process: a libavio connection is per process, and lost for good.
  */
 #include <avio.h>
+#include "clock.h"
 #include "daemon_harness.h"
+#include "pattern.h"
 #include "proto.h"
 
 #include <errno.h>
@@ -16,7 +18,6 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,65 +28,16 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MiB (1u << 20)
-#define DATA_SIZE (64u * MiB)	/* the file every scenario reads: pattern() throughout */
+#define DATA_SIZE (64u * MiB)	/* the file every scenario reads: pattern.h's throughout */
 #define NCLIENTS 32
 #define NOBODY 1000		/* the uid of the access-control checks */
 
-static struct { int passed, failed; int64_t kill_ns; int aux; } *shared;	/* counted across children */
-
-/* ---- results ---- */
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", ok ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	__atomic_add_fetch(ok ? &shared->passed : &shared->failed, 1, __ATOMIC_SEQ_CST);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static uint8_t pattern(uint64_t off)
-{
-	return (uint8_t)((off >> 12) ^ (off % 251));
-}
-
-static void fill(uint8_t *p, uint64_t off, size_t n, uint8_t salt)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = pattern(off + i) ^ salt;
-}
-
-/* the first byte where p differs from fill(off, salt), or -1 */
-static long long bad_byte(const uint8_t *p, uint64_t off, size_t n, uint8_t salt)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != (uint8_t)(pattern(off + i) ^ salt))
-			return (long long)i;
-	return -1;
-}
+static struct { int64_t kill_ns; int aux; } *shared;	/* written by children */
 
 /* ---- files on the mount ---- */
-
-static void path_of(char *p, size_t len, const char *name)
-{
-	snprintf(p, len, "%s/%s", mnt, name);
-}
 
 static int open_file(const char *name, int flags)
 {
@@ -158,55 +110,66 @@ static int basics(void *arg)
 	}
 	/* reads into both kinds of buffer */
 	r = avio_sync(fd, AVFS_READ, plain, 0, MiB, 0);
-	check(r == MiB && bad_byte(plain, 0, MiB, 0) < 0, "read 1 MiB into an ordinary buffer (%zd)",
+	check(r == MiB && pattern_bad(plain, 0, MiB, 0) < 0, "read 1 MiB into an ordinary buffer (%zd)",
 	      r);
 	r = avio_sync(fd, AVFS_READ, shm, 8 * MiB, 4 * MiB, 0);
-	check(r == 4 * MiB && bad_byte(shm, 8 * MiB, 4 * MiB, 0) < 0,
+	check(r == 4 * MiB && pattern_bad(shm, 8 * MiB, 4 * MiB, 0) < 0,
 	      "read 4 MiB into an avfs_buf_alloc buffer (%zd)", r);
 	r = avio_sync(rofd, AVFS_READ, plain, 60 * MiB, 16 * MiB, 0);
-	check(r == 4 * MiB && bad_byte(plain, 60 * MiB, 4 * MiB, 0) < 0,
+	check(r == 4 * MiB && pattern_bad(plain, 60 * MiB, 4 * MiB, 0) < 0,
 	      "16 MiB read 4 MiB before EOF returns 4 MiB (%zd)", r);
 	r = avio_sync(rofd, AVFS_READ, shm, DATA_SIZE, 4096, 0);
 	check(r == 0, "read at EOF returns 0 (%zd)", r);
 
 	/* writes from both kinds, read back both ways and through the mount */
-	fill(shm, 16 * MiB, 2 * MiB, 0x5a);
-	r = avio_sync(fd, AVFS_WRITE, shm, 16 * MiB, 2 * MiB, 0);
-	memset(plain, 0, 2 * MiB);
-	check(r == 2 * MiB && avio_sync(fd, AVFS_READ, plain, 16 * MiB, 2 * MiB, 0) == 2 * MiB &&
-	      bad_byte(plain, 16 * MiB, 2 * MiB, 0x5a) < 0,
-	      "write from shared memory, read back into an ordinary buffer");
-	check(pread(rofd, chk, 2 * MiB, 16 * MiB) == 2 * MiB && bad_byte(chk, 16 * MiB, 2 * MiB, 0x5a) < 0,
-	      "the same data through the FUSE mount (pread)");
-	fill(plain, 20 * MiB, 3 * MiB, 0xa5);
-	r = avio_sync(wofd, AVFS_WRITE, plain, 20 * MiB, 3 * MiB, 0);
-	memset(shm, 0, 3 * MiB);
-	check(r == 3 * MiB && avio_sync(rofd, AVFS_READ, shm, 20 * MiB, 3 * MiB, 0) == 3 * MiB &&
-	      bad_byte(shm, 20 * MiB, 3 * MiB, 0xa5) < 0,
-	      "write from an ordinary buffer, read back into shared memory");
-	check(pread(rofd, chk, 3 * MiB, 20 * MiB) == 3 * MiB && bad_byte(chk, 20 * MiB, 3 * MiB, 0xa5) < 0,
-	      "the same data through the FUSE mount (pread)");
-	fill(chk, 24 * MiB, MiB, 0x33);
+	const struct {
+		const char *what;
+		uint8_t *from, *to;
+		int wfd, rfd;
+		uint64_t off;
+		size_t len;
+		uint8_t salt;
+	} wr[] = {
+		{ "write from shared memory, read back into an ordinary buffer", shm, plain, fd, fd,
+		  16 * MiB, 2 * MiB, 0x5a },
+		{ "write from an ordinary buffer, read back into shared memory", plain, shm, wofd,
+		  rofd, 20 * MiB, 3 * MiB, 0xa5 },
+	};
+	for (i = 0; i < 2; i++) {
+		ssize_t len = (ssize_t)wr[i].len;
+
+		pattern_fill(wr[i].from, wr[i].off, wr[i].len, wr[i].salt);
+		r = avio_sync(wr[i].wfd, AVFS_WRITE, wr[i].from, wr[i].off, wr[i].len, 0);
+		memset(wr[i].to, 0, wr[i].len);
+		check(r == len &&
+		      avio_sync(wr[i].rfd, AVFS_READ, wr[i].to, wr[i].off, wr[i].len, 0) == len &&
+		      pattern_bad(wr[i].to, wr[i].off, wr[i].len, wr[i].salt) < 0, "%s", wr[i].what);
+		check(pread(rofd, chk, wr[i].len, (off_t)wr[i].off) == len &&
+		      pattern_bad(chk, wr[i].off, wr[i].len, wr[i].salt) < 0,
+		      "the same data through the FUSE mount (pread)");
+	}
+	pattern_fill(chk, 24 * MiB, MiB, 0x33);
 	check(pwrite(fd, chk, MiB, 24 * MiB) == MiB &&
 	      avio_sync(fd, AVFS_READ, shm, 24 * MiB, MiB, 0) == MiB &&
-	      bad_byte(shm, 24 * MiB, MiB, 0x33) < 0, "data written through the mount, read by libavio");
+	      pattern_bad(shm, 24 * MiB, MiB, 0x33) < 0, "data written through the mount, read by libavio");
 	{
 		/* the mixer holds real-time requests until their latest start (SPEC §5.3) */
-		int64_t deadline = mono_ns() + 1000000000ll;
+		int64_t deadline = avfs_clock_ns() + 1000000000ll;
 
 		r = avio_sync(fd, AVFS_READ, plain, MiB, MiB, deadline);
-		check(r == MiB && bad_byte(plain, MiB, MiB, 0) < 0 && mono_ns() <= deadline,
+		check(r == MiB && pattern_bad(plain, MiB, MiB, 0) < 0 &&
+		      avfs_clock_ns() <= deadline,
 		      "read with a deadline 1 s ahead, complete by then (%zd, %+.3f s)", r,
-		      (double)(mono_ns() - deadline) / 1e9);
+		      (double)(avfs_clock_ns() - deadline) / 1e9);
 	}
 
 	/* deadlines already past: -ETIME, nothing sent or written */
-	fill(plain, 28 * MiB, MiB, 0x77);
-	r = avio_sync(fd, AVFS_WRITE, plain, 28 * MiB, MiB, mono_ns() - 1000);
+	pattern_fill(plain, 28 * MiB, MiB, 0x77);
+	r = avio_sync(fd, AVFS_WRITE, plain, 28 * MiB, MiB, avfs_clock_ns() - 1000);
 	check(r == -ETIME, "write with a deadline just past: -ETIME (%zd)", r);
 	r = avio_sync(fd, AVFS_READ, plain, 0, MiB, 1);
 	check(r == -ETIME, "read with deadline 1 ns: -ETIME (%zd)", r);
-	check(pread(rofd, chk, MiB, 28 * MiB) == MiB && bad_byte(chk, 28 * MiB, MiB, 0) < 0,
+	check(pread(rofd, chk, MiB, 28 * MiB) == MiB && pattern_bad(chk, 28 * MiB, MiB, 0) < 0,
 	      "the late write changed nothing");
 
 	/* misaligned and impossible requests */
@@ -257,14 +220,15 @@ static int basics(void *arg)
 		      "the completion descriptor polls readable");
 	}
 	{
-		int64_t until = mono_ns() + 10000000000ll;
+		int64_t until = avfs_clock_ns() + 10000000000ll;
 		int n = 0;
 
-		while (mono_ns() < until && (n = avfs_asyncio_poll(list, 8, 1000)) >= 0 && n < 8)
+		while (avfs_clock_ns() < until && (n = avfs_asyncio_poll(list, 8, 1000)) >= 0 &&
+		       n < 8)
 			;
 		check(n == 8, "avfs_asyncio_poll counts all 8 complete (%d)", n);
 		for (i = 0; i < 8; i++)
-			if (a[i].aio_ret != MiB || bad_byte(shm + (size_t)i * MiB, (uint64_t)i * MiB, MiB,
+			if (a[i].aio_ret != MiB || pattern_bad(shm + (size_t)i * MiB, (uint64_t)i * MiB, MiB,
 							   0) >= 0)
 				break;
 		check(i == 8, "the 8 polled reads brought the right data");
@@ -278,7 +242,7 @@ static int basics(void *arg)
 		static avfs_asyncio_t c[N];
 		uint8_t *cb = NULL;
 		int canceled = 0, notcanceled = 0, alldone = 0, bad = 0;
-		int64_t deadline = mono_ns() + 20000000000ll;
+		int64_t deadline = avfs_clock_ns() + 20000000000ll;
 
 		if (posix_memalign((void **)&cb, 4096, (size_t)N * 256 * 1024))
 			return 1;
@@ -311,7 +275,7 @@ static int basics(void *arg)
 			if (c[i].aio_ret == -ECANCELED)
 				continue;
 			if (c[i].aio_ret != 256 * 1024 ||
-			    bad_byte(cb + (size_t)i * 256 * 1024, (uint64_t)i * 256 * 1024, 256 * 1024,
+			    pattern_bad(cb + (size_t)i * 256 * 1024, (uint64_t)i * 256 * 1024, 256 * 1024,
 				     0) >= 0)
 				bad++;
 		}
@@ -322,11 +286,11 @@ static int basics(void *arg)
 		free(cb);
 	}
 	/* put back the pattern where this scenario wrote: the others read the whole file */
-	fill(chk, 16 * MiB, 9 * MiB, 0);
+	pattern_fill(chk, 16 * MiB, 9 * MiB, 0);
 	check(pwrite(fd, chk, 9 * MiB, 16 * MiB) == 9 * MiB, "data file restored");
 	/* the connection still works after all that */
 	r = avio_sync(fd, AVFS_READ, plain, 32 * MiB, 4 * MiB, 0);
-	check(r == 4 * MiB && bad_byte(plain, 32 * MiB, 4 * MiB, 0) < 0, "a read after the cancels");
+	check(r == 4 * MiB && pattern_bad(plain, 32 * MiB, 4 * MiB, 0) < 0, "a read after the cancels");
 	free(plain);
 	free(chk);
 	return 0;
@@ -355,7 +319,7 @@ static int late_reader(void *arg)
 	sleep(1);
 	for (i = 0; i < N; i++) {
 		if (avfs_asyncio_check(&a[i], AVFS_WAIT) == 0 && a[i].aio_ret == 16 * MiB &&
-		    bad_byte(b + (size_t)i * 16 * MiB, (uint64_t)(i % 4) * 16 * MiB, 16 * MiB, 0) < 0)
+		    pattern_bad(b + (size_t)i * 16 * MiB, (uint64_t)(i % 4) * 16 * MiB, 16 * MiB, 0) < 0)
 			ok++;
 		else if (i == 0 || ok == i)
 			note("request %d: aio_ret %zd", i, a[i].aio_ret);
@@ -398,7 +362,7 @@ static int one_of_many(void *arg)
 						 .aio_offset = (off_t)(own ? off : off + (uint64_t)id * MiB),
 						 .aio_buf = buf[i], .aio_nbytes = IO };
 			if (op == AVFS_WRITE)
-				fill(buf[i], off, IO, (uint8_t)id);
+				pattern_fill(buf[i], off, IO, (uint8_t)id);
 			else
 				memset(buf[i], 0xee, IO);
 			if (avfs_asyncio_start(&a[i], op))
@@ -417,7 +381,7 @@ static int one_of_many(void *arg)
 			if (a[i].aio_ret != IO)
 				bad = 6;
 			else if (op == AVFS_READ &&
-				 bad_byte(buf[i], own ? off : off + (uint64_t)id * MiB, IO,
+				 pattern_bad(buf[i], own ? off : off + (uint64_t)id * MiB, IO,
 					  own ? (uint8_t)id : 0) >= 0)
 				bad = 7;
 		}
@@ -429,7 +393,7 @@ static void test_many_clients(void)
 {
 	pid_t pids[NCLIENTS];
 	int i, ok = 0, st;
-	int64_t t0 = mono_ns();
+	int64_t t0 = avfs_clock_ns();
 
 	for (i = 0; i < NCLIENTS; i++) {
 		char name[32];
@@ -451,7 +415,7 @@ static void test_many_clients(void)
 		int64_t until = t0 + 60000000000ll;
 
 		while (waitpid(pids[i], &st, WNOHANG) != pids[i]) {
-			if (mono_ns() > until) {
+			if (avfs_clock_ns() > until) {
 				kill(pids[i], SIGKILL);
 				waitpid(pids[i], &st, 0);
 				break;
@@ -465,7 +429,7 @@ static void test_many_clients(void)
 			     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 	}
 	check(ok == NCLIENTS, "%d client processes x 8 requests in flight: %d correct (%.2f s)",
-	      NCLIENTS, ok, (double)(mono_ns() - t0) / 1e9);
+	      NCLIENTS, ok, (double)(avfs_clock_ns() - t0) / 1e9);
 	/* what they wrote, through the mount */
 	ok = 0;
 	for (i = 0; i < NCLIENTS; i++) {
@@ -476,7 +440,7 @@ static void test_many_clients(void)
 		snprintf(name, sizeof(name), "client%02d", i);
 		fd = open_file(name, O_RDONLY);
 		if (fd >= 0 && b && pread(fd, b, 4 * MiB, 0) == 4 * MiB &&
-		    bad_byte(b, 0, 4 * MiB, (uint8_t)i) < 0)
+		    pattern_bad(b, 0, 4 * MiB, (uint8_t)i) < 0)
 			ok++;
 		if (fd >= 0)
 			close(fd);
@@ -518,14 +482,14 @@ static bool raw_recv(int s, struct avfs_msg_hdr *h, void *buf, size_t cap, int m
 {
 	size_t have = 0, want = sizeof(*h);
 	uint8_t *p = (uint8_t *)h;
-	int64_t until = mono_ns() + (int64_t)ms * 1000000;
+	int64_t until = avfs_clock_ns() + (int64_t)ms * 1000000;
 
 	for (int part = 0; part < 2; part++) {
 		while (have < want) {
 			struct pollfd pfd = { .fd = s, .events = POLLIN };
 			ssize_t n;
 
-			if (poll(&pfd, 1, (int)((until - mono_ns()) / 1000000) + 1) != 1)
+			if (poll(&pfd, 1, (int)((until - avfs_clock_ns()) / 1000000) + 1) != 1)
 				return false;
 			n = recv(s, p + have, want - have, 0);
 			if (n <= 0)
@@ -547,9 +511,9 @@ static bool raw_recv(int s, struct avfs_msg_hdr *h, void *buf, size_t cap, int m
 static bool raw_closed(int s, int ms)
 {
 	static uint8_t sink[1 << 16];
-	int64_t until = mono_ns() + (int64_t)ms * 1000000;
+	int64_t until = avfs_clock_ns() + (int64_t)ms * 1000000;
 
-	while (mono_ns() < until) {
+	while (avfs_clock_ns() < until) {
 		struct pollfd pfd = { .fd = s, .events = POLLIN };
 		ssize_t n;
 
@@ -607,10 +571,10 @@ static int normal_client(void *arg)
 	if (!b || !o || fd < 0)
 		return 2;
 	r1 = avio_sync(fd, AVFS_READ, b, 40 * MiB, 4 * MiB, 0);
-	r2 = avio_sync(fd, AVFS_READ, o, 44 * MiB, 4 * MiB, mono_ns() + 800000000ll);
+	r2 = avio_sync(fd, AVFS_READ, o, 44 * MiB, 4 * MiB, avfs_clock_ns() + 800000000ll);
 	if (r1 != 4 * MiB || r2 != 4 * MiB)
 		return 3;
-	if (bad_byte(b, 40 * MiB, 4 * MiB, 0) >= 0 || bad_byte(o, 44 * MiB, 4 * MiB, 0) >= 0)
+	if (pattern_bad(b, 40 * MiB, 4 * MiB, 0) >= 0 || pattern_bad(o, 44 * MiB, 4 * MiB, 0) >= 0)
 		return 4;
 	return 0;
 }
@@ -653,7 +617,7 @@ static int reservations(void *arg)
 	/* best-effort requests of a reserved file get the service's deadline */
 	for (int i = 0; i < 4; i++)
 		if (avio_sync(fd, AVFS_READ, b, (uint64_t)i * MiB, MiB, 0) != MiB ||
-		    bad_byte(b, (uint64_t)i * MiB, MiB, 0) >= 0)
+		    pattern_bad(b, (uint64_t)i * MiB, MiB, 0) >= 0)
 			ret = ret ? ret : 8;
 	if (avfs_stream_stats(fd, &st) || st.requests != 4 || st.deadline_misses ||
 	    st.bytes != 4 * MiB || st.margin_min_ns <= 0)
@@ -687,7 +651,7 @@ static int reservations(void *arg)
 					     .direction = AVFS_READ };
 		avfs_asyncio_t a[12], *list[12];
 		uint8_t *g = avfs_buf_alloc(12 * MiB);
-		int64_t t0 = mono_ns();
+		int64_t t0 = avfs_clock_ns();
 		double secs;
 		int good = 0;
 
@@ -706,9 +670,9 @@ static int reservations(void *arg)
 			for (int i = 0; i < 12; i++)
 				good += avfs_asyncio_check(&a[i], AVFS_NOWAIT) == 0 &&
 					a[i].aio_ret == MiB &&
-					bad_byte(g + (size_t)i * MiB, (uint64_t)i * MiB, MiB, 0) < 0;
+					pattern_bad(g + (size_t)i * MiB, (uint64_t)i * MiB, MiB, 0) < 0;
 		}
-		secs = (double)(mono_ns() - t0) / 1e9;
+		secs = (double)(avfs_clock_ns() - t0) / 1e9;
 		if (good != 12 || avfs_stream_stats(fd, &st))
 			return ret ? ret : 16;
 		note("greedy reader at 1 MB/s: 12 x 1 MiB done in %.2f s, %llu of them real-time",
@@ -781,20 +745,20 @@ static int fork_reader(void *arg)
 		if (!nb || avio_sync(fd, AVFS_READ, kid, 2 * MiB, MiB, 0) != MiB ||
 		    avio_sync(fd, AVFS_READ, nb, 3 * MiB, MiB, 0) != MiB)
 			_exit(3);
-		_exit(bad_byte(kid, 2 * MiB, MiB, 0) >= 0 || bad_byte(nb, 3 * MiB, MiB, 0) >= 0 ?
-		      4 : 0);
+		_exit(pattern_bad(kid, 2 * MiB, MiB, 0) >= 0 ||
+		      pattern_bad(nb, 3 * MiB, MiB, 0) >= 0 ? 4 : 0);
 	}
 	if (pid < 0)
 		return 5;
 	r = avio_sync(fd, AVFS_READ, b, MiB, MiB, 0);
-	if (r != MiB || bad_byte(b, MiB, MiB, 0) >= 0) {
+	if (r != MiB || pattern_bad(b, MiB, MiB, 0) >= 0) {
 		note("fork: the parent's read after the fork: %zd", r);
 		return 5;
 	}
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		return 6;
 	return avio_sync(fd, AVFS_READ, b, 4 * MiB, MiB, 0) == MiB &&
-	       bad_byte(b, 4 * MiB, MiB, 0) < 0 ? 0 : 7;
+	       pattern_bad(b, 4 * MiB, MiB, 0) < 0 ? 0 : 7;
 }
 
 static void after_bad_client(const char *what)
@@ -853,10 +817,10 @@ static void test_bad_clients(void)
 	check(handle >= 0, "(c) HELLO and OPEN (%d)", ores);
 	if (handle >= 0) {
 		int sent = 0;
-		int64_t until = mono_ns() + 5000000000ll;
+		int64_t until = avfs_clock_ns() + 5000000000ll;
 
 		fcntl(s, F_SETFL, O_NONBLOCK);
-		while (sent < 4000 && mono_ns() < until) {
+		while (sent < 4000 && avfs_clock_ns() < until) {
 			struct avfs_msg_io io = { .handle = (uint32_t)handle, .op = AVFS_IO_READ,
 						  .where = AVFS_IO_INLINE,
 						  .offset = (uint64_t)(sent % 48) * MiB,
@@ -917,7 +881,7 @@ static void test_bad_clients(void)
 		uint8_t *b = malloc(MiB);
 		int fd = open_file("data", O_RDONLY);
 
-		check(fd >= 0 && b && pread(fd, b, MiB, 48 * MiB) == MiB && bad_byte(b, 48 * MiB, MiB, 0) < 0,
+		check(fd >= 0 && b && pread(fd, b, MiB, 48 * MiB) == MiB && pattern_bad(b, 48 * MiB, MiB, 0) < 0,
 		      "(d2) the cut-off write changed nothing");
 		close(fd);
 		free(b);
@@ -965,7 +929,7 @@ static void test_bad_clients(void)
 			int fd = open_file("data", O_RDONLY);
 
 			check(fd >= 0 && b && pread(fd, b, MiB, 52 * MiB) == MiB &&
-			      bad_byte(b, 52 * MiB, MiB, 0) < 0, "(e) the late write changed nothing");
+			      pattern_bad(b, 52 * MiB, MiB, 0) < 0, "(e) the late write changed nothing");
 			close(fd);
 			free(b);
 		}
@@ -987,7 +951,7 @@ static void test_bad_clients(void)
 			if (raw_send(s, AVFS_MSG_IO, 88, &io, sizeof(io), NULL, 0) &&
 			    raw_recv(s, &h, rb, sizeof(rb), 5000) && h.tag == 88)
 				memcpy(&res, rb, 8);
-			check(res == 8192 && bad_byte(rb + 8, 4 * MiB, 8192, 0) < 0,
+			check(res == 8192 && pattern_bad(rb + 8, 4 * MiB, 8192, 0) < 0,
 			      "(e) the connection still serves a good read (%lld)", (long long)res);
 		}
 	}
@@ -1055,8 +1019,8 @@ static int as_nobody(void *arg)
 	fd = open_file("data", O_RDONLY);
 	b = avfs_buf_alloc(MiB);
 	r = fd >= 0 && b ? avio_sync(fd, AVFS_READ, b, 0, MiB, 0) : -1;
-	check(r == MiB && bad_byte(b, 0, MiB, 0) < 0, "uid %d: libavio read of a 0644 file (%zd)",
-	      NOBODY, r);
+	check(r == MiB && pattern_bad(b, 0, MiB, 0) < 0,
+	      "uid %d: libavio read of a 0644 file (%zd)", NOBODY, r);
 	return 0;
 }
 
@@ -1079,7 +1043,7 @@ static int killed_mid_request(void *arg)
 
 		a[i] = (avfs_asyncio_t){ .aio_fildes = fd, .aio_offset = (off_t)(i % 4) * 16 * MiB,
 					 .aio_buf = buf, .aio_nbytes = 16 * MiB,
-					 .aio_deadline = i % 3 == 0 ? mono_ns() + 30000000000ll : 0 };
+					 .aio_deadline = i % 3 == 0 ? avfs_clock_ns() + 30000000000ll : 0 };
 		if (avfs_asyncio_start(&a[i], AVFS_READ))
 			return 3;
 	}
@@ -1093,7 +1057,7 @@ static int killed_mid_request(void *arg)
 		else if (a[i].aio_ret != 16 * MiB)
 			bad++;
 	}
-	done = mono_ns();
+	done = avfs_clock_ns();
 	note("killed mid-request: %d of %d requests completed with -ENOTCONN, %d other errors, "
 	     "all complete %.3f s after the kill", notconn, N, bad,
 	     (double)(done - shared->kill_ns) / 1e9);
@@ -1101,11 +1065,11 @@ static int killed_mid_request(void *arg)
 	check(notconn > 0, "requests in flight at the kill completed with -ENOTCONN");
 	check(done - shared->kill_ns < 2000000000ll, "all complete within 2 s of the kill");
 	{
-		int64_t t0 = mono_ns();
+		int64_t t0 = avfs_clock_ns();
 		ssize_t r = avio_sync(fd, AVFS_READ, b, 0, MiB, 0);
 
 		/* the descriptor is on the dead mount too: fstat() fails, hence -EBADF */
-		check((r == -ENOTCONN || r == -EBADF) && mono_ns() - t0 < 1000000000ll,
+		check((r == -ENOTCONN || r == -EBADF) && avfs_clock_ns() - t0 < 1000000000ll,
 		      "a later start fails at once: -ENOTCONN or -EBADF (%zd)", r);
 	}
 	check(avfs_completion_fd() == -ENOTCONN, "avfs_completion_fd() is -ENOTCONN");
@@ -1132,7 +1096,7 @@ static void test_kill_mid_request(void)
 	if (read(pipefd[0], &c, 1) != 1) {
 		check(false, "the client started its requests");
 	} else {
-		shared->kill_ns = mono_ns();
+		shared->kill_ns = avfs_clock_ns();
 		kill(daemon_pid, SIGKILL);
 	}
 	for (int i = 0; i < 3000 && waitpid(pid, &st, WNOHANG) != pid; i++)
@@ -1171,7 +1135,7 @@ int main(void)
 	/* the data file every scenario reads, written through the mount */
 	b = malloc(DATA_SIZE);
 	fd = open_file("data", O_RDWR | O_CREAT | O_TRUNC);
-	fill(b, 0, DATA_SIZE, 0);
+	pattern_fill(b, 0, DATA_SIZE, 0);
 	check(fd >= 0 && pwrite(fd, b, DATA_SIZE, 0) == DATA_SIZE && !fsync(fd),
 	      "64 MiB data file written through the mount");
 	close(fd);
@@ -1195,9 +1159,5 @@ int main(void)
 	else
 		check(false, "remount for the kill test");
 out:
-	if (shared->failed)
-		dump_log();
-	cleanup();
-	printf("%d passed, %d failed\n", shared->passed, shared->failed);
-	return shared->failed ? 1 : 0;
+	return harness_finish();
 }

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,26 +24,6 @@
 
 #define MiB (1u << 20)
 #define PAGE 4096u
-
-static int passed, failed;
-
-/* ---- results ---- */
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", ok ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (ok)
-		passed++;
-	else
-		failed++;
-}
 
 /* ---- random numbers (xorshift64*, seeded: a failure can be replayed with AVFS_SEED) ---- */
 
@@ -78,11 +57,6 @@ struct ref {
 	uint8_t *data;		/* what the file holds */
 	size_t size, cap;
 };
-
-static void path_of(char *p, size_t len, const char *name)
-{
-	snprintf(p, len, "%s/%s", mnt, name);
-}
 
 /* the whole file equals ref; prints the first difference */
 static bool same_file(const char *name, const uint8_t *want, size_t size)
@@ -495,9 +469,5 @@ int main(void)
 	if (daemon_pid > 0)
 		test_integrity_kill9_under_load();
 out:
-	if (failed)
-		dump_log();
-	cleanup();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return harness_finish();
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "disk.h"
+#include "diskio.h"
 #include "hddmodel.h"
 #include "simdisk.h"
 #include "simengine.h"
@@ -93,23 +94,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++) {
-		seed = seed * 1103515245u + 12345u;
-		p[i] = (uint8_t)(seed >> 16);
-	}
-}
-
-static int64_t io(struct avfs_disk *d, enum avfs_disk_op op, uint64_t lba, uint32_t len,
-		  void *buf, uint32_t flags)
-{
-	struct avfs_disk_req r = { .op = op, .flags = flags, .lba = lba, .len = len, .buf = buf,
-				   .buf_index = -1 };
-
-	return avfs_disk_io_sync(d, &r);
-}
-
 /* Written data reads back identically, for several sizes and offsets (start, middle, end). */
 static void test_disk_write_read_back(void **state)
 {
@@ -125,10 +109,10 @@ static void test_disk_write_read_back(void **state)
 		uint64_t lbas[] = { 0, 7 * (4096 / lbs) + 1, last / 2, last };
 
 		for (unsigned j = 0; j < 4; j++) {
-			fill(w, len, i * 16 + j + 1);
-			assert_int_equal(io(d, AVFS_DISK_WRITE, lbas[j], len, w, 0), len);
+			seed_fill(w, len, i * 16 + j + 1);
+			assert_int_equal(disk_io(d, AVFS_DISK_WRITE, lbas[j], len, w, 0), len);
 			memset(r, 0xee, len);
-			assert_int_equal(io(d, AVFS_DISK_READ, lbas[j], len, r, 0), len);
+			assert_int_equal(disk_io(d, AVFS_DISK_READ, lbas[j], len, r, 0), len);
 			assert_memory_equal(w, r, len);
 		}
 	}
@@ -143,7 +127,7 @@ static void test_disk_unwritten_reads_zero(void **state)
 	uint8_t *r = avfs_disk_alloc_buf(f->d, 65536), *z = calloc(1, 65536);
 
 	memset(r, 0x5a, 65536);
-	assert_int_equal(io(f->d, AVFS_DISK_READ, 1024, 65536, r, 0), 65536);
+	assert_int_equal(disk_io(f->d, AVFS_DISK_READ, 1024, 65536, r, 0), 65536);
 	assert_memory_equal(r, z, 65536);
 	free(r);
 	free(z);
@@ -156,10 +140,10 @@ static void test_disk_flush_and_fua(void **state)
 	uint8_t *w = avfs_disk_alloc_buf(f->d, 8192), *r = avfs_disk_alloc_buf(f->d, 8192);
 	struct avfs_disk_req fl = { .op = AVFS_DISK_FLUSH, .buf_index = -1, .cookie = 9 };
 
-	fill(w, 8192, 77);
-	assert_int_equal(io(f->d, AVFS_DISK_WRITE, 64, 8192, w, AVFS_DISK_FUA), 8192);
+	seed_fill(w, 8192, 77);
+	assert_int_equal(disk_io(f->d, AVFS_DISK_WRITE, 64, 8192, w, AVFS_DISK_FUA), 8192);
 	assert_int_equal(avfs_disk_io_sync(f->d, &fl), 0);
-	assert_int_equal(io(f->d, AVFS_DISK_READ, 64, 8192, r, 0), 8192);
+	assert_int_equal(disk_io(f->d, AVFS_DISK_READ, 64, 8192, r, 0), 8192);
 	assert_memory_equal(w, r, 8192);
 	free(w);
 	free(r);
@@ -226,7 +210,7 @@ static void test_disk_many_in_flight(void **state)
 					   .len = 65536, .buf = b + i * 65536, .buf_index = -1,
 					   .cookie = 100 + i };
 
-		fill(b + i * 65536, 65536, i);
+		seed_fill(b + i * 65536, 65536, i);
 		assert_int_equal(avfs_disk_submit(d, &r), 0);
 	}
 	assert_int_equal(avfs_disk_inflight(d), 8);
@@ -293,7 +277,8 @@ static void test_simdisk_time_is_model_time(void **state)
 		t0 = avfs_sim_now(eng);
 		assert_int_equal(avfs_hdd_service(twin, t0, wr ? AVFS_HDD_WRITE : AVFS_HDD_READ,
 						  lba, len / 512, false, &r), 0);
-		assert_int_equal(io(d, wr ? AVFS_DISK_WRITE : AVFS_DISK_READ, lba, len, b, 0), len);
+		assert_int_equal(disk_io(d, wr ? AVFS_DISK_WRITE : AVFS_DISK_READ, lba, len, b, 0),
+				 len);
 		assert_int_equal(avfs_sim_now(eng), r.end);
 		assert_true(r.end > t0);
 	}
@@ -316,11 +301,11 @@ static void test_simdisk_sparse(void **state)
 	assert_int_equal(avfs_simdisk_open_model(eng, "avfs-250g", 1, 0, &d), 0);
 	assert_true(d->info.size == 250000000000ull);
 	b = avfs_disk_alloc_buf(d, 65536);
-	fill(b, 65536, 3);
-	assert_int_equal(io(d, AVFS_DISK_WRITE, (d->info.size / 4096) * 8 - 128, 65536, b, 0), 65536);
+	seed_fill(b, 65536, 3);
+	assert_int_equal(disk_io(d, AVFS_DISK_WRITE, (d->info.size / 4096) * 8 - 128, 65536, b, 0), 65536);
 	assert_int_equal(avfs_simdisk_pages(d), 16);
 	memset(b, 0, 65536);
-	assert_int_equal(io(d, AVFS_DISK_WRITE, (d->info.size / 4096) * 8 - 128, 65536, b, 0), 65536);
+	assert_int_equal(disk_io(d, AVFS_DISK_WRITE, (d->info.size / 4096) * 8 - 128, 65536, b, 0), 65536);
 	assert_int_equal(avfs_simdisk_pages(d), 0);
 	free(b);
 	avfs_disk_close(d);
@@ -346,7 +331,7 @@ static void test_simdisk_seek_and_trace(void **state)
 	b = avfs_disk_alloc_buf(d, 4096);
 	sk.lba = avfs_hdd_cyl_first_sector(h, 100000);
 	assert_int_equal(avfs_disk_io_sync(d, &sk), 0);
-	assert_int_equal(io(d, AVFS_DISK_READ, sk.lba + 8, 4096, b, 0), 4096);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, sk.lba + 8, 4096, b, 0), 4096);
 	t = avfs_simdisk_trace(d, &n);
 	assert_int_equal(n, 2);
 	assert_int_equal(t[0].op, AVFS_DISK_SEEK);

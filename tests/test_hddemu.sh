@@ -10,30 +10,16 @@ DIR=$(cd "$(dirname "$0")" && pwd)
 : "${HDDEMU_ATTACH:=$DIR/../tools/hddemu-attach}"
 : "${AVFS_SIM:=$DIR/../build/tools/avfs-sim}"
 MODEL=st318437	# the fastest rotating model: 41.7 MB/s outer, ~10 ms per random read
+. "$DIR/checks.sh"
 
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root (FUSE mount, loop devices)"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v fusermount3 >/dev/null || skip "no fusermount3"
-command -v losetup >/dev/null || skip "no losetup"
+[ "$(id -u)" = 0 ] || avfs_skip "needs root (FUSE mount, loop devices)"
+[ -c /dev/fuse ] || avfs_skip "no /dev/fuse"
+command -v fusermount3 >/dev/null || avfs_skip "no fusermount3"
+command -v losetup >/dev/null || avfs_skip "no losetup"
 for b in "$HDDEMU" "$HDDEMU_ATTACH" "$AVFS_SIM"; do
 	[ -x "$b" ] || { echo "FAIL: $b is not built"; exit 1; }
 done
 command -v python3 >/dev/null || { echo "FAIL: python3 is needed"; exit 1; }
-
-PASS=0
-FAILS=0
-check() {	# check NAME CMD...: ok when CMD exits 0
-	local name=$1
-	shift
-	if "$@"; then
-		PASS=$((PASS + 1))
-		echo "ok $name"
-	else
-		FAILS=$((FAILS + 1))
-		echo "FAIL $name"
-	fi
-}
 
 T=$(mktemp -d /var/tmp/hddemu-test.XXXXXX)
 M1=$T/mnt1 M2=$T/mnt2 M3=$T/mnt3 FS=$T/fs RF=$T/ramfs
@@ -254,5 +240,4 @@ else
 	echo "  (no ramfs: the no-hole-punching case is not checked)"
 fi
 
-echo "$PASS passed, $FAILS failed"
-[ "$FAILS" = 0 ]
+avfs_summary

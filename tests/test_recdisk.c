@@ -15,28 +15,12 @@
 
 #include "crashsim.h"
 #include "disk.h"
+#include "diskio.h"
 #include "memdisk.h"
 #include "recdisk.h"
 
 #define DISK_SIZE (1u << 20)
 #define BLK 4096u
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++) {
-		seed = seed * 1103515245u + 12345u;
-		p[i] = (uint8_t)(seed >> 16);
-	}
-}
-
-static int64_t io(struct avfs_disk *d, enum avfs_disk_op op, uint64_t lba, uint32_t len,
-		  void *buf, uint32_t flags)
-{
-	struct avfs_disk_req r = { .op = op, .flags = flags, .lba = lba, .len = len, .buf = buf,
-				   .buf_index = -1 };
-
-	return avfs_disk_io_sync(d, &r);
-}
 
 static int submit(struct avfs_disk *d, enum avfs_disk_op op, uint64_t lba, uint32_t len,
 		  void *buf, uint32_t flags, uint64_t cookie)
@@ -146,21 +130,21 @@ static void test_recdisk_memdisk_write_read_back(void **state)
 	assert_false(d->info.has_seek);
 	assert_string_equal(d->info.model, "mem");
 	r = avfs_disk_alloc_buf(d, 65536);
-	assert_int_equal(io(d, AVFS_DISK_READ, 7, 65536, r, 0), 65536);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 7, 65536, r, 0), 65536);
 	assert_memory_equal(r, z, 65536);
-	fill(w, 65536, 1);
-	assert_int_equal(io(d, AVFS_DISK_WRITE, 7, 65536, w, AVFS_DISK_FUA), 65536);
-	assert_int_equal(io(d, AVFS_DISK_READ, 7, 65536, r, 0), 65536);
+	seed_fill(w, 65536, 1);
+	assert_int_equal(disk_io(d, AVFS_DISK_WRITE, 7, 65536, w, AVFS_DISK_FUA), 65536);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 7, 65536, r, 0), 65536);
 	assert_memory_equal(r, w, 65536);
 	assert_memory_equal(avfs_memdisk_data(d) + 7 * 512, w, 65536);
-	assert_int_equal(io(d, AVFS_DISK_FLUSH, 0, 0, NULL, 0), 0);
+	assert_int_equal(disk_io(d, AVFS_DISK_FLUSH, 0, 0, NULL, 0), 0);
 	avfs_disk_close(d);
 
-	fill(img, DISK_SIZE, 2);
+	seed_fill(img, DISK_SIZE, 2);
 	assert_int_equal(avfs_memdisk_open_image(img, DISK_SIZE, 4096, &d), 0);
 	assert_int_equal(d->info.pbs, 4096);
 	img[0] ^= 0xff;		/* the disk holds a copy, not the caller's buffer */
-	assert_int_equal(io(d, AVFS_DISK_READ, 0, 4096, r, 0), 4096);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 0, 4096, r, 0), 4096);
 	assert_int_equal(r[0], (uint8_t)(img[0] ^ 0xff));
 	assert_memory_equal(r + 1, img + 1, 4095);
 	avfs_disk_close(d);
@@ -236,14 +220,14 @@ static void test_recdisk_memdisk_fail_reads(void **state)
 	b = avfs_disk_alloc_buf(d, 4096);
 	assert_int_equal(avfs_memdisk_fail_reads(d, 10000, 1), 0);	/* byte 10000: lba 19 */
 	memset(b, 0x77, 4096);
-	assert_int_equal(io(d, AVFS_DISK_READ, 16, 4096, b, 0), -EIO);	/* 8192..12287 */
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 16, 4096, b, 0), -EIO);	/* 8192..12287 */
 	assert_int_equal(b[0], 0x77);
-	assert_int_equal(io(d, AVFS_DISK_READ, 19, 512, b, 0), -EIO);
-	assert_int_equal(io(d, AVFS_DISK_READ, 18, 512, b, 0), 512);	/* ends at 9728 */
-	assert_int_equal(io(d, AVFS_DISK_READ, 20, 512, b, 0), 512);	/* starts at 10240 */
-	assert_int_equal(io(d, AVFS_DISK_WRITE, 19, 512, b, 0), 512);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 19, 512, b, 0), -EIO);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 18, 512, b, 0), 512);	/* ends at 9728 */
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 20, 512, b, 0), 512);	/* starts at 10240 */
+	assert_int_equal(disk_io(d, AVFS_DISK_WRITE, 19, 512, b, 0), 512);
 	assert_int_equal(avfs_memdisk_fail_reads(d, 0, 0), 0);
-	assert_int_equal(io(d, AVFS_DISK_READ, 16, 4096, b, 0), 4096);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 16, 4096, b, 0), 4096);
 	assert_int_equal(avfs_memdisk_fail_reads(d, UINT64_MAX, 2), -EINVAL);
 	assert_int_equal(avfs_memdisk_fail_reads(NULL, 0, 1), -EINVAL);
 	avfs_disk_close(d);
@@ -270,8 +254,8 @@ static void test_recdisk_logs_in_completion_order(void **state)
 	assert_string_equal(d->info.model, "rec:lifo");
 	assert_int_equal(d->info.size, DISK_SIZE);
 	assert_int_equal(d->info.lbs, BLK);
-	fill(w1, 2 * BLK, 1);
-	fill(w2, BLK, 2);
+	seed_fill(w1, 2 * BLK, 1);
+	seed_fill(w2, BLK, 2);
 	memcpy(c1, w1, 2 * BLK);
 	memcpy(c2, w2, BLK);
 	assert_int_equal(submit(d, AVFS_DISK_WRITE, 3, 2 * BLK, w1, 0, 11), 0);
@@ -323,7 +307,7 @@ static void test_recdisk_failed_writes_not_logged(void **state)
 	size_t n;
 
 	(void)state;
-	fill(b, BLK, 3);
+	seed_fill(b, BLK, 3);
 	assert_int_equal(avfs_recdisk_open(&l->disk, &d), 0);
 	assert_int_equal(submit(d, AVFS_DISK_WRITE, DISK_SIZE / BLK, BLK, b, 0, 1), -EINVAL);
 	assert_int_equal(submit(d, AVFS_DISK_WRITE, 0, BLK, b + 1, 0, 1), -EINVAL);
@@ -355,7 +339,7 @@ static void test_recdisk_failed_writes_not_logged(void **state)
 	/* on a memdisk, a write out of bounds is not logged */
 	assert_int_equal(avfs_memdisk_open(DISK_SIZE, BLK, &m), 0);
 	assert_int_equal(avfs_recdisk_open(m, &d), 0);
-	assert_int_equal(io(d, AVFS_DISK_WRITE, DISK_SIZE / BLK - 1, 2 * BLK, b, 0), -EINVAL);
+	assert_int_equal(disk_io(d, AVFS_DISK_WRITE, DISK_SIZE / BLK - 1, 2 * BLK, b, 0), -EINVAL);
 	assert_null(avfs_recdisk_log(d, &n));
 	assert_int_equal(n, 0);
 	avfs_disk_close(d);
@@ -380,13 +364,13 @@ static void test_recdisk_passes_through(void **state)
 	assert_int_equal(d->info.mem_align, 512);
 	b = avfs_disk_alloc_buf(d, 8192);
 	r = avfs_disk_alloc_buf(d, 8192);
-	fill(b, 8192, 5);
-	assert_int_equal(io(d, AVFS_DISK_WRITE, 4, 8192, b, 0), 8192);
+	seed_fill(b, 8192, 5);
+	assert_int_equal(disk_io(d, AVFS_DISK_WRITE, 4, 8192, b, 0), 8192);
 	assert_memory_equal(avfs_memdisk_data(m) + 2048, b, 8192);
-	assert_int_equal(io(d, AVFS_DISK_READ, 4, 8192, r, 0), 8192);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 4, 8192, r, 0), 8192);
 	assert_memory_equal(r, b, 8192);
 	assert_int_equal(avfs_memdisk_fail_reads(m, 2048, 512), 0);
-	assert_int_equal(io(d, AVFS_DISK_READ, 4, 512, r, 0), -EIO);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, 4, 512, r, 0), -EIO);
 	assert_int_equal(avfs_disk_poll_fd(d), -1);
 	assert_int_equal(avfs_disk_wait(d), -EAGAIN);
 
@@ -419,7 +403,7 @@ static struct avfs_rec_entry wr(unsigned blk, uint32_t seed, bool fua)
 				    .len = BLK, .data = malloc(BLK) };
 
 	assert_non_null(e.data);
-	fill(e.data, BLK, seed);
+	seed_fill(e.data, BLK, seed);
 	return e;
 }
 
@@ -452,7 +436,7 @@ static void test_recdisk_crash_flush_prefix(void **state)
 	uint32_t seed = 1;
 
 	(void)state;
-	fill(base, IMG, 99);
+	seed_fill(base, IMG, 99);
 	assert_int_equal(avfs_memdisk_open_image(base, IMG, 512, &m), 0);
 	assert_int_equal(avfs_recdisk_open(m, &d), 0);
 	b = avfs_disk_alloc_buf(d, 3 * BLK);
@@ -460,11 +444,11 @@ static void test_recdisk_crash_flush_prefix(void **state)
 		for (unsigned k = 0; k < 1 + round % 3; k++, seed++) {
 			uint32_t len = (1 + seed % 3) * 512 * (1 + seed % 5);
 
-			fill(b, len, seed);
-			assert_int_equal(io(d, AVFS_DISK_WRITE, (seed * 37) % (IMG / 512 - 64), len,
-					    b, seed % 4 == 0 ? AVFS_DISK_FUA : 0), len);
+			seed_fill(b, len, seed);
+			assert_int_equal(disk_io(d, AVFS_DISK_WRITE, (seed * 37) % (IMG / 512 - 64),
+						 len, b, seed % 4 == 0 ? AVFS_DISK_FUA : 0), len);
 		}
-		assert_int_equal(io(d, AVFS_DISK_FLUSH, 0, 0, NULL, 0), 0);
+		assert_int_equal(disk_io(d, AVFS_DISK_FLUSH, 0, 0, NULL, 0), 0);
 		snap[round] = malloc(IMG);
 		memcpy(snap[round], avfs_memdisk_data(m), IMG);
 		avfs_recdisk_log(d, &nlog);
@@ -538,7 +522,7 @@ static void test_recdisk_crash_all_applied_is_prefix(void **state)
 	uint8_t *base = malloc(IMG), *out = malloc(IMG), *exp = malloc(IMG);
 
 	(void)state;
-	fill(base, IMG, 7);
+	seed_fill(base, IMG, 7);
 	log[nlog++] = wr(1, 1, false);
 	log[nlog++] = fl();
 	for (unsigned i = 0; i < 10; i++)

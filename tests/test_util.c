@@ -1,7 +1,8 @@
 /*
  * test_util.c — util/ alone: the size, rate, time, number and whole-number parsers (accepted
  * forms, exact large values, overflow, garbage, negative values), the why helper (NULL and
- * short buffers), the clocks and the JSON output helpers. Tables of cases, one line each.
+ * short buffers), array growth, the clocks, the JSON output helpers and the dotted-path
+ * getter. Tables of cases, one line each.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "grow.h"
 #include "jsonout.h"
 #include "units.h"
 #include "why.h"
@@ -263,11 +265,63 @@ static void test_util_json_output(void **state)
 	free(text);
 }
 
+/* avfs_grow: the array as it is while there is room, then doubled from the first capacity,
+ * the elements kept; a size that would overflow is refused with the array untouched. */
+static void test_util_grow(void **state)
+{
+	uint32_t *v = NULL, *g;
+	size_t cap = 0, n;
+
+	(void)state;
+	for (n = 0; n < 100; n++) {
+		g = avfs_grow(v, &cap, n, sizeof(*v), 4);
+		assert_non_null(g);
+		assert_true(n < cap);
+		assert_true(cap == 4 || (cap >= 8 && cap / 2 <= n));	/* doubled when full */
+		v = g;
+		v[n] = (uint32_t)n * 7;
+	}
+	assert_int_equal(cap, 128);
+	for (n = 0; n < 100; n++)
+		assert_int_equal(v[n], n * 7);
+	assert_ptr_equal(avfs_grow(v, &cap, 100, sizeof(*v), 4), v);	/* room: v itself */
+	n = cap;
+	assert_null(avfs_grow(v, &cap, cap, SIZE_MAX / 2, 4));	/* the bytes overflow */
+	assert_int_equal(cap, n);
+	assert_int_equal(v[99], 99 * 7);
+	free(v);
+}
+
+/* The dotted-path getter the tools read the daemon's documents with: nested members, and
+ * 0, "" or NULL for a path that is missing, runs through a non-object, or starts at NULL. */
+static void test_util_json_path(void **state)
+{
+	json_object *o = json_tokener_parse("{ \"rt\": { \"margin_ms\": { \"p01\": 12.5 }, "
+					    "\"requests\": 7 }, \"policy\": \"tm\" }");
+
+	(void)state;
+	assert_non_null(o);
+	assert_true(avfs_json_num(o, "rt.margin_ms.p01") == 12.5);
+	assert_true(avfs_json_num(o, "rt.requests") == 7);
+	assert_string_equal(avfs_json_str(o, "policy"), "tm");
+	assert_string_equal(avfs_json_str(o, "rt.requests"), "7");
+	assert_ptr_equal(avfs_json_get(o, "rt.margin_ms"),
+			 json_object_object_get(json_object_object_get(o, "rt"), "margin_ms"));
+	assert_null(avfs_json_get(o, "rt.missing.p01"));
+	assert_null(avfs_json_get(o, "policy.tm"));	/* through a string */
+	assert_null(avfs_json_get(NULL, "rt"));
+	assert_true(avfs_json_num(o, "rt.margin_ms.p02") == 0);
+	assert_string_equal(avfs_json_str(o, "mixer.policy"), "");
+	json_object_put(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_util_clock),
+		cmocka_unit_test(test_util_grow),
 		cmocka_unit_test(test_util_json_output),
+		cmocka_unit_test(test_util_json_path),
 		cmocka_unit_test(test_util_rate_forms),
 		cmocka_unit_test(test_util_scaled_and_number),
 		cmocka_unit_test(test_util_size_forms),

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "grow.h"
 #include "trace.h"
 #include "units.h"
 #include "why.h"
@@ -149,6 +150,7 @@ static bool missed(const struct avfs_trace_rec *r)
 static int add_id(struct plot *p, int64_t id)
 {
 	size_t lo = 0, hi = p->nids;
+	int64_t *ids;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -160,15 +162,10 @@ static int add_id(struct plot *p, int64_t id)
 		else
 			hi = mid;
 	}
-	if (p->nids == p->ids_cap) {
-		size_t cap = p->ids_cap ? 2 * p->ids_cap : 16;
-		int64_t *ids = realloc(p->ids, cap * sizeof(*ids));
-
-		if (!ids)
-			return -ENOMEM;
-		p->ids = ids;
-		p->ids_cap = cap;
-	}
+	ids = avfs_grow(p->ids, &p->ids_cap, p->nids, sizeof(*ids), 16);
+	if (!ids)
+		return -ENOMEM;
+	p->ids = ids;
 	memmove(p->ids + lo + 1, p->ids + lo, (p->nids - lo) * sizeof(*p->ids));
 	p->ids[lo] = id;
 	p->nids++;
@@ -239,7 +236,7 @@ static void set_pixel(const struct plot *p, uint8_t *cells, uint32_t pt)
 /* Panel 1: s visited pixel (c, row). 0 or -ENOMEM. */
 static int add_pixel(const struct plot *p, struct series *s, int c, int row)
 {
-	uint32_t pt = (uint32_t)c * (uint32_t)p->ph + (uint32_t)row;
+	uint32_t pt = (uint32_t)c * (uint32_t)p->ph + (uint32_t)row, *pts;
 	size_t bitmap = (size_t)p->pw * (((size_t)p->ph + 7) / 8);
 
 	if (s->cells) {
@@ -248,29 +245,23 @@ static int add_pixel(const struct plot *p, struct series *s, int c, int row)
 	}
 	if (s->npts && s->pts[s->npts - 1] == pt)
 		return 0;	/* a stream's requests come in runs on one spot */
-	if (s->npts == s->pts_cap) {
-		size_t cap = s->pts_cap ? 2 * s->pts_cap : 16;
-		uint32_t *pts;
-
-		if (cap * sizeof(*pts) >= bitmap) {
-			/* a list that size would outgrow the bitmap: switch to the bitmap */
-			s->cells = calloc(1, bitmap);
-			if (!s->cells)
-				return -ENOMEM;
-			for (size_t i = 0; i < s->npts; i++)
-				set_pixel(p, s->cells, s->pts[i]);
-			set_pixel(p, s->cells, pt);
-			free(s->pts);
-			s->pts = NULL;
-			s->npts = s->pts_cap = 0;
-			return 0;
-		}
-		pts = realloc(s->pts, cap * sizeof(*pts));
-		if (!pts)
+	if (s->npts == s->pts_cap && 2 * s->pts_cap * sizeof(*pts) >= bitmap) {
+		/* doubled, the list would outgrow the bitmap: switch to the bitmap */
+		s->cells = calloc(1, bitmap);
+		if (!s->cells)
 			return -ENOMEM;
-		s->pts = pts;
-		s->pts_cap = cap;
+		for (size_t i = 0; i < s->npts; i++)
+			set_pixel(p, s->cells, s->pts[i]);
+		set_pixel(p, s->cells, pt);
+		free(s->pts);
+		s->pts = NULL;
+		s->npts = s->pts_cap = 0;
+		return 0;
 	}
+	pts = avfs_grow(s->pts, &s->pts_cap, s->npts, sizeof(*pts), 16);
+	if (!pts)
+		return -ENOMEM;
+	s->pts = pts;
 	s->pts[s->npts++] = pt;
 	return 0;
 }
@@ -287,15 +278,11 @@ static int draw_rec(struct plot *p, const struct avfs_trace_rec *r)
 		return -ESTALE;
 	s->n++;
 	if (r->cls == AVFS_TRACE_RT) {
-		if (s->rt == s->margin_cap) {
-			size_t cap = s->margin_cap ? 2 * s->margin_cap : 16;
-			double *m = realloc(s->margin, cap * sizeof(*m));
+		double *m = avfs_grow(s->margin, &s->margin_cap, s->rt, sizeof(*m), 16);
 
-			if (!m)
-				return -ENOMEM;
-			s->margin = m;
-			s->margin_cap = cap;
-		}
+		if (!m)
+			return -ENOMEM;
+		s->margin = m;
 		s->margin[s->rt++] = (double)(r->deadline_ns - r->complete_ns) / 1e6;
 		s->misses += missed(r);
 	}

@@ -6,13 +6,11 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <glob.h>
 #include <json-c/json.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +21,8 @@
 
 #include "admin.h"
 #include "client.h"
+#include "jsonout.h"
+#include "units.h"
 
 static const char *sock_opt;
 static uint64_t next_tag = 1;
@@ -49,55 +49,9 @@ static void usage(FILE *f)
 		"2 bad usage.\n");
 }
 
-/* ---- numbers ---- */
-
-static int parse_rate(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0 || !isfinite(v))
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v *= 1e3; end++; break;
-	case 'M': v *= 1e6; end++; break;
-	case 'G': v *= 1e9; end++; break;
-	default: break;
-	}
-	if (!strcmp(end, "bit") || !strcmp(end, "bps"))
-		v /= 8, end += strlen(end);
-	else if (!strcmp(end, "B/s") || !strcmp(end, "B"))
-		end += strlen(end);
-	if (*end || v < 1 || v > 1e12)
-		return -EINVAL;
-	*out = (uint64_t)v;
-	return 0;
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0 || !isfinite(v))
-		return -EINVAL;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': v *= 1024; end++; break;
-	case 'M': v *= 1024 * 1024; end++; break;
-	case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	default: break;
-	}
-	if (*end == 'B' || *end == 'i')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end || v > 1e13)
-		return -EINVAL;
-	*out = (uint64_t)v;
-	return 0;
-}
+/* The largest --buffer taken (10^13 bytes), against typing mistakes: what it may have is the
+ * daemon's to say. */
+#define MAX_BYTES 10000000000000ull
 
 /* ---- the connection ---- */
 
@@ -188,53 +142,32 @@ static json_object *admin_json(int s, const char *cmd)
 	return o;
 }
 
-static double jnum(json_object *o, const char *path)
-{
-	char key[64];
-	const char *dot;
-	json_object *v = o;
-
-	while (v && (dot = strchr(path, '.'))) {
-		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
-		v = json_object_object_get(v, key);
-		path = dot + 1;
-	}
-	v = v ? json_object_object_get(v, path) : NULL;
-	return v ? json_object_get_double(v) : 0;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v = json_object_object_get(o, key);
-
-	return v ? json_object_get_string(v) : "";
-}
-
 static void print_disk(json_object *d)
 {
 	json_object *wc = json_object_object_get(d, "write_cache");
 
-	printf("backend       %s\n", jstr(d, "backend"));
-	if (*jstr(d, "transport")) {
-		printf("identity      %s %s %s, firmware %s, serial '%s'\n", jstr(d, "transport"),
-		       jstr(d, "vendor"), jstr(d, "product"), jstr(d, "firmware"),
-		       jstr(d, "serial"));
-		if (*jstr(d, "lba_format"))
-			printf("lba format    %s\n", jstr(d, "lba_format"));
+	printf("backend       %s\n", avfs_json_str(d, "backend"));
+	if (*avfs_json_str(d, "transport")) {
+		printf("identity      %s %s %s, firmware %s, serial '%s'\n",
+		       avfs_json_str(d, "transport"), avfs_json_str(d, "vendor"),
+		       avfs_json_str(d, "product"), avfs_json_str(d, "firmware"),
+		       avfs_json_str(d, "serial"));
+		if (*avfs_json_str(d, "lba_format"))
+			printf("lba format    %s\n", avfs_json_str(d, "lba_format"));
 		printf("write cache   %s\n", !wc ? "unknown" :
 		       json_object_get_boolean(wc) ? "on" : "off");
-		if (jnum(d, "max_transfer") > 0)
-			printf("max transfer  %.0f KiB\n", jnum(d, "max_transfer") / 1024);
+		if (avfs_json_num(d, "max_transfer") > 0)
+			printf("max transfer  %.0f KiB\n", avfs_json_num(d, "max_transfer") / 1024);
 	}
-	printf("disk          %.1f GB, %.0f-byte blocks, %s, SEEK %s\n", jnum(d, "bytes") / 1e9,
-	       jnum(d, "logical_block"),
+	printf("disk          %.1f GB, %.0f-byte blocks, %s, SEEK %s\n",
+	       avfs_json_num(d, "bytes") / 1e9, avfs_json_num(d, "logical_block"),
 	       json_object_get_boolean(json_object_object_get(d, "rotational")) ?
 	       "rotational" : "non-rotational",
 	       json_object_get_boolean(json_object_object_get(d, "seek")) ? "yes" : "no");
 	printf("mixer mode    %s, %.0f on the device, chunk %.0f, jit %s, split %.0f\n",
-	       jstr(d, "mode"), jnum(d, "depth"), jnum(d, "chunk"),
+	       avfs_json_str(d, "mode"), avfs_json_num(d, "depth"), avfs_json_num(d, "chunk"),
 	       json_object_get_boolean(json_object_object_get(d, "jit")) ? "on" : "off",
-	       jnum(d, "split"));
+	       avfs_json_num(d, "split"));
 }
 
 static void print_streams(json_object *arr)
@@ -253,13 +186,14 @@ static void print_streams(json_object *arr)
 		bool det = json_object_get_boolean(json_object_object_get(s, "detached"));
 
 		printf("%4.0f %6.0f %7s %9.0f %3s %9.3f %9.2f %6.2f s %5.1f%% %5.1f%% %9.0f %6.0f "
-		       "%9.1f %9.1f\n", jnum(s, "id"), jnum(s, "uid"),
-		       det ? "-" : json_object_get_string(json_object_object_get(s, "pid")),
-		       jnum(s, "inode"), !strcmp(jstr(s, "direction"), "write") ? "w" : "r",
-		       jnum(s, "rate") / 1e6, jnum(s, "buffer") / (1 << 20),
-		       jnum(s, "period_ms") / 1e3, 100 * jnum(s, "utilization"),
-		       100 * jnum(s, "utilization_padded"), jnum(s, "requests"), jnum(s, "misses"),
-		       jnum(s, "margin_ms.p01"), jnum(s, "margin_ms.p50"));
+		       "%9.1f %9.1f\n", avfs_json_num(s, "id"), avfs_json_num(s, "uid"),
+		       det ? "-" : avfs_json_str(s, "pid"), avfs_json_num(s, "inode"),
+		       !strcmp(avfs_json_str(s, "direction"), "write") ? "w" : "r",
+		       avfs_json_num(s, "rate") / 1e6, avfs_json_num(s, "buffer") / (1 << 20),
+		       avfs_json_num(s, "period_ms") / 1e3, 100 * avfs_json_num(s, "utilization"),
+		       100 * avfs_json_num(s, "utilization_padded"), avfs_json_num(s, "requests"),
+		       avfs_json_num(s, "misses"), avfs_json_num(s, "margin_ms.p01"),
+		       avfs_json_num(s, "margin_ms.p50"));
 	}
 }
 
@@ -288,60 +222,63 @@ static int cmd_query(int argc, char **argv)
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 								  JSON_C_TO_STRING_SPACED));
 	} else if (!strcmp(argv[0], "status")) {
-		printf("device        %s\n", jstr(o, "device"));
-		printf("mountpoint    %s\n", jstr(o, "mountpoint"));
-		printf("socket        %s\n", jstr(o, "socket"));
-		printf("uptime        %.0f s\n", jnum(o, "uptime_s"));
-		printf("block size    %.0f KiB\n", jnum(o, "block_size") / 1024);
+		printf("device        %s\n", avfs_json_str(o, "device"));
+		printf("mountpoint    %s\n", avfs_json_str(o, "mountpoint"));
+		printf("socket        %s\n", avfs_json_str(o, "socket"));
+		printf("uptime        %.0f s\n", avfs_json_num(o, "uptime_s"));
+		printf("block size    %.0f KiB\n", avfs_json_num(o, "block_size") / 1024);
 		print_disk(json_object_object_get(o, "disk"));
-		printf("scheduler     %s\n", jstr(o, "policy"));
-		printf("clients       %.0f\n", jnum(o, "clients"));
-		printf("streams       %.0f\n", jnum(o, "streams"));
+		printf("scheduler     %s\n", avfs_json_str(o, "policy"));
+		printf("clients       %.0f\n", avfs_json_num(o, "clients"));
+		printf("streams       %.0f\n", avfs_json_num(o, "streams"));
 		printf("admission     load %.1f %%, left %.1f %%, best-effort floor %.1f %%, "
-		       "isolation %s\n", 100 * jnum(o, "admission.load"),
-		       100 * jnum(o, "admission.left"), 100 * jnum(o, "admission.be_floor"),
-		       json_object_get_boolean(json_object_object_get(
-			       json_object_object_get(o, "admission"), "isolation")) ? "on" : "off");
+		       "isolation %s\n", 100 * avfs_json_num(o, "admission.load"),
+		       100 * avfs_json_num(o, "admission.left"),
+		       100 * avfs_json_num(o, "admission.be_floor"),
+		       json_object_get_boolean(avfs_json_get(o, "admission.isolation")) ?
+		       "on" : "off");
 	} else if (!strcmp(argv[0], "streams")) {
 		print_streams(json_object_object_get(o, "streams"));
 	} else if (!strcmp(argv[0], "reset")) {
 		printf("statistics reset: a new measurement begins\n");
 	} else {
-		json_object *seek = json_object_object_get(o, "seek_distance");
-		json_object *bins = json_object_object_get(seek, "bins_gb");
-		json_object *counts = json_object_object_get(seek, "counts");
+		json_object *bins = avfs_json_get(o, "seek_distance.bins_gb");
+		json_object *counts = avfs_json_get(o, "seek_distance.counts");
 
-		printf("uptime            %.1f s\n", jnum(o, "uptime_s"));
-		printf("disk utilization  %.1f %%\n", 100 * jnum(o, "disk_utilization"));
+		printf("uptime            %.1f s\n", avfs_json_num(o, "uptime_s"));
+		printf("disk utilization  %.1f %%\n", 100 * avfs_json_num(o, "disk_utilization"));
 		printf("RT requests       %.0f, misses %.0f (P0 %.4f), -ETIME %.0f\n",
-		       jnum(o, "rt.requests"), jnum(o, "rt.misses"), jnum(o, "rt.p0"),
-		       jnum(o, "rt.etime"));
+		       avfs_json_num(o, "rt.requests"), avfs_json_num(o, "rt.misses"),
+		       avfs_json_num(o, "rt.p0"), avfs_json_num(o, "rt.etime"));
 		printf("margin            min %.1f ms, p0.1%% %.1f ms, p1%% %.1f ms, p50 %.1f ms\n",
-		       jnum(o, "rt.margin_ms.min"), jnum(o, "rt.margin_ms.p001"),
-		       jnum(o, "rt.margin_ms.p01"), jnum(o, "rt.margin_ms.p50"));
+		       avfs_json_num(o, "rt.margin_ms.min"), avfs_json_num(o, "rt.margin_ms.p001"),
+		       avfs_json_num(o, "rt.margin_ms.p01"), avfs_json_num(o, "rt.margin_ms.p50"));
 		printf("best effort       %.0f requests, %.1f MB, %.2f Mbit/s\n",
-		       jnum(o, "be.requests"), jnum(o, "be.bytes") / 1e6, jnum(o, "be.mbps"));
+		       avfs_json_num(o, "be.requests"), avfs_json_num(o, "be.bytes") / 1e6,
+		       avfs_json_num(o, "be.mbps"));
 		printf("queue             %.0f pending (max %.0f), %.0f on the device\n",
-		       jnum(o, "queue.pending"), jnum(o, "queue.max_pending"),
-		       jnum(o, "queue.inflight"));
+		       avfs_json_num(o, "queue.pending"), avfs_json_num(o, "queue.max_pending"),
+		       avfs_json_num(o, "queue.inflight"));
 		printf("model             rotation %.2f ms, seek %.2f ms, %.1f..%.1f MB/s, %.1f GB\n",
-		       jnum(o, "model.rotation_ms"), jnum(o, "model.seek_avg_ms"),
-		       jnum(o, "model.rate_inner_mbs"), jnum(o, "model.rate_outer_mbs"),
-		       jnum(o, "model.bytes") / 1e9);
+		       avfs_json_num(o, "model.rotation_ms"), avfs_json_num(o, "model.seek_avg_ms"),
+		       avfs_json_num(o, "model.rate_inner_mbs"),
+		       avfs_json_num(o, "model.rate_outer_mbs"),
+		       avfs_json_num(o, "model.bytes") / 1e9);
 		printf("mixer             %s, margin %.0f ms, urgent %.0f ms, chunk %.0f\n",
-		       jstr(json_object_object_get(o, "mixer"), "policy"), jnum(o, "mixer.margin_ms"),
-		       jnum(o, "mixer.urgent_ms"), jnum(o, "mixer.chunk"));
+		       avfs_json_str(o, "mixer.policy"), avfs_json_num(o, "mixer.margin_ms"),
+		       avfs_json_num(o, "mixer.urgent_ms"), avfs_json_num(o, "mixer.chunk"));
 		printf("semi-preemptive   %.0f chunk commands, %.0f JIT waits (%.1f ms), %.0f seek "
 		       "splits; %.0f of %.0f judged commands lost a turn, transport %.2f ms\n",
-		       jnum(o, "mixer.chunks"), jnum(o, "mixer.jit_waits"),
-		       jnum(o, "mixer.jit_wait_ms"), jnum(o, "mixer.seek_splits"),
-		       jnum(o, "mixer.jit_lost_turns"), jnum(o, "mixer.jit_judged"),
-		       jnum(o, "mixer.jit_slip_ms"));
+		       avfs_json_num(o, "mixer.chunks"), avfs_json_num(o, "mixer.jit_waits"),
+		       avfs_json_num(o, "mixer.jit_wait_ms"), avfs_json_num(o, "mixer.seek_splits"),
+		       avfs_json_num(o, "mixer.jit_lost_turns"),
+		       avfs_json_num(o, "mixer.jit_judged"), avfs_json_num(o, "mixer.jit_slip_ms"));
 		printf("seek distance GB ");
 		for (size_t i = 0; bins && i < json_object_array_length(bins); i++)
 			printf(" %s:%s", json_object_get_string(json_object_array_get_idx(bins, i)),
 			       json_object_get_string(json_object_array_get_idx(counts, i)));
-		printf("  (%.1f %% below 5 GB)\n", 100 * jnum(seek, "frac_below_5"));
+		printf("  (%.1f %% below 5 GB)\n",
+		       100 * avfs_json_num(o, "seek_distance.frac_below_5"));
 		printf("\n");
 		print_streams(json_object_object_get(o, "streams"));
 	}
@@ -368,25 +305,27 @@ static int cmd_reserve(int argc, char **argv)
 	uint64_t rate = 0, buffer = 0, io = 0;
 	const char *file;
 	struct stat st;
+	double v;
 	int c, s;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			if (parse_rate(optarg, &rate)) {
+			if (avfs_parse_rate(optarg, false, &v) || v < 1 || v > 1e12) {
 				fprintf(stderr, "avfs-admin: --rate %s: not a rate\n", optarg);
 				return 2;
 			}
+			rate = (uint64_t)v;
 			break;
 		case 'b':
-			if (parse_size(optarg, &buffer)) {
+			if (avfs_parse_size(optarg, &buffer) || !buffer || buffer > MAX_BYTES) {
 				fprintf(stderr, "avfs-admin: --buffer %s: not a size\n", optarg);
 				return 2;
 			}
 			break;
 		case 'i':
-			if (parse_size(optarg, &io) || io > UINT32_MAX) {
+			if (avfs_parse_size(optarg, &io) || !io || io > UINT32_MAX) {
 				fprintf(stderr, "avfs-admin: --io %s: not a size\n", optarg);
 				return 2;
 			}
@@ -455,10 +394,9 @@ static int cmd_release(int argc, char **argv)
 {
 	struct avfs_msg_release m = { .handle = AVFS_RELEASE_BY_ID };
 	struct avfs_msg_release_reply r;
-	char *end;
 	int s;
 
-	if (argc != 2 || !(m.id = strtoull(argv[1], &end, 10)) || *end) {
+	if (argc != 2 || avfs_parse_uint(argv[1], &m.id) || !m.id) {
 		fprintf(stderr, "usage: avfs-admin release ID (a number from `avfs-admin streams`)\n");
 		return 2;
 	}
@@ -499,14 +437,13 @@ static int cmd_trace(int argc, char **argv)
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		char *end;
+		int64_t ns;
 
 		switch (c) {
-		case 'd':
-			secs = strtod(optarg, &end);
-			if (*end == 's')
-				end++;
-			if (*end || !(secs >= 0.001 && secs <= 86400)) {
+		case 'd':	/* seconds, as every tool's --duration, or a time with its unit */
+			if (avfs_parse_number(optarg, &secs))
+				secs = avfs_parse_time(optarg, &ns) ? -1 : (double)ns / 1e9;
+			if (!(secs >= 0.001 && secs <= 86400)) {
 				fprintf(stderr, "avfs-admin: --duration %s: seconds, 0.001 to 86400\n",
 					optarg);
 				return 2;

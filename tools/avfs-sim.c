@@ -253,8 +253,30 @@ static int set_conf(struct cli *c, const char *name, const char *value)
 	return err;
 }
 
-/* Parse the options shared by every mode. 0, 1 (printed help), or 2 (bad input). */
-static int parse(int argc, char **argv, struct cli *c)
+enum mode { MODE_RUN, MODE_SEARCH, MODE_PREEMPT, MODE_FILL, MODE_REALTIME };
+
+/* What a mode starts from before its options: the run's defaults (avfs_simrun_defaults) and
+ * the mode's own (the usage's "default"s). */
+static void defaults(struct cli *c, enum mode m)
+{
+	memset(c, 0, sizeof(*c));
+	avfs_simrun_defaults(&c->o);
+	if (m == MODE_SEARCH) {
+		c->policies = "tm,cscan,edf";
+		c->ratio_r = 3;
+		c->ratio_w = 1;
+		c->max_streams = 40;
+	} else if (m == MODE_PREEMPT) {	/* papers/003: BE and HP requests alone */
+		c->o.duration_s = 600;
+		c->o.nread = 0;
+		c->o.hp_rate = 1;
+		c->o.fill = 0.8;
+	}
+}
+
+/* The options every mode shares, over the mode's defaults, into c. -1 to go on, else the
+ * exit code: 0 (printed help) or 2 (bad input, said on stderr). */
+static int parse(int argc, char **argv, enum mode mode, struct cli *c)
 {
 	static const struct option opts[] = {
 		{ "disk", required_argument, NULL, 'd' },
@@ -294,6 +316,8 @@ static int parse(int argc, char **argv, struct cli *c)
 	int ch;
 	double v;
 
+	defaults(c, mode);
+	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': c->o.disk = optarg; break;
@@ -460,7 +484,7 @@ static int parse(int argc, char **argv, struct cli *c)
 			break;
 		case 'U': c->mount = optarg; break;
 		case 'E': c->hddemu = optarg; break;
-		case 'h': usage(stdout); return 1;
+		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -477,7 +501,20 @@ static int parse(int argc, char **argv, struct cli *c)
 		fprintf(stderr, "avfs-sim: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	return 0;
+	if ((mode == MODE_RUN || mode == MODE_REALTIME) && c->o.nread + c->o.nwrite == 0 &&
+	    c->o.be == AVFS_BE_NONE) {
+		fprintf(stderr, "avfs-sim: say --workload NrMw (see --help)\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* A run of mode `what` ("" for the plain run) failed with err: why, or else the errno's text,
+ * on stderr. The exit code: 2 for bad input (-EINVAL), else 1. */
+static int run_failed(const char *what, int err, const char *why)
+{
+	fprintf(stderr, "avfs-sim: %s%s%s\n", what, *what ? ": " : "", *why ? why : strerror(-err));
+	return err == -EINVAL ? 2 : 1;
 }
 
 /* print_run's --json document (the keys of SPEC §10). */
@@ -598,25 +635,16 @@ static int print_run(const struct cli *c, const struct avfs_simrun_result *r)
 
 static int cmd_run(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	struct cli c;
 	struct avfs_simrun_result r;
 	char why[256] = "";
-	int err;
+	int err = parse(argc, argv, MODE_RUN, &c);
 
-	avfs_simrun_defaults(&c.o);
-	optind = 1;
-	err = parse(argc, argv, &c);
-	if (err)
-		return err == 1 ? 0 : 2;
-	if (c.o.nread + c.o.nwrite == 0 && c.o.be == AVFS_BE_NONE) {
-		fprintf(stderr, "avfs-sim: say --workload NrMw (see --help)\n");
-		return 2;
-	}
+	if (err >= 0)
+		return err;
 	err = avfs_simrun(&c.o, &r, why, sizeof(why));
-	if (err) {
-		fprintf(stderr, "avfs-sim: %s\n", why[0] ? why : strerror(-err));
-		return err == -EINVAL ? 2 : 1;
-	}
+	if (err)
+		return run_failed("", err, why);
 	err = print_run(&c, &r);
 	avfs_simrun_result_free(&r);
 	return err;
@@ -625,16 +653,13 @@ static int cmd_run(int argc, char **argv)
 /* The largest mix with no miss over the run, streams in the ratio R:W, per policy. */
 static int cmd_search(int argc, char **argv)
 {
-	struct cli c = { .policies = "tm,cscan,edf", .ratio_r = 3, .ratio_w = 1, .max_streams = 40 };
+	struct cli c;
 	char list[256], *save = NULL, *p;
 	struct { char name[16]; unsigned best_r, best_w; double util; } res[8];
-	int np = 0, err;
+	int np = 0, err = parse(argc, argv, MODE_SEARCH, &c);
 
-	avfs_simrun_defaults(&c.o);
-	optind = 1;
-	err = parse(argc, argv, &c);
-	if (err)
-		return err == 1 ? 0 : 2;
+	if (err >= 0)
+		return err;
 	snprintf(list, sizeof(list), "%s", c.policies);
 	for (p = strtok_r(list, ",", &save); p && np < 8; p = strtok_r(NULL, ",", &save)) {
 		unsigned fails = 0;
@@ -711,21 +736,14 @@ static int cmd_search(int argc, char **argv)
  * with chunking (and with chunking + JIT seek). */
 static int cmd_preempt(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	struct cli c;
 	struct avfs_simrun_result r[3];
 	const char *label[3] = { "non-preemptible", "chunked", "chunked + JIT" };
 	uint32_t chunk;
-	int err;
+	int err = parse(argc, argv, MODE_PREEMPT, &c);
 
-	avfs_simrun_defaults(&c.o);
-	c.o.duration_s = 600;
-	c.o.nread = 0;
-	c.o.hp_rate = 1;
-	c.o.fill = 0.8;
-	optind = 1;
-	err = parse(argc, argv, &c);
-	if (err)
-		return err == 1 ? 0 : 2;
+	if (err >= 0)
+		return err;
 	c.o.be = AVFS_BE_PROBE;
 	chunk = c.chunk_given ? c.o.conf.chunk : 64 << 10;
 	for (int i = 0; i < 3; i++) {
@@ -734,10 +752,8 @@ static int cmd_preempt(int argc, char **argv)
 		c.o.conf.chunk = i ? chunk : 0;
 		c.o.conf.jit = i == 2;
 		err = avfs_simrun(&c.o, &r[i], why, sizeof(why));
-		if (err) {
-			fprintf(stderr, "avfs-sim: preempt: %s\n", why);
-			return err == -EINVAL ? 2 : 1;
-		}
+		if (err)
+			return run_failed("preempt", err, why);
 		avfs_simrun_result_free(&r[i]);	/* its figures stay; only per-stream results go */
 	}
 	if (c.json) {
@@ -783,28 +799,24 @@ static int cmd_preempt(int argc, char **argv)
 /* avfs-sim fill [options] DEVICE: format and fill a real device or image as a run would. */
 static int cmd_fill(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	struct cli c;
 	char why[256] = "";
 	size_t files = 0;
 	const char *dev;
 	int err;
 
-	avfs_simrun_defaults(&c.o);
 	if (argc < 2 || argv[argc - 1][0] == '-') {
 		fprintf(stderr, "usage: avfs-sim fill [--disk M] [--size S] [--seed N] [--fill F] "
 			"[--rate R] [--alloc A] [--block-size B] DEVICE\n");
 		return 2;
 	}
 	dev = argv[argc - 1];
-	optind = 1;
-	err = parse(argc - 1, argv, &c);
-	if (err)
-		return err == 1 ? 0 : 2;
+	err = parse(argc - 1, argv, MODE_FILL, &c);
+	if (err >= 0)
+		return err;
 	err = avfs_sim_fill(&c.o, dev, &files, why, sizeof(why));
-	if (err) {
-		fprintf(stderr, "avfs-sim: fill: %s\n", why[0] ? why : strerror(-err));
-		return err == -EINVAL ? 2 : 1;
-	}
+	if (err)
+		return run_failed("fill", err, why);
 	printf("avfs-sim fill: %s formatted as %s%s and filled to %.2f with %zu recordings of "
 	       "30 min at %.2f Mbit/s (seed %" PRIu64 ")\n", dev, c.o.disk, c.o.size ? " (part)" : "",
 	       c.o.fill, files, c.o.rate * 8 / 1e6, c.o.seed);
@@ -814,31 +826,22 @@ static int cmd_fill(int argc, char **argv)
 /* avfs-sim realtime --mount DIR [options]: the run's workload against a running avfsd. */
 static int cmd_realtime(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	struct cli c;
 	struct avfs_simrun_result r;
 	struct avfs_sim_rt_extra x;
 	char why[256] = "";
-	int err;
+	int err = parse(argc, argv, MODE_REALTIME, &c);
 
-	avfs_simrun_defaults(&c.o);
-	optind = 1;
-	err = parse(argc, argv, &c);
-	if (err)
-		return err == 1 ? 0 : 2;
+	if (err >= 0)
+		return err;
 	if (!c.mount) {
 		fprintf(stderr, "avfs-sim: realtime: say --mount DIR (an avfsd mount, filled by "
 			"avfs-sim fill with the same options)\n");
 		return 2;
 	}
-	if (c.o.nread + c.o.nwrite == 0 && c.o.be == AVFS_BE_NONE) {
-		fprintf(stderr, "avfs-sim: say --workload NrMw (see --help)\n");
-		return 2;
-	}
 	err = avfs_sim_realtime(&c.o, c.mount, c.hddemu, &r, &x, why, sizeof(why));
-	if (err) {
-		fprintf(stderr, "avfs-sim: realtime: %s\n", why[0] ? why : strerror(-err));
-		return err == -EINVAL ? 2 : 1;
-	}
+	if (err)
+		return run_failed("realtime", err, why);
 	r.wall_s = c.o.duration_s;
 	if (c.json) {
 		json_object *j = json_object_new_object(), *doc = json_object_new_object();
@@ -872,27 +875,29 @@ static int cmd_realtime(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && !strcmp(argv[1], "disk"))
-		return cmd_disk(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "search"))
-		return cmd_search(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "preempt"))
-		return cmd_preempt(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "reserve"))
-		return avfs_sim_cmd_reserve(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "fill"))
-		return cmd_fill(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "realtime"))
-		return cmd_realtime(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "isolation"))
-		return avfs_sim_cmd_isolation(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "--version")) {
-		printf("avfs-sim %s\n", AVFS_VERSION);
-		return 0;
-	}
+	static const struct {
+		const char *name;
+		int (*run)(int argc, char **argv);	/* argv[0] is the name */
+	} cmds[] = {
+		{ "disk", cmd_disk },
+		{ "search", cmd_search },
+		{ "preempt", cmd_preempt },
+		{ "reserve", avfs_sim_cmd_reserve },
+		{ "fill", cmd_fill },
+		{ "realtime", cmd_realtime },
+		{ "isolation", avfs_sim_cmd_isolation },
+	};
+
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
-	return cmd_run(argc, argv);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--version")) {
+		printf("avfs-sim %s\n", AVFS_VERSION);
+		return 0;
+	}
+	return cmd_run(argc, argv);	/* no subcommand: one run, options from argv[1] */
 }

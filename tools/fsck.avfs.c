@@ -7,6 +7,7 @@
 #include "disk.h"
 #include "fsck.h"
 #include "fsio.h"
+#include "grow.h"
 #include "jsonout.h"
 
 #include <errno.h>
@@ -54,18 +55,12 @@ struct lines {
 static void add_line(struct lines *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_line(struct lines *l, const char *fmt, ...)
 {
+	char **v = avfs_grow(l->v, &l->cap, l->n, sizeof(*v), 32), *s = NULL;
 	va_list ap;
-	char *s = NULL;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 32;
-		char **v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (!v)
+		return;
+	l->v = v;
 	va_start(ap, fmt);
 	if (vasprintf(&s, fmt, ap) >= 0)
 		l->v[l->n++] = s;

@@ -500,10 +500,10 @@ static void *replier(void *arg)
 	return NULL;
 }
 
-/* A job for [off, off + len) clamped to the disk (len 0 when it lies beyond); NULL without
- * memory. */
-static struct job *new_job(enum job_kind kind, fuse_req_t req, uint64_t arrival, uint64_t off,
-			   uint64_t len, const char *data)
+/* A job for [off, off + len) clamped to the disk (len 0 when it lies beyond), given to the
+ * emulator, which replies to req; ENOMEM at once without memory for it. */
+static void submit_job(enum job_kind kind, fuse_req_t req, uint64_t arrival, uint64_t off,
+		       uint64_t len, const char *data)
 {
 	struct emu *e = &emu;
 	struct job *j;
@@ -513,8 +513,10 @@ static struct job *new_job(enum job_kind kind, fuse_req_t req, uint64_t arrival,
 	else if (len > e->size - off)
 		len = e->size - off;
 	j = malloc(sizeof(*j) + (kind == JOB_READ || kind == JOB_WRITE ? len : 0));
-	if (!j)
-		return NULL;
+	if (!j) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	j->req = req;
 	j->kind = kind;
 	j->arrival = arrival;
@@ -522,7 +524,7 @@ static struct job *new_job(enum job_kind kind, fuse_req_t req, uint64_t arrival,
 	j->len = len;
 	if (data)
 		memcpy(j->data, data, len);
-	return j;
+	serve(e, j);
 }
 
 /* ---- FUSE operations ---- */
@@ -654,7 +656,6 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	uint64_t arrival = (uint64_t)avfs_clock_ns();
-	struct job *j;
 	bool fast;
 
 	switch (ino) {
@@ -663,11 +664,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			fuse_reply_buf(req, NULL, 0);
 			return;
 		}
-		j = new_job(JOB_READ, req, arrival, (uint64_t)off, size, NULL);
-		if (!j)
-			fuse_reply_err(req, ENOMEM);
-		else
-			serve(&emu, j);
+		submit_job(JOB_READ, req, arrival, (uint64_t)off, size, NULL);
 		return;
 	case INO_FAST:
 		pthread_mutex_lock(&emu.mu);
@@ -701,7 +698,6 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		     struct fuse_file_info *fi)
 {
 	uint64_t arrival = (uint64_t)avfs_clock_ns();
-	struct job *j;
 
 	(void)fi;
 	switch (ino) {
@@ -714,11 +710,7 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 			fuse_reply_write(req, 0);
 			return;
 		}
-		j = new_job(JOB_WRITE, req, arrival, (uint64_t)off, size, buf);
-		if (!j)
-			fuse_reply_err(req, ENOMEM);
-		else
-			serve(&emu, j);
+		submit_job(JOB_WRITE, req, arrival, (uint64_t)off, size, buf);
 		return;
 	case INO_FAST:
 		if (!word_is(buf, size, "0") && !word_is(buf, size, "1")) {
@@ -747,19 +739,13 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	struct job *j;
-
 	(void)datasync;
 	(void)fi;
 	if (ino != INO_DISK) {
 		fuse_reply_err(req, 0);
 		return;
 	}
-	j = new_job(JOB_FLUSH, req, (uint64_t)avfs_clock_ns(), 0, 0, NULL);
-	if (!j)
-		fuse_reply_err(req, ENOMEM);
-	else
-		serve(&emu, j);
+	submit_job(JOB_FLUSH, req, (uint64_t)avfs_clock_ns(), 0, 0, NULL);
 }
 
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -775,7 +761,6 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	const int zeroing = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_WRITE_ZEROES;
-	struct job *j;
 
 	(void)fi;
 	if (ino != INO_DISK) {
@@ -794,12 +779,8 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	j = new_job(JOB_DISCARD, req, (uint64_t)avfs_clock_ns(), (uint64_t)off, (uint64_t)len,
-		    NULL);
-	if (!j)
-		fuse_reply_err(req, ENOMEM);
-	else
-		serve(&emu, j);
+	submit_job(JOB_DISCARD, req, (uint64_t)avfs_clock_ns(), (uint64_t)off, (uint64_t)len,
+		   NULL);
 }
 
 static void ll_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "disk.h"
 #include "fsio.h"
+#include "jsonout.h"
 #include "proto.h"
 #include "workload.h"
 
@@ -99,50 +100,33 @@ static int admin(const char *mount, const char *cmd, json_object **out, char *wh
 	return 0;
 }
 
-static double jget(json_object *o, const char *path)
-{
-	char key[64];
-	const char *dot;
-	json_object *v = o;
-
-	while (v && (dot = strchr(path, '.'))) {
-		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
-		v = json_object_object_get(v, key);
-		path = dot + 1;
-	}
-	v = v ? json_object_object_get(v, path) : NULL;
-	return v ? json_object_get_double(v) : 0;
-}
-
 /* The run's figures as the engine counted them (daemon/admin.c's stats document). */
 static void from_stats(json_object *j, struct avfs_simrun_result *r)
 {
-	json_object *counts = NULL, *seek = json_object_object_get(j, "seek_distance");
+	json_object *counts = avfs_json_get(j, "seek_distance.counts");
 
-	r->rt_requests = (uint64_t)jget(j, "rt.requests");
-	r->deadline_misses = (uint64_t)jget(j, "rt.misses");
-	r->etime_failed = (uint64_t)jget(j, "rt.etime");
-	r->p0 = jget(j, "rt.p0");
-	r->margin_min_ms = jget(j, "rt.margin_ms.min");
-	r->margin_p001_ms = jget(j, "rt.margin_ms.p001");
-	r->margin_p01_ms = jget(j, "rt.margin_ms.p01");
-	r->margin_p50_ms = jget(j, "rt.margin_ms.p50");
-	r->disk_utilization = jget(j, "disk_utilization");
-	r->seek_p50_gb = jget(j, "seek_distance.p50_gb");
-	r->seek_p90_gb = jget(j, "seek_distance.p90_gb");
-	r->seek_frac_below_5 = jget(j, "seek_distance.frac_below_5");
-	if (seek)
-		counts = json_object_object_get(seek, "counts");
+	r->rt_requests = (uint64_t)avfs_json_num(j, "rt.requests");
+	r->deadline_misses = (uint64_t)avfs_json_num(j, "rt.misses");
+	r->etime_failed = (uint64_t)avfs_json_num(j, "rt.etime");
+	r->p0 = avfs_json_num(j, "rt.p0");
+	r->margin_min_ms = avfs_json_num(j, "rt.margin_ms.min");
+	r->margin_p001_ms = avfs_json_num(j, "rt.margin_ms.p001");
+	r->margin_p01_ms = avfs_json_num(j, "rt.margin_ms.p01");
+	r->margin_p50_ms = avfs_json_num(j, "rt.margin_ms.p50");
+	r->disk_utilization = avfs_json_num(j, "disk_utilization");
+	r->seek_p50_gb = avfs_json_num(j, "seek_distance.p50_gb");
+	r->seek_p90_gb = avfs_json_num(j, "seek_distance.p90_gb");
+	r->seek_frac_below_5 = avfs_json_num(j, "seek_distance.frac_below_5");
 	for (size_t i = 0; counts && i < AVFS_SEEK_CLASSES &&
 			   i < json_object_array_length(counts); i++)
 		r->seek_class[i] = (uint64_t)json_object_get_int64(
 			json_object_array_get_idx(counts, i));
-	r->be_bytes = (uint64_t)jget(j, "be.bytes");
-	r->be_requests = (uint64_t)jget(j, "be.requests");
-	r->be_mbps = jget(j, "be.mbps");
-	r->e_twait_ms = jget(j, "e_twait_ms");
-	r->commands = (uint64_t)jget(j, "commands");
-	r->max_pending = (uint64_t)jget(j, "queue.max_pending");
+	r->be_bytes = (uint64_t)avfs_json_num(j, "be.bytes");
+	r->be_requests = (uint64_t)avfs_json_num(j, "be.requests");
+	r->be_mbps = avfs_json_num(j, "be.mbps");
+	r->e_twait_ms = avfs_json_num(j, "e_twait_ms");
+	r->commands = (uint64_t)avfs_json_num(j, "commands");
+	r->max_pending = (uint64_t)avfs_json_num(j, "queue.max_pending");
 	r->commits = 0;
 }
 

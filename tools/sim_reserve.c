@@ -65,6 +65,19 @@ static const char *errname(int err)
 	}
 }
 
+/* The service-time model and block size of o's disk (avfs_simrun_model). 0, or the exit code
+ * (2 for a bad --disk or --size, else 1), the reason said on stderr. */
+static int model_of(const struct avfs_simrun_opts *o, struct avfs_svc_model *m, uint64_t *block)
+{
+	char why[256] = "";
+	int err = avfs_simrun_model(o, m, block, why, sizeof(why));
+
+	if (!err)
+		return 0;
+	fprintf(stderr, "avfs-sim: %s\n", why[0] ? why : strerror(-err));
+	return err == -EINVAL || err == -ENOENT ? 2 : 1;
+}
+
 static void usage_reserve(FILE *f)
 {
 	fprintf(f,
@@ -329,12 +342,9 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		goto out;
 	}
 	sequence(seed, n, req);
-	err = avfs_simrun_model(&cs.o, &model, &block, why, sizeof(why));
-	if (err) {
-		fprintf(stderr, "avfs-sim: %s\n", why);
-		err = err == -EINVAL || err == -ENOENT ? 2 : 1;
+	err = model_of(&cs.o, &model, &block);
+	if (err)
 		goto out;
-	}
 	/* admission, in order, as the daemon meets the requests */
 	avfs_admit_conf_default(&conf, &model, block);
 	conf.isolation = c->isolation;
@@ -796,11 +806,9 @@ static int iso_be_greedy(const struct cli *c, json_object *scenarios)
 	int err;
 
 	memset(k, 0, sizeof(k));
-	err = avfs_simrun_model(&c->o, &model, &block, why, sizeof(why));
-	if (err) {
-		fprintf(stderr, "avfs-sim: %s\n", why);
-		return err == -EINVAL || err == -ENOENT ? 2 : 1;
-	}
+	err = model_of(&c->o, &model, &block);
+	if (err)
+		return err;
 	avfs_admit_conf_default(&conf, &model, block);
 	if (avfs_admit_create(&a, &conf))
 		return 1;
@@ -998,15 +1006,12 @@ static int iso_fahrrad4(const struct cli *c, json_object *scenarios)
 	struct avfs_admit_conf conf;
 	struct avfs_svc_model model;
 	uint64_t block;
-	char why[256];
 	int err;
 
 	memset(k, 0, sizeof(k));
-	err = avfs_simrun_model(&c->o, &model, &block, why, sizeof(why));
-	if (err) {
-		fprintf(stderr, "avfs-sim: %s\n", why);
-		return err == -EINVAL || err == -ENOENT ? 2 : 1;
-	}
+	err = model_of(&c->o, &model, &block);
+	if (err)
+		return err;
 	/* a raw sequential stream is one contiguous run: one seek to reach it a period (and the
 	 * "+1" of the translation), not one a data block */
 	avfs_admit_conf_default(&conf, &model, model.lmax);
@@ -1149,13 +1154,10 @@ int avfs_sim_cmd_isolation(int argc, char **argv)
 	{
 		struct avfs_svc_model m;
 		uint64_t block;
-		char why[256] = "";
 
-		err = avfs_simrun_model(&c.o, &m, &block, why, sizeof(why));
-		if (err) {	/* before any output: a bad --disk leaves no half a document */
-			fprintf(stderr, "avfs-sim isolation: %s\n", why[0] ? why : strerror(-err));
-			return err == -EINVAL || err == -ENOENT ? 2 : 1;
-		}
+		err = model_of(&c.o, &m, &block);
+		if (err)	/* before any output: a bad --disk leaves no half a document */
+			return err;
 	}
 	if (c.json)
 		scenarios = json_object_new_object();
