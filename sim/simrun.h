@@ -2,9 +2,10 @@
  * simrun.h — one simulated run: the real file system (mkfs, fill, files) and the engine avfsd
  * runs (engine/: the scheduler, data plans, the bandwidth class, ordered commits, the
  * metrics) over the simulated disk in virtual time, driven by the workloads of sim/workload.h
- * (SPEC §12): NrMw constant-bit-rate streams with buffer deadlines, heterogeneous reserved
- * streams, best-effort traffic, and the high-priority probe of the preemption study
- * (papers/003). It measures; it prints nothing (avfs-sim does).
+ * (SPEC §12): NrMw constant-bit-rate streams with buffer deadlines, heterogeneous streams
+ * (reserved or not, with buffer or per-round deadlines, in classes: a scenario file's), best-
+ * effort generators, and the high-priority probe of the preemption study (papers/003). It
+ * measures, per class and per generator too; it prints nothing (avfs-sim does).
  */
 #ifndef AVFS_SIMRUN_H
 #define AVFS_SIMRUN_H

@@ -355,9 +355,10 @@ int avfs_sim_realtime(const struct avfs_simrun_opts *o, const char *mount, const
 	memset(r, 0, sizeof(*r));
 	memset(x, 0, sizeof(*x));
 	x->hddemu_err_mean_us = x->hddemu_err_max_us = x->hddemu_utilization = -1;
-	if (o->be != AVFS_BE_NONE && o->be != AVFS_BE_PICTURES) {
+	if ((o->be != AVFS_BE_NONE && o->be != AVFS_BE_PICTURES) || o->nbes) {
 		snprintf(why, whylen, "realtime: best effort 'pictures' or 'none' (the others read "
-			 "raw device places only the simulator reaches)");
+			 "raw device places only the simulator reaches; a scenario's generators are "
+			 "the simulator's)");
 		return -EINVAL;
 	}
 	if (o->hp_rate > 0) {
