@@ -2,8 +2,8 @@
  * simrun.c — avfs-sim's adapter over the engine: it formats and fills a simulated disk with the
  * real file system, then carries out the workload's plan (sim/workload.c) in virtual time —
  * streams (with per-class results), best-effort generators, the preemption probe — as requests
- * to the engine avfsd runs
- * (engine/), whose commands go to the simulated disk and whose completions come back from it.
+ * to the engine avfsd runs (engine/), whose commands go to the simulated disk and whose
+ * completions come back from it.
  * The scheduler, data plans, bandwidth class, commits and metrics are the very same code; what
  * is the simulator's own is the clock (virtual), the disk (the model) and the front end (the
  * generators instead of FUSE and libavio). Times are virtual ns except the decision cost.
@@ -68,7 +68,6 @@ struct beclient {
 	uint32_t copy_len;	/* copy: the bytes read last, to be written next (0: read next) */
 	unsigned copies;	/* copy: copies begun */
 	int64_t last;		/* when its last request was asked for */
-	int64_t at;		/* delete: when it deletes */
 };
 
 struct run {
@@ -1007,13 +1006,12 @@ static int start_generators(struct run *r)
 
 			*cl = (struct beclient){ .r = r, .g = g, .gen = i };
 			cl->pics.id = ordinal[g->kind]++;	/* the first: the names of old */
-			if (g->kind == AVFS_BE_DELETE) {
-				cl->at = r->start + (r->end - r->start) * (int64_t)(k + 1) /
-					 (int64_t)(g->count + 1);
-				avfs_sim_at(r->sim, (uint64_t)cl->at, delete_event, cl);
-			} else {
+			if (g->kind == AVFS_BE_DELETE)
+				avfs_sim_at(r->sim, (uint64_t)(r->start + (r->end - r->start) *
+							       (int64_t)(k + 1) / (int64_t)(g->count + 1)),
+					    delete_event, cl);
+			else
 				avfs_sim_at(r->sim, (uint64_t)r->start + 1, be_event, cl);
-			}
 		}
 	}
 	return 0;
