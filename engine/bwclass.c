@@ -49,6 +49,14 @@ int bw_init(struct avfs_engine *e, char *why, size_t whylen)
 	ac.block_size = e->block_size;
 	if (!ac.chunk)
 		ac.chunk = e->c.sched.chunk;
+	/* the round model assumes the mixer's service pattern: its margin and best-effort age,
+	 * and the allocator's spread of a file over the zones */
+	ac.margin_ns = e->c.sched.margin_ns;
+	ac.be_age_ns = e->c.sched.be_age_ns;
+	if (e->fs) {
+		ac.zrr = avfs_fs_super(e->fs)->alloc_policy == 0;
+		ac.zones = avfs_fs_super(e->fs)->nzones;
+	}
 	err = avfs_admit_create(&e->bw.admit, &ac);
 	if (err && why)
 		snprintf(why, whylen, "admission settings refused: %s", strerror(-err));
