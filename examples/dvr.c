@@ -26,6 +26,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#ifndef AVFS_VERSION	/* the build gives it; a copy built elsewhere has none */
+#define AVFS_VERSION "unknown"
+#endif
+
 #define EXIT_ARGS 2
 #define ALIGN 4096
 #define START_DELAY_NS 100000000	/* threads are up before the first issue time */
@@ -616,6 +620,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "json", no_argument, NULL, 'j' },
 		{ "reserve", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	uint64_t size;
@@ -696,6 +701,9 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'V':
+			printf("dvr (AVFS %s)\n", AVFS_VERSION);
+			exit(0);
 		default:
 			usage(stderr);
 			return -EINVAL;
@@ -734,6 +742,12 @@ int main(int argc, char **argv)
 	if (period <= 0) {
 		fprintf(stderr, "dvr: --rate too high for --io\n");
 		return EXIT_ARGS;
+	}
+	/* before any file is made: libavio needs an AVFS mount (its files name their daemon) */
+	if (c.mode == MODE_AVIO && getxattr(c.dir, "user.avfs.socket", NULL, 0) <= 0) {
+		fprintf(stderr, "dvr: %s is not on an AVFS mount (%s): --mode avio needs one; "
+			"--mode posix runs on any folder\n", c.dir, strerror(errno));
+		return 1;
 	}
 	ss = calloc((size_t)n, sizeof(*ss));
 	tids = calloc((size_t)n, sizeof(*tids));
