@@ -592,7 +592,7 @@ int main(int argc, char **argv)
 	};
 	struct avfsd a = { .sig_fd = -1, .lock_fd = -1 };
 	struct avfsd_mount_opts m = { .allow_other = -1 };
-	char *olist[16];
+	char *olist[16];	/* the -o lists, parsed after the flags */
 	unsigned nolist = 0;
 	bool foreground = false, allow_other;
 	char why[512], rdev[PATH_MAX], rmnt[PATH_MAX];
@@ -638,11 +638,13 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < nolist; i++) {
 		/* a copy, cut in place and kept for the process's life (m points into it); argv
 		 * stays as it was, for ps */
-		char *copy = strdup(olist[i]);
+		static char copy[16][2048];
 
-		if (!copy || avfsd_mount_options(&m, copy, why, sizeof(why))) {
-			if (!copy)
-				snprintf(why, sizeof(why), "-o: %s", strerror(ENOMEM));
+		if ((size_t)snprintf(copy[i], sizeof(copy[i]), "%s", olist[i]) >= sizeof(copy[i])) {
+			avfsd_log(AVFSD_ERROR, "-o: a list longer than %zu bytes", sizeof(copy[i]) - 1);
+			return 2;
+		}
+		if (avfsd_mount_options(&m, copy[i], why, sizeof(why))) {
 			avfsd_log(AVFSD_ERROR, "%s", why);
 			return 2;
 		}

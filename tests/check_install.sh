@@ -48,9 +48,11 @@ cat >"$D/client.c" <<'C'
 int main(void) { void *b = avfs_buf_alloc(4096); printf("libavio ok\n"); avfs_buf_free(b); return 0; }
 C
 built() {
-	local flags
+	local flags san=
+	# a sanitizer build's library wants its runtime first: the client is built the same way
+	ldd "$lib" | grep -q libasan && san="-fsanitize=address,undefined"
 	flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$P" --cflags --libs avio) &&
-		cc -o "$D/client" "$D/client.c" $flags &&
+		cc $san -o "$D/client" "$D/client.c" $flags &&
 		LD_LIBRARY_PATH=$(dirname "$lib") "$D/client" | grep -q 'libavio ok'
 }
 check "a program built with pkg-config --cflags --libs avio runs" built
