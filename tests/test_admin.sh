@@ -3,7 +3,8 @@
 # avfs-admin reserve/streams/release/status/stats --json, over-subscription refused with a
 # reason, per-user quotas from --config, a client killed while holding a reservation frees
 # it, a dvr run with reservations traced and plotted (one series per stream), a malformed
-# configuration refused. Env: AVFSD MKFS FSCK ADMIN DVR (the built binaries).
+# configuration refused, stats --prometheus parsed by prometheus_client. Env: AVFSD MKFS FSCK
+# ADMIN DVR (the built binaries).
 set -u
 . "$(dirname "$0")/daemon_env.sh"
 avfs_require
@@ -122,6 +123,11 @@ check "stats --json: every documented field" test "$(json "$AVFS_T/stats.json" "
 check "stats --json: consistent (RT requests = dvr's, no misses, utilization in (0, 1], seeks counted)" \
 	test "$(json "$AVFS_T/stats.json" "d['rt']['requests'] >= $(json "$AVFS_T/dvr.json" "d['rt_requests']") and d['rt']['misses'] == 0 and 0 < d['disk_utilization'] <= 1 and sum(d['seek_distance']['counts']) > 0 and d['model']['rotation_ms'] > 0 and d['rt']['margin_ms']['min'] <= d['rt']['margin_ms']['p50']")" = True
 check "stats (table) runs" bash -c "'$ADMIN' --socket '$SOCK' stats | grep -q 'disk utilization'"
+# a reservation to show per stream, then the Prometheus exposition read by Prometheus's parser
+admin reserve "$MNT/movie" --rate 1M --buffer 1M >/dev/null
+# (Debian's python: python3-prometheus-client installs for it, whatever python3 PATH finds)
+check "stats --prometheus: Prometheus's parser reads it; the JSON's figures" \
+	/usr/bin/python3 "$AVFS_ENV_DIR/check_prometheus.py" "$ADMIN" "$SOCK"
 check "reset refused to another user (exit 1)" bash -c "! $NOBODY '$ADMIN' --socket '$SOCK' reset 2>/dev/null"
 check "reset by root: a new measurement, no RT request in it yet" bash -c "'$ADMIN' --socket '$SOCK' reset >/dev/null && '$ADMIN' --socket '$SOCK' stats --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d[\"rt\"][\"requests\"] == 0 else 1)'"
 wait $trace_pid
