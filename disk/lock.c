@@ -49,6 +49,21 @@ static void loop_of(const struct stat *st, char *dev, size_t len)
 	closedir(d);
 }
 
+/* flock fd: 0, or -EBUSY / -errno with why. */
+static int take_flock(int fd, const char *path, char *why, size_t whylen)
+{
+	if (!flock(fd, LOCK_EX | LOCK_NB))
+		return 0;
+	if (errno == EWOULDBLOCK) {
+		avfs_why(why, whylen, "%s is in use: an avfsd serves it, or a mkfs.avfs or fsck.avfs "
+			 "-y runs on it (unmount it first; `findmnt -t fuse.avfs` shows the mounts)",
+			 path);
+		return -EBUSY;
+	}
+	avfs_why(why, whylen, "cannot lock %s: %s", path, strerror(errno));
+	return -errno;
+}
+
 int avfs_disk_lock(const char *path, char *why, size_t whylen)
 {
 	char loop[300];
@@ -61,11 +76,18 @@ int avfs_disk_lock(const char *path, char *why, size_t whylen)
 		avfs_why(why, whylen, "cannot open %s: %s", path, strerror(errno));
 		goto fail;
 	}
+	/* the flock first: when an avfsd holds the device, say so, not the kernel's claim */
+	err = take_flock(fd, path, why, whylen);
+	if (err)
+		goto fail;
 	if (S_ISBLK(st.st_mode)) {
 		/* the kernel's claim: refused while mounted, a partition of it is, or a holder
-		 * (device mapper, RAID) has it; held for as long as fd is open */
-		int x = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+		 * (device mapper, RAID) has it; held for as long as the descriptor is open. The
+		 * flock moves to that descriptor (two descriptors of one process would conflict). */
+		int x;
 
+		flock(fd, LOCK_UN);
+		x = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
 		if (x < 0 && errno == EBUSY) {
 			avfs_why(why, whylen, "%s is in use by the system (mounted, a partition of it "
 				 "mounted, or held by device mapper or RAID): unmount it first", path);
@@ -79,6 +101,9 @@ int avfs_disk_lock(const char *path, char *why, size_t whylen)
 		}
 		close(fd);
 		fd = x;
+		err = take_flock(fd, path, why, whylen);
+		if (err)
+			goto fail;
 	} else if (S_ISREG(st.st_mode)) {
 		loop_of(&st, loop, sizeof(loop));
 		if (*loop) {
@@ -87,17 +112,6 @@ int avfs_disk_lock(const char *path, char *why, size_t whylen)
 			err = -EBUSY;
 			goto fail;
 		}
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		err = -errno;
-		if (err == -EWOULDBLOCK)
-			avfs_why(why, whylen, "%s is in use: an avfsd serves it, or a mkfs.avfs or "
-				 "fsck.avfs -y runs on it (unmount it first; `avfs-admin status` or "
-				 "`findmnt -t fuse.avfs` shows the mounts)", path);
-		else
-			avfs_why(why, whylen, "cannot lock %s: %s", path, strerror(-err));
-		err = err == -EWOULDBLOCK ? -EBUSY : err;
-		goto fail;
 	}
 	return fd;
 fail:

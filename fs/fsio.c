@@ -17,6 +17,7 @@
 
 #define MB AVFS_MBLOCK
 #define CHUNK (1u << 20)
+#define PROGRESS_SLICE (16ull << 20)	/* run_plan reports progress this often */
 
 int64_t avfs_fsio_now(void)
 {
@@ -64,17 +65,27 @@ static int run_plan(struct avfs_disk *d, const struct avfs_plan *p,
 		total += p->ops[i].kind == AVFS_PLAN_FLUSH ? 0 : p->ops[i].len;
 	for (size_t i = 0; p && i < p->n; i++) {
 		const struct avfs_plan_op *o = &p->ops[i];
-		int err;
+		int err = 0;
 
-		if (o->kind == AVFS_PLAN_FLUSH)
+		if (o->kind == AVFS_PLAN_FLUSH) {
 			err = dev_flush(d);
-		else
-			err = dev_io(d, AVFS_DISK_WRITE, o->off, (void *)o->buf, o->len, o->fua);
+			if (err)
+				return err;
+			continue;
+		}
+		/* in slices, so that progress moves through a large op too (mkfs writes the
+		 * inode table and the backup region in few of them); FUA on the last slice */
+		for (uint64_t at = 0; at < o->len && !err; at += PROGRESS_SLICE) {
+			uint64_t n = o->len - at < PROGRESS_SLICE ? o->len - at : PROGRESS_SLICE;
+
+			err = dev_io(d, AVFS_DISK_WRITE, o->off + at, (uint8_t *)o->buf + at, n,
+				     o->fua && at + n == o->len);
+			done += n;
+			if (pg)
+				pg->fn(pg->arg, step, done, total);
+		}
 		if (err)
 			return err;
-		done += o->kind == AVFS_PLAN_FLUSH ? 0 : o->len;
-		if (pg)
-			pg->fn(pg->arg, step, done, total);
 	}
 	return 0;
 }

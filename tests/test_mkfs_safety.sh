@@ -1,6 +1,7 @@
 #!/bin/bash
 # test_mkfs_safety.sh — mkfs.avfs and fsck.avfs never destroy a file system by mistake (issue
-# 17, Done when 1): mkfs on an image an avfsd serves, on an image the kernel has mounted
+# 17, Done when 1): mkfs on an image and on a block device an avfsd serves (mkfs.ext4
+# refused there too: the kernel's claim), on an image the kernel has mounted
 # (through a loop device, and the loop device itself), on ext4 and on a partitioned image
 # without -f is refused and the image stays the same byte for byte (md5); with -f ext4 is
 # formatted; fsck.avfs -y on an image in use is refused (exit 8, image unchanged) and -n warns;
@@ -64,6 +65,28 @@ check "fsck -n on it warns and checks" \
 check "avfsd stops cleanly" avfs_stop
 check "the file system is clean and holds the file" \
 	bash -c "'$FSCK' -n '$IMG' | grep -q 'clean' && '$FSCK' --json -n '$IMG' | grep -q '\"files\": 1'"
+
+# ---- a block device avfsd serves (a loop device): its lock and the kernel's claim ----
+B=$AVFS_T/blk.img
+truncate -s 1G "$B"
+LOOP=$(losetup -f --show "$B") || avfs_skip "no free loop device"
+check "mkfs.avfs on a block device (a fresh loop device)" "$MKFS" -q --block-size 1M "$LOOP"
+timeout --signal=KILL 120 "$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$MNT" >>"$LOG" 2>&1 &
+AVFS_PID=$!
+for i in $(seq 200); do avfs_mounted && break; sleep 0.05; done
+check "avfsd serves the loop device" avfs_mounted
+echo data >"$MNT/file" && sync "$MNT/file"
+before=$(sum "$LOOP")
+check "mkfs -f on the block device avfsd serves: refused, naming avfsd" \
+	refused "is in use: an avfsd serves it" "$MKFS" -f "$LOOP"
+check "... mkfs.ext4 is refused too (avfsd holds the kernel's exclusive claim)" \
+	bash -c "! mkfs.ext4 -q -F '$LOOP' 2>/dev/null"
+check "fsck -y on it: refused, exit 8" bash -c "'$FSCK' -y '$LOOP' >/dev/null 2>&1; [ \$? = 8 ]"
+check "... the device unchanged" unchanged "$LOOP" "$before"
+check "avfsd stops cleanly" avfs_stop
+check "... the device's file system is clean" bash -c "'$FSCK' -n '$LOOP' | grep -q ': clean'"
+losetup -d "$LOOP"
+LOOP=
 
 # ---- an image the kernel has mounted (ext4 through a loop device) ----
 E=$AVFS_T/ext4.img

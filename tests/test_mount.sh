@@ -2,7 +2,8 @@
 # test_mount.sh — AVFS mounted as any Linux file system (issue 17, Done when 2 and 3), with the
 # real mount(8) and umount(8): `mount -t avfs IMG DIR -o allow_other` (another user reads, the
 # kernel still checks permissions), root's default of allow_other, an /etc/fstab line (a
-# temporary fstab, mount -T) mounted with `mount DIR`, -o ro (writes fail, the image stays the
+# temporary fstab, mount -T) mounted with `mount DIR` and as systemd's fstab generator makes
+# it a mount unit (systemd-analyze verify, then the unit's mount command), -o ro (writes fail, the image stays the
 # same), a bad option and a non-AVFS image refused by mount's exit status; `umount DIR` returns
 # only once avfsd has committed and let go of the image, which fsck then finds clean; and two
 # images of the same name in two folders, each mounted, each client reaching its own daemon.
@@ -98,6 +99,36 @@ check "... serving clients on the socket the line names" \
 echo fstab >"$MNT/from-fstab"
 check "umount DIR" umount "$MNT"
 check "... let go, clean" let_go "$IMG"
+
+# ---- the same line as systemd mounts it at boot: its fstab generator's mount unit ----
+GEN=
+for g in /lib/systemd/system-generators/systemd-fstab-generator \
+	/usr/lib/systemd/system-generators/systemd-fstab-generator; do
+	[ -x "$g" ] && GEN=$g && break
+done
+if [ -n "$GEN" ]; then
+	printf '%s %s avfs noatime,nofail,socket=%s 0 0\n' "$IMG" "$MNT" "$AVFS_T/boot.sock" \
+		>"$AVFS_T/fstab.boot"
+	mkdir -p "$AVFS_T/gen"/{normal,early,late}
+	SYSTEMD_FSTAB=$AVFS_T/fstab.boot "$GEN" "$AVFS_T/gen/normal" "$AVFS_T/gen/early" \
+		"$AVFS_T/gen/late" >/dev/null 2>&1
+	unit=$(grep -l "^Where=$MNT\$" "$AVFS_T"/gen/normal/*.mount 2>/dev/null | head -1)
+	check "systemd-fstab-generator makes a mount unit of the line (Type=avfs), wanted by local-fs.target" \
+		bash -c "[ -n '$unit' ] && grep -q '^Type=avfs\$' '$unit' && ls '$AVFS_T'/gen/normal/local-fs.target.wants/ | grep -q mount"
+	check "... which systemd-analyze verify accepts" \
+		bash -c "[ -z \"\$(systemd-analyze verify '$unit' 2>&1)\" ]"
+	what=$(sed -n 's/^What=//p' "$unit") where=$(sed -n 's/^Where=//p' "$unit")
+	type=$(sed -n 's/^Type=//p' "$unit") options=$(sed -n 's/^Options=//p' "$unit")
+	# what systemd runs to start a mount unit: mount WHAT WHERE -t TYPE -o OPTIONS
+	check "mount WHAT WHERE -t avfs -o OPTIONS, as systemd starts the unit" \
+		mount "$what" "$where" -t "$type" -o "$options"
+	check "... mounted, serving on the line's socket" \
+		bash -c "'$ADMIN' --socket '$AVFS_T/boot.sock' status | grep -q 'device *$IMG'"
+	check "... umount (systemd's stop of the unit), let go, clean" \
+		bash -c "umount '$MNT' && flock -n '$IMG' true && '$FSCK' -n '$IMG' | grep -q ': clean'"
+else
+	echo "(no systemd-fstab-generator: the boot-time path is not checked)"
+fi
 
 # ---- -o ro ----
 before=$(sum "$IMG")
