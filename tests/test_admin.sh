@@ -57,6 +57,26 @@ check "status: $n streams, load within 1 - be_floor" test "$(json "$AVFS_T/st.js
 	"d['streams'] == $n and 0 < d['admission']['load'] <= 1 - d['admission']['be_floor'] + 1e-9")" = True
 admin reserve "$MNT/movie" --rate fast --buffer 1M 2>/dev/null
 check "a bad rate is bad usage (exit 2)" test $? = 2
+# messages that say what is wrong (issue 17)
+says() {	# says RC TEXT CMD...: CMD exits RC and says TEXT on stderr
+	local rc=$1 text=$2 err got
+	shift 2
+	err=$("$@" 2>&1 >/dev/null)
+	got=$?
+	[ $got = "$rc" ] && case "$err" in *"$text"*) true ;; *) false ;; esac && return 0
+	echo "  '$*': exit $got, '$err'; want $rc, '$text'"
+	return 1
+}
+check "reserve --read --write: they exclude each other (exit 2)" \
+	says 2 "--read and --write exclude each other" "$ADMIN" reserve "$MNT/movie" --rate 1M --buffer 1M --read --write
+check "reserve on a file off any AVFS mount: says so" \
+	says 1 "/etc/passwd is not on an AVFS mount" "$ADMIN" reserve /etc/passwd --rate 1M --buffer 1M
+check "reserve on another file system's file through --socket: says so (was EXDEV)" \
+	says 1 "is not on the file system this avfsd serves" admin reserve /etc/passwd --rate 1M --buffer 1M
+check "release -1: not a reservation id (exit 2)" says 2 "'-1' is not a reservation id" admin release -1
+mkdir "$AVFS_T/plain"
+check "dvr --mode avio on a folder off AVFS: refused before it writes anything" \
+	bash -c "'$DVR' --mode avio --workload 1r0w --dir '$AVFS_T/plain' --duration 1 2>&1 | grep -q 'is not on an AVFS mount' && [ -z \"\$(ls -A '$AVFS_T/plain')\" ]"
 admin reserve "$MNT/movie" --rate 1M --buffer 256K >/dev/null 2>"$AVFS_T/err"
 check "a buffer not larger than one request: refused as invalid" grep -q "Invalid argument" "$AVFS_T/err"
 

@@ -151,6 +151,8 @@ check "a missing folder is named" refused "there is no folder $AVFS_T/nodir" \
 	"$MKFS" --size 1G "$AVFS_T/nodir/a.img"
 : >"$AVFS_T/empty.img"
 check "an empty file: give --size" refused "is empty: give --size" "$MKFS" "$AVFS_T/empty.img"
+check "avfsd on an empty image: not a file system, format it (was: Invalid argument)" \
+	bash -c "'$AVFSD' --foreground '$AVFS_T/empty.img' '$MNT' 2>&1 | grep -q 'is empty (0 bytes), not an AVFS file system: format it first'"
 check "a missing image without --size: give --size" refused "does not exist: give --size" \
 	"$MKFS" "$AVFS_T/missing.img"
 avfs_summary
