@@ -132,6 +132,18 @@ check "mkfs -f over ext4: formatted, says what it overwrote" \
 check "... and fsck finds AVFS there, clean" bash -c "'$FSCK' -n '$E' | grep -q ': clean'"
 check "... and blkid sees ext4 no more" bash -c "! blkid -p '$E' 2>/dev/null | grep -q ext4"
 
+# ---- through mkfs(8) and fsck(8), which find mkfs.avfs and fsck.avfs on PATH ----
+W=$AVFS_T/wrapped.img
+TOOLS="$(dirname "$MKFS"):$(dirname "$FSCK"):$PATH"
+check "mkfs -t avfs --size 1G IMG (mkfs(8) runs mkfs.avfs)" \
+	bash -c "PATH='$TOOLS' mkfs -t avfs --size 1G --block-size 1M '$W' | grep -q 'mkfs.avfs: formatted'"
+check "mkfs -t avfs on it again: refused, exit 1 (mkfs(8) passes the status on)" \
+	bash -c "PATH='$TOOLS' mkfs -t avfs '$W' 2>/dev/null; [ \$? = 1 ]"
+check "fsck -t avfs IMG (fsck(8) runs fsck.avfs): clean, exit 0" \
+	bash -c "PATH='$TOOLS' fsck -t avfs '$W' | grep -q ': clean'"
+check "fsck -t avfs -a IMG (an automatic repair, as at boot): exit 0" \
+	bash -c "PATH='$TOOLS' fsck -t avfs -a '$W' >/dev/null"
+
 # ---- failures leave nothing behind ----
 N=$AVFS_T/new.img
 check "--size 1M: refused before anything is made" refused "too small" "$MKFS" --size 1M "$N"
