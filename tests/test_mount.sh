@@ -1,21 +1,22 @@
 #!/bin/bash
 # test_mount.sh — AVFS mounted as any Linux file system (issue 17, Done when 2 and 3), with the
 # real mount(8) and umount(8): `mount -t avfs IMG DIR -o allow_other` (another user reads, the
-# kernel still checks permissions), root's default of allow_other, an /etc/fstab line (a
-# temporary fstab, mount -T) mounted with `mount DIR` and as systemd's fstab generator makes
-# it a mount unit (systemd-analyze verify, then the unit's mount command), -o ro (writes fail, the image stays the
-# same), a bad option and a non-AVFS image refused by mount's exit status; `umount DIR` returns
-# only once avfsd has committed and let go of the image, which fsck then finds clean; and two
-# images of the same name in two folders, each mounted, each client reaching its own daemon.
+# kernel still checks permissions), root's default of allow_other, an /etc/fstab line (a copy
+# with the line added, laid over /etc/fstab in this namespace) mounted with `mount DIR` and as
+# systemd's fstab generator makes it a mount unit (systemd-analyze verify, then the unit's
+# mount command), -o ro (writes fail, the image stays the same), a bad option and a non-AVFS
+# image refused by mount's exit status; `umount DIR` returns only once avfsd has committed and
+# let go of the image, which fsck then finds clean; and two images of the same name in two
+# folders, each mounted, each client reaching its own daemon.
 # It runs in a private mount namespace: the build's mount.avfs and umount.fuse.avfs are laid
 # over /sbin (where mount(8) looks) with overlayfs, and libmount's utab is a private tmpfs;
-# nothing of the machine's changes.
+# nothing of the machine's changes (the fstab too is a bind mount here).
 # env: AVFSD MKFS FSCK ADMIN MOUNT_AVFS UMOUNT_AVFS (the build's helpers, *.build). Exit 77
 # without root, FUSE, unshare or overlayfs.
 set -u
 . "$(dirname "$0")/daemon_env.sh"
 avfs_require
-for t in unshare mount umount findmnt flock setpriv md5sum python3; do
+for t in unshare mount umount findmnt flock setpriv python3; do
 	command -v $t >/dev/null || avfs_skip "no $t"
 done
 if [ -z "${AVFS_IN_NS:-}" ]; then
@@ -34,7 +35,7 @@ install -m 755 "$UMOUNT_AVFS" "$H/umount.fuse.avfs"
 mount -t overlay overlay -o "lowerdir=$H:$SBIN" "$SBIN" || avfs_skip "cannot lay the helpers over $SBIN"
 mkdir -p /run/mount && mount -t tmpfs tmpfs /run/mount || { echo "FAIL: private utab"; exit 1; }
 
-sum() { md5sum <"$1" | cut -d' ' -f1; }
+sum() { avfs_sum "$1"; }	# daemon_env.sh: holes skipped
 opts_of() { findmnt -n -o OPTIONS -M "$1"; }
 is_avfs_mount() {	# is_avfs_mount DIR IMG: mounted, type fuse.avfs, source IMG
 	local got
@@ -88,11 +89,16 @@ check "umount" umount "$MNT"
 check "... let go, clean" let_go "$IMG"
 
 # ---- an fstab line, mounted with `mount DIR` ----
+# /etc/fstab itself, with the machine's lines and ours: a copy laid over it in this namespace
 FSTAB=$AVFS_T/fstab
-printf '# a temporary fstab (mount -T)\n%s %s avfs noauto,nofail,socket=%s,x-systemd.device-timeout=10 0 0\n' \
-	"$IMG" "$MNT" "$AVFS_T/fstab.sock" >"$FSTAB"
-cat "$FSTAB"
-check "mount -T FSTAB DIR (the fstab line)" mount -T "$FSTAB" "$MNT"
+{ cat /etc/fstab 2>/dev/null; printf '%s %s avfs noauto,nofail,socket=%s,x-systemd.device-timeout=10 0 0\n' \
+	"$IMG" "$MNT" "$AVFS_T/fstab.sock"; } >"$FSTAB"
+if [ -f /etc/fstab ] && mount --bind "$FSTAB" /etc/fstab; then
+	tail -1 /etc/fstab
+	check "mount DIR (the /etc/fstab line)" mount "$MNT"
+else	# no /etc/fstab to lay ours over: the same line through mount -T
+	check "mount -T FSTAB DIR (the fstab line; no /etc/fstab here)" mount -T "$FSTAB" "$MNT"
+fi
 check "... a fuse.avfs mount of the image" is_avfs_mount "$MNT" "$IMG"
 check "... serving clients on the socket the line names" \
 	bash -c "'$ADMIN' --socket '$AVFS_T/fstab.sock' status | grep -q 'device *$IMG'"
@@ -137,8 +143,8 @@ check "... reads" bash -c "[ \"\$(cat '$MNT/from-fstab')\" = fstab ]"
 check "... writes fail: read-only file system" fails_saying "Read-only file system" \
 	touch "$MNT/new"
 check "umount" umount "$MNT"
-check "... let go; the image is the same byte for byte" \
-	bash -c "flock -n '$IMG' true && [ \"\$(md5sum <'$IMG' | cut -d' ' -f1)\" = '$before' ]"
+kept() { flock -n "$IMG" true && [ "$(sum "$IMG")" = "$before" ]; }
+check "... let go; the image is the same byte for byte" kept
 
 # ---- refusals: mount's exit status says it ----
 check "a bad option fails the mount, naming it" fails_saying "-o bogus: not an AVFS mount option" \
