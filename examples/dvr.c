@@ -451,6 +451,7 @@ static double quantile_ms(const int64_t *v, size_t n, double q)
 
 struct summary {
 	uint64_t requests, misses, errors;
+	int first_err;		/* -errno of the first failed request; 0: short ones only */
 	double p0, min, p001, p01, p50, read_mbs, write_mbs, elapsed;
 };
 
@@ -476,10 +477,16 @@ static int summarize(struct stream *ss, int n, int64_t t0, const struct cfg *c,
 				continue;	/* abandoned after a fatal error */
 			sum->requests++;
 			margins[m++] = r->deadline - r->complete;
-			if (r->result == -ETIME || r->complete > r->deadline)
+			/* a failure is an error whenever it comes: counted as a miss when late, a
+			 * run whose every request failed would pass for a slow one (issue 17) */
+			if (r->result < 0 && r->result != -ETIME) {
+				if (!sum->errors++)
+					sum->first_err = (int)r->result;
+			} else if (r->result == -ETIME || r->complete > r->deadline) {
 				sum->misses++;
-			else if (r->result != (int64_t)c->io)
-				sum->errors++;
+			} else if (r->result != (int64_t)c->io) {
+				sum->errors++;	/* short */
+			}
 			if (r->result > 0)
 				bytes[ss[i].write] += (uint64_t)r->result;
 			if (r->complete > last)
@@ -819,8 +826,12 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (sum.errors)
+	if (sum.errors) {
+		fprintf(stderr, "dvr: %" PRIu64 " of %" PRIu64 " requests failed%s%s\n", sum.errors,
+			sum.requests, sum.first_err ? ", the first with: " : " (short transfers)",
+			sum.first_err ? strerror(-sum.first_err) : "");
 		ret = 1;
+	}
 	if (c.csv) {
 		err = write_csv(c.csv, ss, n, t0);
 		if (err) {

@@ -91,7 +91,7 @@ verify() {
 }
 check "systemd-analyze verify avfsd@srv-video.service: no complaint" verify
 check "the unit is Type=notify and runs avfsd in the foreground" \
-	grep -q -e '^Type=notify' -e "^ExecStart=$prefix/sbin/avfsd --foreground" "$unit"
+	bash -c "grep -q '^Type=notify\$' '$unit' && grep -q '^ExecStart=$prefix/sbin/avfsd --foreground ' '$unit'"
 
 # every program: --version and --help, exit 0
 export LD_LIBRARY_PATH=$(dirname "$lib")

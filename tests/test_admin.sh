@@ -77,6 +77,19 @@ check "release -1: not a reservation id (exit 2)" says 2 "'-1' is not a reservat
 mkdir "$AVFS_T/plain"
 check "dvr --mode avio on a folder off AVFS: refused before it writes anything" \
 	bash -c "'$DVR' --mode avio --workload 1r0w --dir '$AVFS_T/plain' --duration 1 2>&1 | grep -q 'is not on an AVFS mount' && [ -z \"\$(ls -A '$AVFS_T/plain')\" ]"
+# every write failing (a full tmpfs), each failure late (a 1 us period): errors, not misses
+mkdir "$AVFS_T/full"
+if mount -t tmpfs -o size=1M tmpfs "$AVFS_T/full"; then
+	dd if=/dev/zero of="$AVFS_T/full/fill" bs=64K count=32 status=none 2>/dev/null
+	"$DVR" --mode posix --workload 0r1w --dir "$AVFS_T/full" --duration 0.01 --rate 32G --io 4K \
+		--depth 1 --json >"$AVFS_T/full.json" 2>"$AVFS_T/full.err"
+	rc=$?
+	umount "$AVFS_T/full"
+	check "dvr whose every request fails, late: exit 1, every one an I/O error, the errno said (was: misses, exit 0)" \
+		test "$rc $(json "$AVFS_T/full.json" "d['io_errors'] == d['rt_requests'] > 0 and d['deadline_misses'] == 0") $(grep -c 'requests failed, the first with: No space left on device' "$AVFS_T/full.err")" = "1 True 1"
+else
+	echo "(no tmpfs to fill: dvr's I/O errors are not checked)"
+fi
 admin reserve "$MNT/movie" --rate 1M --buffer 256K >/dev/null 2>"$AVFS_T/err"
 check "a buffer not larger than one request: refused as invalid" grep -q "Invalid argument" "$AVFS_T/err"
 
