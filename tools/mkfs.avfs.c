@@ -519,13 +519,15 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			if (avfs_parse_size(optarg, &o.inodes) || !o.inodes) {
-				fprintf(stderr, "mkfs.avfs: --inodes '%s': not a count\n", optarg);
+				fprintf(stderr, "mkfs.avfs: --inodes '%s': not a count of 1 or "
+					"more\n", optarg);
 				return 1;
 			}
 			break;
 		case 'J':
 			if (avfs_parse_size(optarg, &o.journal_blocks) || !o.journal_blocks) {
-				fprintf(stderr, "mkfs.avfs: --journal-blocks '%s': not a count\n", optarg);
+				fprintf(stderr, "mkfs.avfs: --journal-blocks '%s': not a count of 1 or "
+					"more\n", optarg);
 				return 1;
 			}
 			break;
