@@ -4,7 +4,8 @@
 # kernel still checks permissions), root's default of allow_other, an /etc/fstab line (a copy
 # with the line added, laid over /etc/fstab in this namespace) mounted with `mount DIR` and as
 # systemd's fstab generator makes it a mount unit (systemd-analyze verify, then the unit's
-# mount command), -o ro (writes fail, the image stays the same), a bad option and a non-AVFS
+# mount command), -o ro (writes fail, the image stays the same), -o config=, disk_model=,
+# backend=, socket= (each seen in the daemon's status), a bad option and a non-AVFS
 # image refused by mount's exit status; `umount DIR` returns only once avfsd has committed and
 # let go of the image, which fsck then finds clean; and two images of the same name in two
 # folders, each mounted, each client reaching its own daemon.
@@ -145,6 +146,26 @@ check "... writes fail: read-only file system" fails_saying "Read-only file syst
 check "umount" umount "$MNT"
 kept() { flock -n "$IMG" true && [ "$(sum "$IMG")" = "$before" ]; }
 check "... let go; the image is the same byte for byte" kept
+
+# ---- the daemon's own options through mount: config=, disk_model=, backend=, socket= ----
+S=$AVFS_T/opt.sock
+field() {	# field COMMAND EXPR: EXPR of `avfs-admin --socket S COMMAND --json` (as d)
+	"$ADMIN" --socket "$S" "$1" --json | python3 -c "import json,sys; d=json.load(sys.stdin); print($2)"
+}
+mount -t avfs -o socket="$S" "$IMG" "$MNT" && sb_rate=$(field stats "d['model']['rate_outer_mbs']")
+umount "$MNT"
+printf 'be-floor 30%%\n' >"$AVFS_T/opt.conf"
+check "mount -t avfs -o config=FILE,disk_model=st318437,backend=uring,socket=PATH" \
+	mount -t avfs -o "config=$AVFS_T/opt.conf,disk_model=st318437,backend=uring,socket=$S" \
+	"$IMG" "$MNT"
+check "... the config file's setting (be_floor 0.3), the uring backend" \
+	test "$(field status "'%g %s' % (d['admission']['be_floor'], d['disk']['backend'])")" = "0.3 uring"
+check "... the named model's service times, not the superblock's ($sb_rate MB/s)" \
+	test "$(field stats "d['model']['rate_outer_mbs'] != ${sb_rate:-0}")" = True
+check "umount" umount "$MNT"
+check "... let go, clean" let_go "$IMG"
+check "-o backend=bogus fails the mount, naming the choices" \
+	fails_saying "backend=bogus: one of auto, uring, sg, nvme" mount -t avfs -o backend=bogus "$IMG" "$MNT"
 
 # ---- refusals: mount's exit status says it ----
 check "a bad option fails the mount, naming it" fails_saying "-o bogus: not an AVFS mount option" \
