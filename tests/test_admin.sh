@@ -158,9 +158,18 @@ check "stats --json: consistent (RT requests = dvr's, no misses, utilization in 
 check "stats (table) runs" bash -c "'$ADMIN' --socket '$SOCK' stats | grep -q 'disk utilization'"
 # a reservation to show per stream, then the Prometheus exposition read by Prometheus's parser
 admin reserve "$MNT/movie" --rate 1M --buffer 1M >/dev/null
-# (Debian's python: python3-prometheus-client installs for it, whatever python3 PATH finds)
-check "stats --prometheus: Prometheus's parser reads it; the JSON's figures" \
-	/usr/bin/python3 "$AVFS_ENV_DIR/check_prometheus.py" "$ADMIN" "$SOCK"
+# the python that has Prometheus's parser: PATH's, or Debian's (python3-prometheus-client
+# installs for /usr/bin/python3 only); neither: a failure that says what to install
+PROM_PY=
+for py in python3 /usr/bin/python3; do
+	"$py" -c 'import prometheus_client.parser' 2>/dev/null && PROM_PY=$py && break
+done
+prometheus_parses() {
+	[ -n "$PROM_PY" ] || { echo "  no prometheus_client for python3 (apt-get install" \
+		"python3-prometheus-client, or pip install prometheus-client)"; return 1; }
+	"$PROM_PY" "$AVFS_ENV_DIR/check_prometheus.py" "$ADMIN" "$SOCK"
+}
+check "stats --prometheus: Prometheus's parser reads it; the JSON's figures" prometheus_parses
 check "reset refused to another user (exit 1)" bash -c "! $NOBODY '$ADMIN' --socket '$SOCK' reset 2>/dev/null"
 check "reset by root: a new measurement, no RT request in it yet" bash -c "'$ADMIN' --socket '$SOCK' reset >/dev/null && '$ADMIN' --socket '$SOCK' stats --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d[\"rt\"][\"requests\"] == 0 else 1)'"
 wait $trace_pid
