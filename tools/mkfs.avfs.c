@@ -36,7 +36,9 @@ static void usage(FILE *f)
 		"  --seed S            seed of the first ZRR zone (default 1)\n"
 		"  --inodes N          inode count (default: 2 per data block, at least 4096)\n"
 		"  --journal-blocks N  journal size in 4 KiB blocks\n"
-		"  --alloc zrr|contig  allocation policy (contig: first-fit baseline, not for use)\n"
+		"  --alloc zrr-run|zrr|contig  allocation policy: ZRR in runs of 16 MiB (default),\n"
+		"                      papers/001's ZRR one block per zone, or contig (first-fit\n"
+		"                      baseline, not for use)\n"
 		"  --disk-model NAME   service-time parameters to record (default avfs-250g)\n"
 		"  --profile           measure them instead: a quick read-only profile of the device\n"
 		"                      (as `avfs-admin profile --quick`; seconds on an image file,\n"
@@ -223,6 +225,12 @@ static int measure(const char *path, enum avfs_backend b, bool show, struct svc 
 }
 
 /* The geometry and the model recorded, as `--json` prints them (the keys of usage()). */
+static const char *alloc_name(uint32_t policy)
+{
+	return policy == AVFS_ALLOC_ZRR_RUN ? "zrr-run" : policy == AVFS_ALLOC_CONTIG ? "contig"
+										   : "zrr";
+}
+
 static void print_json(const char *path, const struct avfs_super *sb, const char *source)
 {
 	json_object *o = json_object_new_object();
@@ -256,8 +264,8 @@ static void print_json(const char *path, const struct avfs_super *sb, const char
 	json_object_object_add(o, "device", json_object_new_string(path));
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		json_object_object_add(o, num[i].key, json_object_new_uint64(num[i].v));
-	json_object_object_add(o, "alloc",
-			       json_object_new_string(sb->alloc_policy ? "contig" : "zrr"));
+	json_object_object_add(o, "alloc", json_object_new_string(alloc_name(sb->alloc_policy)));
+	json_object_object_add(o, "alloc_run", json_object_new_uint64(sb->alloc_run));
 	json_object_object_add(o, "disk_model", json_object_new_string(sb->disk_model));
 	json_object_object_add(o, "model_source", json_object_new_string(source));
 	for (size_t i = 0; i < sizeof(model) / sizeof(model[0]); i++)
@@ -287,7 +295,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	struct avfs_mkfs_opts o = { .seed = 1 };
+	struct avfs_mkfs_opts o = { .seed = 1, .alloc_policy = AVFS_ALLOC_ZRR_RUN };
 	uint64_t size = 0, v;
 	bool json = false, quiet = false, profile = false, backend_given = false;
 	enum avfs_backend backend = AVFS_BACKEND_AUTO;
@@ -296,6 +304,8 @@ int main(int argc, char **argv)
 	struct svc m = { 0 };
 	struct avfs_mkfs_measured measured;
 	struct avfs_super sb;
+	char alloc_desc[64];
+	uint32_t first_zone;
 	struct stat st;
 	char why[256] = "";
 	const char *path;
@@ -345,12 +355,15 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'a':
-			if (!strcmp(optarg, "zrr")) {
+			if (!strcmp(optarg, "zrr-run")) {
+				o.alloc_policy = AVFS_ALLOC_ZRR_RUN;
+			} else if (!strcmp(optarg, "zrr")) {
 				o.alloc_policy = AVFS_ALLOC_ZRR;
 			} else if (!strcmp(optarg, "contig")) {
 				o.alloc_policy = AVFS_ALLOC_CONTIG;
 			} else {
-				fprintf(stderr, "mkfs.avfs: --alloc '%s': zrr or contig\n", optarg);
+				fprintf(stderr, "mkfs.avfs: --alloc '%s': zrr-run, zrr or contig\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -454,6 +467,19 @@ int main(int argc, char **argv)
 	}
 	if (quiet)
 		return 0;
+	{
+		/* the zone the first file goes to: the one after last_zone, in the policy's order */
+		struct avfs_alloc za = { .nzones = sb.nzones };
+
+		first_zone = sb.alloc_policy == AVFS_ALLOC_ZRR_RUN ?
+			     avfs_alloc_next_zone(&za, sb.last_zone) : (sb.last_zone + 1) % sb.nzones;
+		if (sb.alloc_policy == AVFS_ALLOC_ZRR_RUN)
+			snprintf(alloc_desc, sizeof(alloc_desc), "Zone-Round-Robin in runs of %u",
+				 sb.alloc_run);
+		else
+			snprintf(alloc_desc, sizeof(alloc_desc), "%s", sb.alloc_policy ?
+				 "contiguous first-fit baseline" : "Zone-Round-Robin");
+	}
 	if (json) {
 		print_json(path, &sb, profile ? m.source : "named");
 		return 0;
@@ -463,8 +489,7 @@ int main(int argc, char **argv)
 	       sb.data_blocks, (uint64_t)(1ull << sb.block_shift) >> 10,
 	       (double)(sb.data_blocks << sb.block_shift) / 1e9, sb.data_off);
 	printf("  zones            %u of about %" PRIu64 " blocks (%s), first zone %u\n", sb.nzones,
-	       sb.zone_blocks, sb.alloc_policy ? "contiguous first-fit baseline" : "Zone-Round-Robin",
-	       (sb.last_zone + 1) % sb.nzones);
+	       sb.zone_blocks, alloc_desc, first_zone);
 	printf("  inodes           %" PRIu64 "\n", sb.ninodes);
 	printf("  metadata         %" PRIu64 " blocks of 4 KiB (journal %" PRIu64 "), backup at byte %"
 	       PRIu64 "\n", sb.meta_blocks, sb.journal_blocks, sb.backup_off);
