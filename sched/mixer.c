@@ -38,6 +38,7 @@ struct node {
 	int64_t mindl, maxdl;
 	struct node *older, *newer;	/* BE arrival list (ageing) */
 	uint64_t jit_until_off;	/* JIT: the offset the slack was computed for */
+	struct tree *home;	/* the tree it is in (NULL: in flight, or alone) */
 	bool in_batch;		/* taken from the batch: a remainder goes back to it */
 	struct node *fl_prev, *fl_next;	/* in-flight list (dispatched, not done) */
 	bool split_done;	/* a split seek already went out for the current offset */
@@ -50,8 +51,9 @@ struct tree {
 
 struct tm {
 	struct avfs_sched_conf c;
-	struct tree rt;		/* hold = batch: pending RT, LBA order (held) */
-	struct tree batch;	/* hold = batch: the RT batch being executed; hold = sweep: every
+	struct tree trees[2];	/* rt and batch point to them; activation swaps them */
+	struct tree *rt;	/* hold = batch: pending RT, LBA order (held) */
+	struct tree *batch;	/* hold = batch: the RT batch being executed; hold = sweep: every
 				 * RT request, in the sweep's order (turn, offset) */
 	struct tree be;		/* BE, LBA order */
 	struct tree edf;	/* non-rotational: RT by deadline */
@@ -166,59 +168,108 @@ static struct node *tmax(struct node *n)
 	return n;
 }
 
-static struct node *pop_min(struct tm *t, struct node **root)
+/* The left spine of a treap, root first, at most SPINE nodes: its length, or SPINE + 1 when
+ * it is longer (a treap that deep is astronomically unlikely; the callers then split). */
+#define SPINE 160
+static unsigned spine(struct node *root, struct node **path)
 {
-	struct node *m = tmin(*root), *a, *b;
+	unsigned d = 0;
 
-	if (!m)
-		return NULL;
-	split(t, *root, m->lap, m->key, m->tie + 1, &a, &b);
-	*root = b;
-	a->l = a->r = NULL;	/* a is m alone */
-	return a;
+	for (struct node *x = root; x; x = x->l) {
+		if (d == SPINE)
+			return SPINE + 1;
+		path[d++] = x;
+	}
+	return d;
 }
 
-static void set_ts(struct tm *t, struct node *n, const struct node *pred)
+/* Take the first node out: spliced off the left spine, the aggregates refreshed up it. */
+static struct node *pop_min(struct tm *t, struct node **root)
+{
+	struct node *path[SPINE], *m, *a, *b;
+	unsigned d = spine(*root, path);
+
+	if (!d)
+		return NULL;
+	if (d > SPINE) {
+		m = tmin(*root);
+		split(t, *root, m->lap, m->key, m->tie + 1, &a, &b);
+		*root = b;
+		a->l = a->r = NULL;	/* a is m alone */
+		return a;
+	}
+	m = path[--d];
+	if (d)
+		path[d - 1]->l = m->r;
+	else
+		*root = m->r;
+	while (d--)
+		upd(t, path[d]);
+	m->l = m->r = NULL;
+	return m;
+}
+
+static double ts_of(struct tm *t, const struct node *n, const struct node *pred)
 {
 	bool seq = pred && pred->io->off + pred->io->len == n->io->off;
 
 	/* the whole remaining request has to be served before its deadline, chunked or not */
-	n->ts = avfs_svc_time(&t->c.model, n->io->off, n->io->len, seq);
+	return avfs_svc_time(&t->c.model, n->io->off, n->io->len, seq);
+}
+
+static void set_ts(struct tm *t, struct node *n, const struct node *pred)
+{
+	n->ts = ts_of(t, n, pred);
 	n->l = n->r = NULL;
 	upd(t, n);
 }
 
+/* The first node of a treap now follows pred: its alpha again, the aggregates refreshed up
+ * the left spine (no change of shape). */
+static void refresh_first(struct tm *t, struct node **root, const struct node *pred)
+{
+	struct node *path[SPINE];
+	unsigned d = spine(*root, path);
+
+	if (!d)
+		return;
+	if (d > SPINE) {
+		struct node *s = pop_min(t, root);
+
+		set_ts(t, s, pred);
+		*root = merge(t, s, *root);
+		return;
+	}
+	path[d - 1]->ts = ts_of(t, path[d - 1], pred);
+	while (d--)
+		upd(t, path[d]);
+}
+
 static void tree_insert(struct tm *t, struct tree *tr, struct node *n)
 {
-	struct node *a, *b, *s;
+	struct node *a, *b;
 
 	n->prio = rnd(t);
 	split(t, tr->root, n->lap, n->key, n->tie, &a, &b);
 	set_ts(t, n, tmax(a));
-	s = pop_min(t, &b);	/* the successor's alpha depends on the new node */
-	if (s) {
-		set_ts(t, s, n);
-		b = merge(t, s, b);
-	}
+	refresh_first(t, &b, n);	/* the successor's alpha depends on the new node */
 	tr->root = merge(t, merge(t, a, n), b);
 	tr->n++;
+	n->home = tr;
 }
 
 static void tree_erase(struct tm *t, struct tree *tr, struct node *n)
 {
-	struct node *a, *b, *m, *s;
+	struct node *a, *b, *m;
 
 	split(t, tr->root, n->lap, n->key, n->tie, &a, &b);
 	m = pop_min(t, &b);	/* == n */
 	(void)m;
-	s = pop_min(t, &b);
-	if (s) {
-		set_ts(t, s, tmax(a));
-		b = merge(t, s, b);
-	}
+	refresh_first(t, &b, tmax(a));
 	tr->root = merge(t, a, b);
 	tr->n--;
 	n->l = n->r = NULL;
+	n->home = NULL;
 }
 
 /* The first node at or after (lap, key). */
@@ -282,6 +333,8 @@ static int tm_init(void **ctx, const struct avfs_sched_conf *c)
 	if (!t)
 		return -ENOMEM;
 	t->c = *c;
+	t->rt = &t->trees[0];
+	t->batch = &t->trees[1];
 	t->rng = 0x7a11ed5eedull;
 	t->join_lim = t->co_end = INT64_MAX;
 	*ctx = t;
@@ -302,8 +355,8 @@ static void tm_destroy(void *ctx)
 {
 	struct tm *t = ctx;
 
-	free_tree(t->rt.root);
-	free_tree(t->batch.root);
+	free_tree(t->rt->root);
+	free_tree(t->batch->root);
 	free_tree(t->be.root);
 	free_tree(t->edf.root);
 	while (t->flight) {
@@ -344,7 +397,7 @@ static void be_unlink(struct tm *t, struct node *n)
  * it (see place())? */
 static bool next_turn(struct tm *t, uint64_t off)
 {
-	struct node *p = NULL, *x = t->batch.root;
+	struct node *p = NULL, *x = t->batch->root;
 
 	if (off == t->last_end && t->run_bytes >= (t->c.coalesce ? t->c.coalesce : 1))
 		return true;
@@ -398,18 +451,18 @@ static void place(struct tm *t, struct node *n, bool fresh)
 		if (fresh)
 			n->lap = io->off >= t->cursor && !next_turn(t, io->off) ? t->lap
 										  : t->lap + 1;
-		tree_insert(t, &t->batch, n);
+		tree_insert(t, t->batch, n);
 		n->in_batch = true;
 		return;
 	}
 	/* papers/001 §3.3.4: an RT request arriving during a batch joins it only if its
 	 * deadline is earlier than the latest deadline of the batch; the remainder of a
 	 * chunked batch request goes back to the batch */
-	if ((!fresh && n->in_batch) || (t->batch.root && io->deadline < t->batch.root->maxdl)) {
-		tree_insert(t, &t->batch, n);
+	if ((!fresh && n->in_batch) || (t->batch->root && io->deadline < t->batch->root->maxdl)) {
+		tree_insert(t, t->batch, n);
 		n->in_batch = true;
 	} else {
-		tree_insert(t, &t->rt, n);
+		tree_insert(t, t->rt, n);
 		n->in_batch = false;
 	}
 }
@@ -446,7 +499,7 @@ static double hold_of(struct tm *t, const struct tree *tr)
 
 static double hold_time(struct tm *t)
 {
-	return hold_of(t, &t->rt);
+	return hold_of(t, t->rt);
 }
 
 /* The next BE request: the oldest one if it has waited past the age bound, else C-SCAN from
@@ -473,6 +526,7 @@ static uint32_t cmd_len(struct tm *t, const struct avfs_io *io)
 /* Take n out of its tree and make it the command (or fail it). */
 static void take(struct tm *t, struct node *n, struct tree *tr)
 {
+	n->in_batch = tr == t->batch;	/* where a remainder of it goes back */
 	tree_erase(t, tr, n);
 	if (tr == &t->be)
 		be_unlink(t, n);
@@ -519,7 +573,7 @@ static bool follows(const struct node *n, const struct node *s, uint64_t lap, ui
 static struct node *follower(struct tm *t, const struct node *n, uint64_t end, struct tree *tr,
 			     struct tree **from)
 {
-	bool sweep = tr == &t->batch && t->c.sweep;
+	bool sweep = tr == t->batch && t->c.sweep;
 	struct node *s;
 
 	*from = tr;
@@ -528,10 +582,10 @@ static struct node *follower(struct tm *t, const struct node *n, uint64_t end, s
 		if (follows(n, s, lap, end))
 			return s;
 	}
-	if (tr != &t->batch || t->c.sweep)
+	if (tr != t->batch || t->c.sweep)
 		return NULL;
-	*from = &t->rt;
-	s = next_ge(t->rt.root, end);
+	*from = t->rt;
+	s = next_ge(t->rt->root, end);
 	return follows(n, s, 0, end) ? s : NULL;
 }
 
@@ -554,14 +608,100 @@ static double co_budget(struct tm *t, const struct node *n, int64_t now)
  * deadline less e. (The command's requests are out of the trees by now.) */
 static double others_budget(struct tm *t, int64_t now)
 {
-	struct node *o = t->batch.root ? min_dl(t->batch.root) : NULL;
+	struct node *o = t->batch->root ? min_dl(t->batch->root) : NULL;
 
-	if (t->rt.root && (!o || t->rt.root->mindl < o->dl))
-		o = min_dl(t->rt.root);
+	if (t->rt->root && (!o || t->rt->root->mindl < o->dl))
+		o = min_dl(t->rt->root);
 	if (!o)
 		return INFINITY;
 	return (double)(o->dl - now - t->c.urgent_ns) -
 	       avfs_svc_time(&t->c.model, o->io->off, o->io->len, false);
+}
+
+/* Add s (out of its tree) to the command that ends with `last`. */
+static void carry(struct tm *t, struct avfs_io **last, struct node *s, struct avfs_sched_cmd *cmd)
+{
+	fly(t, s);
+	if (t->jit_node == s)
+		t->jit_node = NULL;
+	(*last)->more = s->io;
+	*last = s->io;
+	cmd->len += (uint32_t)s->io->len;
+	t->cnt.coalesced++;
+}
+
+/* The nodes of a subtree in order into v (at most max); their count. */
+static unsigned in_order(struct node *n, struct node **v, unsigned at, unsigned max)
+{
+	if (!n || at > max)
+		return at;
+	at = in_order(n->l, v, at, max);
+	if (at < max)
+		v[at] = n;
+	return in_order(n->r, v, at + 1, max);
+}
+
+/* The followers of the command in one tree and turn, cut out as one range: two splits and a
+ * merge however many they are (each taken alone would cost a removal: O(k log n) against
+ * O(log n + k)). They are found first without changing the tree; the range between the first
+ * and the last must hold them and nothing else (a request overlapping them keeps the slow
+ * way). Returns how many it carried. */
+static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint64_t lap,
+			    struct avfs_sched_cmd *cmd, struct avfs_io **last, uint64_t cap,
+			    double budget, unsigned room)
+{
+	struct node *v[AVFS_SCHED_COALESCE_MAX], *first = NULL, *end_node = NULL;
+	struct node *a, *b, *c, *d, *st[SPINE];
+	uint64_t end = cmd->off + cmd->len, len = cmd->len;
+	unsigned cnt = 0, sp = 0;
+
+	/* in order from the first node at or after (lap, end): a stack of the nodes whose left
+	 * subtree is still to come, so that k followers cost O(k + depth), not O(k depth) */
+	for (struct node *x = tr->root; x && sp < SPINE;) {
+		if (!less(x, lap, end, 0)) {
+			st[sp++] = x;
+			x = x->l;
+		} else {
+			x = x->r;
+		}
+	}
+	for (;;) {
+		struct node *s = sp ? st[--sp] : NULL;
+
+		if (s)
+			for (struct node *x = s->r; x && sp < SPINE; x = x->l)
+				st[sp++] = x;
+		if (cnt == room || !follows(n, s, lap, end) || len + s->io->len > cap ||
+		    s->dl > t->join_lim ||
+		    avfs_svc_time(&t->c.model, cmd->off, len + s->io->len,
+				  cmd->off == t->last_end) > budget)
+			break;
+		if (!first)
+			first = s;
+		end_node = s;
+		len += s->io->len;
+		end += s->io->len;
+		cnt++;
+	}
+	if (!cnt)
+		return 0;
+	split(t, tr->root, first->lap, first->key, first->tie, &a, &b);
+	split(t, b, end_node->lap, end_node->key, end_node->tie + 1, &c, &d);
+	if (in_order(c, v, 0, cnt) != cnt) {	/* something else lies among them */
+		tr->root = merge(t, merge(t, a, c), d);
+		return 0;
+	}
+	refresh_first(t, &d, tmax(a));	/* its alpha now depends on what precedes the range */
+	tr->root = merge(t, a, d);
+	tr->n -= cnt;
+	for (unsigned i = 0; i < cnt; i++) {
+		v[i]->l = v[i]->r = NULL;
+		v[i]->home = NULL;
+		if (tr == &t->be)
+			be_unlink(t, v[i]);
+		carry(t, last, v[i], cmd);
+	}
+	return cnt;
 }
 
 /* Extend n's command (n alone so far, taken out of tr) by its followers: each taken out of
@@ -580,10 +720,18 @@ static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_
 	if (!cap || !t->c.rotational || cmd->len >= cap)
 		return;
 	budget = co_budget(t, n, now);
-	while (k < AVFS_SCHED_COALESCE_MAX) {
+	/* the common case at once: followers in n's tree and turn, then in the next turn (the
+	 * sweep) or among the held requests (a batch's request), in the window's order */
+	if (!t->out_of_order) {
+		k += carry_range(t, n, tr, n->lap, cmd, &last, cap, budget,
+				 AVFS_SCHED_COALESCE_MAX - k);
+		if (tr == t->batch)
+			k += carry_range(t, n, t->c.sweep ? tr : t->rt, t->c.sweep ? n->lap + 1 : 0,
+					 cmd, &last, cap, budget, AVFS_SCHED_COALESCE_MAX - k);
+	}
+	while (k < AVFS_SCHED_COALESCE_MAX) {	/* the others one by one */
 		struct tree *from = NULL;
 		struct node *s = follower(t, n, cmd->off + cmd->len, tr, &from);
-
 		double need;
 
 		if (!s || cmd->len + s->io->len > cap || s->dl > t->join_lim)
@@ -597,13 +745,7 @@ static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_
 			tree_insert(t, from, s);	/* it stays for later (an RT request) */
 			break;
 		}
-		fly(t, s);
-		if (t->jit_node == s)
-			t->jit_node = NULL;
-		last->more = s->io;
-		last = s->io;
-		cmd->len += (uint32_t)s->io->len;
-		t->cnt.coalesced++;
+		carry(t, &last, s, cmd);
 		k++;
 	}
 }
@@ -691,31 +833,31 @@ static void fail(struct tm *t, struct node *n, struct tree *tr, struct avfs_sche
 /* papers/001 §3.3.4, Fig. 11: the windows of the RT scheduler over the batch. */
 static void batch_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 {
-	struct node *d = min_dl(t->batch.root), *n;
+	struct node *d = min_dl(t->batch->root), *n;
 	int64_t td = d->dl;
 
 	if (td <= now) {		/* missed: fail it, never issue it */
-		fail(t, d, &t->batch, cmd);
+		fail(t, d, t->batch, cmd);
 		return;
 	}
 	if (td <= now + t->c.urgent_ns) {	/* EDF window */
-		issue_in(t, d, &t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
+		issue_in(t, d, t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
 		return;
 	}
 	if (td <= now + t->c.margin_ns) {	/* reduced C-SCAN window */
 		int64_t lim = td + t->c.margin_ns;
 
-		n = next_ge_dl(t->batch.root, t->cursor, lim);
+		n = next_ge_dl(t->batch->root, t->cursor, lim);
 		if (!n)
-			n = next_ge_dl(t->batch.root, 0, lim);
-		issue_in(t, n, &t->batch, now, cmd, lim - 1, INT64_MAX, true);
+			n = next_ge_dl(t->batch->root, 0, lim);
+		issue_in(t, n, t->batch, now, cmd, lim - 1, INT64_MAX, true);
 		return;
 	}
 	/* the normal case: C-SCAN over the whole batch */
-	n = next_ge(t->batch.root, t->cursor);
+	n = next_ge(t->batch->root, t->cursor);
 	if (!n)
-		n = tmin(t->batch.root);
-	issue(t, n, &t->batch, now, cmd);
+		n = tmin(t->batch->root);
+	issue(t, n, t->batch, now, cmd);
 }
 
 /* BE under hold (papers/001 §3.3.3): the next BE request R' only while H >= t + T_S(R'), and
@@ -744,18 +886,18 @@ static bool be_under_hold(struct tm *t, double h, int64_t now, struct avfs_sched
  * arrives just after it began wait for the rest of it and for the next). */
 static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 {
-	struct node *d = min_dl(t->batch.root), *n;
+	struct node *d = min_dl(t->batch->root), *n;
 	double h;
 
 	if (d->dl <= now) {		/* missed: fail it, never issue it */
-		fail(t, d, &t->batch, cmd);
+		fail(t, d, t->batch, cmd);
 		return;
 	}
 	if (d->dl <= now + t->c.urgent_ns) {	/* EDF window: a detour, the sweep stays */
-		issue_in(t, d, &t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
+		issue_in(t, d, t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
 		return;
 	}
-	h = hold_of(t, &t->batch);
+	h = hold_of(t, t->batch);
 	if (h > (double)now) {		/* every request can wait: hold */
 		if (be_under_hold(t, h, now, cmd))
 			return;
@@ -768,12 +910,12 @@ static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 		 * sweep's order (reduced C-SCAN), a detour */
 		int64_t lim = d->dl + t->c.margin_ns;
 
-		n = next_ge_dl(t->batch.root, 0, lim);
-		issue_in(t, n, &t->batch, now, cmd, lim - 1, INT64_MAX, true);
+		n = next_ge_dl(t->batch->root, 0, lim);
+		issue_in(t, n, t->batch, now, cmd, lim - 1, INT64_MAX, true);
 		return;
 	}
-	n = tmin(t->batch.root);	/* the sweep goes on */
-	issue(t, n, &t->batch, now, cmd);
+	n = tmin(t->batch->root);	/* the sweep goes on */
+	issue(t, n, t->batch, now, cmd);
 	if (cmd->kind == AVFS_SCHED_DISPATCH && !cmd->seek) {
 		t->lap = n->lap;
 		t->cursor = cmd->off + cmd->len;
@@ -782,14 +924,12 @@ static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 
 static void activate(struct tm *t)
 {
-	/* the whole set of held RT requests becomes one batch, executed from e_0 */
-	struct node *n;
+	/* the whole set of held RT requests becomes one batch, executed from e_0: the batch is
+	 * empty, so the held tree becomes it as it is (O(1); its nodes name it as their home) */
+	struct tree *held = t->rt;
 
-	while ((n = pop_min(t, &t->rt.root))) {
-		t->rt.n--;
-		tree_insert(t, &t->batch, n);
-		n->in_batch = true;
-	}
+	t->rt = t->batch;
+	t->batch = held;
 	t->cursor = 0;
 }
 
@@ -827,21 +967,21 @@ static void tm_next(void *ctx, int64_t now, struct avfs_sched_cmd *cmd)
 	 * one worst-case command per be_age (2 % of the disk at the defaults: admission's u_BE),
 	 * so metadata commits and ordinary files always make progress */
 	if (t->be_old && now - t->be_old->io->arrival > t->c.be_age_ns &&
-	    now - t->be_forced >= t->c.be_age_ns && (t->batch.root || t->rt.root)) {
+	    now - t->be_forced >= t->c.be_age_ns && (t->batch->root || t->rt->root)) {
 		t->be_forced = now;
 		/* one request, never coalesced: the floor is one command per be_age */
 		issue_in(t, t->be_old, &t->be, now, cmd, INT64_MAX, now, true);
 		return;
 	}
 	if (t->c.sweep) {
-		if (t->batch.root) {
+		if (t->batch->root) {
 			sweep_next(t, now, cmd);
 			return;
 		}
-	} else if (t->batch.root) {
+	} else if (t->batch->root) {
 		batch_next(t, now, cmd);
 		return;
-	} else if (t->rt.root) {
+	} else if (t->rt->root) {
 		h = hold_time(t);
 		if (h <= (double)now) {
 			activate(t);
@@ -931,12 +1071,9 @@ static int tm_cancel(void *ctx, struct avfs_io *io)
 		return -ENOENT;
 	if (n->fl_prev || t->flight == n)
 		return -EBUSY;
-	if (!io->deadline)
-		tr = &t->be;
-	else if (!t->c.rotational)
-		tr = &t->edf;
-	else
-		tr = n->in_batch ? &t->batch : &t->rt;
+	tr = n->home;
+	if (!tr)
+		return -EBUSY;	/* cannot be: every node not in flight is in its tree */
 	take(t, n, tr);
 	if (t->jit_node == n)
 		t->jit_node = NULL;
@@ -971,6 +1108,6 @@ double avfs_tm_hold_time(void *ctx)
 	struct tm *t = ctx;
 
 	if (t->c.sweep)
-		return t->batch.root && t->c.rotational ? hold_of(t, &t->batch) : NAN;
-	return t->rt.root ? hold_time(t) : NAN;
+		return t->batch->root && t->c.rotational ? hold_of(t, t->batch) : NAN;
+	return t->rt->root ? hold_time(t) : NAN;
 }
