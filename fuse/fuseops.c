@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "format.h"
 #include "fs.h"
+#include "iobuf.h"
 #include "proto.h"
 
 #include <errno.h>
@@ -42,6 +43,7 @@ struct ra_entry {		/* a range read ahead */
 	uint64_t ino, off;
 	size_t len;
 	uint8_t *buf;
+	size_t cap;		/* buf's size as allocated (avfs_iobuf_put) */
 	uint64_t used;
 };
 
@@ -56,18 +58,12 @@ struct avfs_fuse {
 	struct fsync_wait *fsyncs;
 	struct ra_entry ra[RA_SLOTS];
 	uint64_t ra_clock;
+	struct avfs_iobuf_pool bufs;	/* data buffers of reads, writes and read-ahead */
 };
 
 static struct avfs_fuse *fu_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
-}
-
-static void *alloc_aligned(size_t len)
-{
-	void *p = NULL;
-
-	return posix_memalign(&p, PAGE, len ? len : PAGE) ? NULL : p;
 }
 
 static void to_stat(const struct avfs_stat *a, struct stat *st)
@@ -169,7 +165,7 @@ static void ra_invalidate(struct avfs_fuse *fu, uint64_t ino)
 {
 	for (int i = 0; i < RA_SLOTS; i++) {
 		if (fu->ra[i].buf && fu->ra[i].ino == ino) {
-			free(fu->ra[i].buf);
+			avfs_iobuf_put(&fu->bufs, fu->ra[i].buf, fu->ra[i].cap);
 			fu->ra[i].buf = NULL;
 		}
 	}
@@ -180,7 +176,8 @@ void avfs_fuse_invalidate(struct avfs_fuse *fu, uint64_t ino)
 	ra_invalidate(fu, ino);
 }
 
-static void ra_store(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint8_t *buf, size_t len)
+static void ra_store(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint8_t *buf, size_t len,
+		     size_t cap)
 {
 	int v = 0;
 
@@ -192,8 +189,8 @@ static void ra_store(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint8_t *
 		if (fu->ra[i].used < fu->ra[v].used)
 			v = i;
 	}
-	free(fu->ra[v].buf);
-	fu->ra[v] = (struct ra_entry){ .ino = ino, .off = off, .len = len, .buf = buf,
+	avfs_iobuf_put(&fu->bufs, fu->ra[v].buf, fu->ra[v].cap);
+	fu->ra[v] = (struct ra_entry){ .ino = ino, .off = off, .len = len, .buf = buf, .cap = cap,
 				       .used = ++fu->ra_clock };
 }
 
@@ -227,7 +224,8 @@ struct rop {			/* one FUSE read, with its read-ahead */
 	struct avfs_fio f;	/* first: the engine hands it back */
 	fuse_req_t req;
 	struct avfs_fuse *fu;
-	uint8_t *mem;		/* page aligned, from the page holding the asked offset */
+	uint8_t *mem;		/* f.cap bytes from avfs_iobuf_get, from the page holding the asked
+				 * offset */
 	size_t skip;		/* the asked offset's place in mem */
 	size_t reply;		/* bytes asked (clamped at the size when asked) */
 };
@@ -240,13 +238,13 @@ static void rop_done(struct avfs_fio *f, int64_t res, int64_t now)
 	(void)now;
 	if (res < 0) {
 		fuse_reply_err(r->req, (int)-res);
-		free(r->mem);
+		avfs_iobuf_put(&r->fu->bufs, r->mem, f->cap);
 	} else {
 		fuse_reply_buf(r->req, (const char *)r->mem + r->skip, got < r->reply ? got : r->reply);
 		if (got > r->reply)	/* read ahead: keep it */
-			ra_store(r->fu, f->ino, f->off, r->mem, (size_t)res);
+			ra_store(r->fu, f->ino, f->off, r->mem, (size_t)res, f->cap);
 		else
-			free(r->mem);
+			avfs_iobuf_put(&r->fu->bufs, r->mem, f->cap);
 	}
 	free(r);
 }
@@ -255,7 +253,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct avfs_fuse *fu = fu_of(req);
-	uint64_t bs = avfs_fs_block_size(fu->fs), end, a0;
+	uint64_t bs = avfs_fs_block_size(fu->fs), end, a0, cap;
 	struct avfs_stat a;
 	struct rop *r;
 	int err = avfs_fs_getattr(fu->fs, ino, &a);
@@ -291,7 +289,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* from the page holding off: the device's pages land in mem directly */
 	a0 = (uint64_t)off / PAGE * PAGE;
 	r->skip = (size_t)((uint64_t)off - a0);
-	r->mem = alloc_aligned((end - a0 + PAGE - 1) / PAGE * PAGE);
+	cap = (end - a0 + PAGE - 1) / PAGE * PAGE;
+	r->mem = avfs_iobuf_get(&fu->bufs, cap);
 	if (!r->mem) {
 		free(r);
 		fuse_reply_err(req, ENOMEM);
@@ -300,12 +299,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	r->req = req;
 	r->fu = fu;
 	r->f = (struct avfs_fio){ .ino = ino, .off = a0, .len = end - a0, .buf = r->mem,
-				  .cap = (end - a0 + PAGE - 1) / PAGE * PAGE, .label = -1,
-				  .cls = AVFS_TRACE_BE, .done = rop_done };
+				  .cap = cap, .label = -1, .cls = AVFS_TRACE_BE, .done = rop_done };
 	err = avfs_engine_io(fu->e, &r->f, fu->now);
 	if (err) {
 		fuse_reply_err(req, -err);
-		free(r->mem);
+		avfs_iobuf_put(&fu->bufs, r->mem, cap);
 		free(r);
 	}
 }
@@ -315,6 +313,7 @@ struct wop {			/* one FUSE write, or the zeroing before a truncate grows a file 
 	fuse_req_t req;
 	struct avfs_fuse *fu;
 	uint8_t *mem;		/* a copy of the data: libfuse reuses its buffer */
+	size_t memlen;		/* mem's size (avfs_iobuf_get) */
 	struct avfs_stat set;	/* truncate up: the attributes to set once zeroed */
 };
 
@@ -327,7 +326,7 @@ static void wop_done(struct avfs_fio *f, int64_t res, int64_t now)
 		fuse_reply_err(w->req, (int)-res);
 	else
 		fuse_reply_write(w->req, (size_t)res);
-	free(w->mem);
+	avfs_iobuf_put(&w->fu->bufs, w->mem, w->memlen);
 	free(w);
 }
 
@@ -350,8 +349,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 	ra_invalidate(fu, ino);
 	w = calloc(1, sizeof(*w));
-	if (w)
-		w->mem = alloc_aligned(at + size);
+	if (w) {
+		w->memlen = at + size;
+		w->mem = avfs_iobuf_get(&fu->bufs, w->memlen);
+	}
 	if (!w || !w->mem) {
 		free(w);
 		fuse_reply_err(req, ENOMEM);
@@ -367,7 +368,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	err = avfs_engine_io(fu->e, &w->f, fu->now);
 	if (err) {
 		fuse_reply_err(req, -err);
-		free(w->mem);
+		avfs_iobuf_put(&fu->bufs, w->mem, w->memlen);
 		free(w);
 	}
 }
@@ -945,7 +946,8 @@ void avfs_fuse_free(struct avfs_fuse *fu)
 	fuse_session_destroy(fu->se);
 	free(fu->fbuf.mem);
 	for (int i = 0; i < RA_SLOTS; i++)
-		free(fu->ra[i].buf);
+		avfs_iobuf_put(&fu->bufs, fu->ra[i].buf, fu->ra[i].cap);
+	avfs_iobuf_drain(&fu->bufs);
 	free(fu);
 }
 

@@ -1,8 +1,9 @@
 /*
  * simrun.c — avfs-sim's adapter over the engine: it formats and fills a simulated disk with the
  * real file system, then carries out the workload's plan (sim/workload.c) in virtual time —
- * streams, best-effort generators, the preemption probe — as requests to the engine avfsd runs
- * (engine/), whose commands go to the simulated disk and whose completions come back from it.
+ * streams (with per-class results), best-effort generators, the preemption probe — as requests
+ * to the engine avfsd runs (engine/), whose commands go to the simulated disk and whose
+ * completions come back from it.
  * The scheduler, data plans, bandwidth class, commits and metrics are the very same code; what
  * is the simulator's own is the clock (virtual), the disk (the model) and the front end (the
  * generators instead of FUSE and libavio). Times are virtual ns except the decision cost.
@@ -29,6 +30,7 @@
 #include <time.h>
 
 #define NS 1000000000.0
+#define MIB 1048576.0
 #define SCRATCH (16u << 20)	/* the data region keeps no content: one buffer serves all */
 
 enum req_kind { RQ_STREAM, RQ_BE, RQ_HP };
@@ -38,7 +40,9 @@ struct req {
 	struct run *run;
 	enum req_kind kind;
 	struct avfs_wl_stream *s;	/* RQ_STREAM */
+	struct beclient *be;	/* RQ_BE */
 	int64_t issued;		/* when it was asked for */
+	bool live;		/* asked for and not done */
 	struct req *next_free;
 	struct req *all_next;
 };
@@ -47,9 +51,24 @@ struct req {
 struct sstream {
 	struct avfs_wl_stream *w;
 	struct avfs_simrun_stream_res *res;	/* heterogeneous streams only */
+	struct avfs_simrun_class_res *cls;	/* its class's, when the streams have classes */
 	uint64_t ino;		/* its file (0: raw) */
 	uint64_t stream;	/* its reservation (0: none) */
 	double rt_ns, be_ns, lat_sum;
+};
+
+/* A best-effort client: one of a generator's count, one request outstanding at a time. */
+struct beclient {
+	struct run *r;
+	const struct avfs_simrun_be *g;
+	unsigned gen;		/* its generator's index (the result's bes[]) */
+	struct avfs_wl_pics pics;	/* pictures: its own set */
+	uint64_t ino, off, size;	/* the file it is on: a picture being written, a recording
+					 * being read (sequential), the source (copy) */
+	uint64_t copy_ino;	/* copy: the copy being written */
+	uint32_t copy_len;	/* copy: the bytes read last, to be written next (0: read next) */
+	unsigned copies;	/* copy: copies begun */
+	int64_t last;		/* when its last request was asked for */
 };
 
 struct run {
@@ -72,8 +91,13 @@ struct run {
 	uint64_t *recs;		/* inode numbers of the recordings (0 = deleted) */
 	size_t nrecs;
 	bool *rec_busy;
-	/* BE generators */
-	uint64_t be_ino, be_off, be_size;
+	/* BE generators: o->bes, or the one of o->be */
+	const struct avfs_simrun_be *gens;
+	unsigned ngens;
+	struct avfs_simrun_be legacy;
+	struct beclient *bc;
+	unsigned nbc;
+	double *gen_lat;	/* per generator: the sum of its latencies, ms */
 	double hp_sum, hp_max;
 	FILE *trace;
 	char *why;
@@ -145,6 +169,7 @@ static struct req *req_new(struct run *r, enum req_kind kind)
 	q->all_next = all;
 	q->kind = kind;
 	q->run = r;
+	q->live = true;
 	q->issued = now(r);
 	q->f.buf = r->scratch;	/* timing only: the data region keeps no content */
 	q->f.cap = SCRATCH;
@@ -156,6 +181,7 @@ static struct req *req_new(struct run *r, enum req_kind kind)
 
 static void req_free(struct run *r, struct req *q)
 {
+	q->live = false;
 	q->next_free = r->free_reqs;
 	r->free_reqs = q;
 }
@@ -261,13 +287,19 @@ static void stream_req_done(struct avfs_fio *f, int64_t res, int64_t t)
 	struct req *q = f->arg;
 	struct run *r = q->run;
 	struct sstream *ss = &r->ss[q->s->index];
+	/* the deadline it was scheduled with; refused at once because its own had passed, that
+	 * one (a failed real-time request, not a best-effort one) */
+	int64_t dl = f->sched_deadline ? f->sched_deadline : res == -ETIME ? f->deadline : 0;
 
+	if (q->issued >= r->start && ss->cls)
+		avfs_qos_add(&ss->cls->qos, dl, t, res > 0 ? (uint64_t)res : 0,
+			     res < 0 ? (int)res : 0);
 	if (q->issued >= r->start && ss->res) {
 		struct avfs_simrun_stream_res *sr = ss->res;
 		double lat = (double)(t - q->issued) / 1e6;
 		uint64_t bytes = res > 0 ? (uint64_t)res : 0;
 
-		avfs_qos_add(&sr->qos, f->sched_deadline, t, bytes, res < 0 ? (int)res : 0);
+		avfs_qos_add(&sr->qos, dl, t, bytes, res < 0 ? (int)res : 0);
 		ss->lat_sum += lat;
 		if (lat > sr->lat_max_ms)
 			sr->lat_max_ms = lat;
@@ -339,24 +371,88 @@ static void stream_event(void *arg, uint64_t t)
 		avfs_sim_at(r->sim, (uint64_t)next, stream_event, e);
 }
 
+/* ---- deletions ---- */
+
+/* Delete the first recording at or after index `from` (cyclically) that no stream plays.
+ * Returns true if one was deleted. */
+static bool delete_from(struct run *r, size_t from)
+{
+	for (size_t k = 0, i = from; k < r->nrecs; k++, i = (i + 1) % r->nrecs) {
+		char name[32];
+
+		if (!r->recs[i] || r->rec_busy[i])
+			continue;
+		snprintf(name, sizeof(name), "rec-%05zu.ts", i);
+		if (AVFS_ENGINE_FS(r->e, now(r), avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r))))
+			return false;
+		r->recs[i] = 0;
+		r->r->deleted_files++;
+		avfs_engine_changed(r->e, now(r));
+		return true;
+	}
+	return false;
+}
+
+/* A DVR makes room by deleting its oldest recording. */
+static void delete_one(struct run *r)
+{
+	delete_from(r, 0);
+}
+
+/* A delete generator's client: a random recording no stream plays deleted, and the deletion
+ * committed at once. */
+static void delete_event(void *arg, uint64_t t)
+{
+	struct beclient *cl = arg;
+	struct run *r = cl->r;
+
+	(void)t;
+	if (r->nrecs && delete_from(r, avfs_wl_rnd(&r->wl, r->nrecs))) {
+		r->r->bes[cl->gen].files++;
+		avfs_engine_commit(r->e, now(r));
+	}
+}
+
 /* ---- best effort ---- */
 
-static void be_next(struct run *r);
-
-static void be_done(struct avfs_fio *f, int64_t res, int64_t t)
-{
-	struct run *r = ((struct req *)f->arg)->run;
-
-	(void)res;
-	(void)t;
-	req_free(r, f->arg);
-	be_next(r);
-}
+static void be_next(struct beclient *cl);
 
 static void be_event(void *arg, uint64_t t)
 {
 	(void)t;
 	be_next(arg);
+}
+
+/* A client's request completed: its generator's figures, then its next request, at once or
+ * when its cap allows. */
+static void be_done(struct avfs_fio *f, int64_t res, int64_t t)
+{
+	struct req *q = f->arg;
+	struct beclient *cl = q->be;
+	struct run *r = q->run;
+	struct avfs_simrun_be_res *g = &r->r->bes[cl->gen];
+	double lat = (double)(t - q->issued) / 1e6, gap = 0;
+
+	if (res >= 0) {
+		g->requests++;
+		g->bytes += (uint64_t)res;
+	} else {
+		g->errors++;
+	}
+	r->gen_lat[cl->gen] += lat;
+	if (lat > g->lat_max_ms)
+		g->lat_max_ms = lat;
+	if (cl->g->rate > 0)
+		gap = (double)f->len / cl->g->rate;
+	if (cl->g->iops > 0 && 1 / cl->g->iops > gap)
+		gap = 1 / cl->g->iops;
+	req_free(r, q);
+	if (gap > 0 && cl->last + (int64_t)(gap * NS) > t) {
+		if (cl->last + (int64_t)(gap * NS) < r->end)
+			avfs_sim_at(r->sim, (uint64_t)(cl->last + (int64_t)(gap * NS)), be_event, cl);
+		return;
+	}
+	be_next(cl);
 }
 
 static uint64_t random_rec(struct run *r)
@@ -370,74 +466,137 @@ static uint64_t random_rec(struct run *r)
 	return 0;
 }
 
-static void be_next(struct run *r)
+/* A sequential read of the client's recording from its offset on: io bytes, not across a
+ * data block's end; a new random recording (from its start) when there is none, it is gone or
+ * it is read to its end. 0, or -ENOENT when no recording is left. */
+static int next_in_recording(struct run *r, struct beclient *cl, uint32_t io, uint64_t *ino,
+			     uint64_t *off, uint64_t *len)
 {
+	uint64_t bs = r->wl.block_size;
+	struct avfs_stat st;
+
+	if (!cl->ino || avfs_fs_getattr(r->fs, cl->ino, &st) || cl->off + io > st.size) {
+		cl->ino = random_rec(r);
+		cl->off = 0;
+		if (!cl->ino)
+			return -ENOENT;
+	}
+	*ino = cl->ino;
+	*off = cl->off;
+	*len = io - cl->off % bs % io;
+	if (*len > bs - cl->off % bs)
+		*len = bs - cl->off % bs;
+	cl->off += *len;
+	return 0;
+}
+
+/* The pictures load's next piece: a new picture (the set before it deleted every 100) when
+ * the last one is whole. 0, or -errno when its file could not be made. */
+static int next_picture(struct run *r, struct beclient *cl, struct req *q)
+{
+	if (!cl->ino || cl->off >= cl->size) {
+		char name[32];
+		int first, drop;
+
+		avfs_wl_picture(&r->wl, &cl->pics, name, sizeof(name), &cl->size, &first, &drop);
+		for (int k = first; k < first + drop; k++) {
+			char old[32];
+
+			avfs_wl_picture_name(&cl->pics, k, old, sizeof(old));
+			AVFS_ENGINE_FS(r->e, now(r), avfs_fs_unlink(r->fs, AVFS_ROOT_INO, old, now(r)));
+		}
+		if (AVFS_ENGINE_FS(r->e, now(r), avfs_fs_mknod(r->fs, AVFS_ROOT_INO, name,
+				   S_IFREG | 0644, 0, 0, now(r), &cl->ino)))
+			return -EIO;
+		avfs_engine_changed(r->e, now(r));
+		cl->off = 0;
+		r->r->bes[cl->gen].files++;
+	}
+	q->f.ino = cl->ino;
+	q->f.off = cl->off;
+	q->f.len = cl->size - cl->off < cl->g->io ? cl->size - cl->off : cl->g->io;
+	q->f.len = (q->f.len + 4095) & ~4095ull;	/* as a picture writer's pages */
+	q->f.write = true;
+	cl->off += q->f.len;
+	return 0;
+}
+
+/* The copy load: read a piece of the source, then write it to the copy; a whole copy (the
+ * source read to where a sequential read would leave it, or gone) is deleted and another
+ * begun. 0, or -errno (no recording left, no room for a copy). */
+static int next_copy(struct run *r, struct beclient *cl, struct req *q)
+{
+	struct avfs_stat st;
+	char name[40];
+
+	if (cl->copy_len) {	/* write what was read */
+		q->f.ino = cl->copy_ino;
+		q->f.off = cl->off - cl->copy_len;
+		q->f.len = cl->copy_len;
+		q->f.write = true;
+		cl->copy_len = 0;
+		return 0;
+	}
+	if (cl->copy_ino && (avfs_fs_getattr(r->fs, cl->ino, &st) ||
+			     cl->off + cl->g->io > st.size)) {
+		snprintf(name, sizeof(name), "copy%u-%05u.ts", cl->pics.id, cl->copies - 1);
+		AVFS_ENGINE_FS(r->e, now(r), avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r)));
+		avfs_engine_changed(r->e, now(r));
+		r->r->bes[cl->gen].files++;
+		cl->copy_ino = 0;
+	}
+	if (!cl->copy_ino) {
+		cl->ino = random_rec(r);
+		cl->off = 0;
+		if (!cl->ino)
+			return -ENOENT;
+		snprintf(name, sizeof(name), "copy%u-%05u.ts", cl->pics.id, cl->copies++);
+		if (AVFS_ENGINE_FS(r->e, now(r), avfs_fs_mknod(r->fs, AVFS_ROOT_INO, name,
+				   S_IFREG | 0644, 0, 0, now(r), &cl->copy_ino)))
+			return -EIO;
+		avfs_engine_changed(r->e, now(r));
+	}
+	if (next_in_recording(r, cl, cl->g->io, &q->f.ino, &q->f.off, &q->f.len))
+		return -ENOENT;
+	cl->copy_len = (uint32_t)q->f.len;
+	return 0;
+}
+
+static void be_next(struct beclient *cl)
+{
+	struct run *r = cl->r;
 	struct req *q;
+	int err = 0;
 
 	if (now(r) >= r->end || r->err)
 		return;
 	q = req_new(r, RQ_BE);
-	switch (r->o->be) {
+	q->be = cl;
+	switch (cl->g->kind) {
 	case AVFS_BE_PICTURES:
-		if (!r->be_ino || r->be_off >= r->be_size) {
-			char name[32];
-			int first, drop;
-
-			avfs_wl_picture(&r->wl, name, sizeof(name), &r->be_size, &first, &drop);
-			for (int k = first; k < first + drop; k++) {
-				char old[32];
-
-				avfs_wl_picture_name(k, old, sizeof(old));
-				AVFS_ENGINE_FS(r->e, now(r), avfs_fs_unlink(r->fs, AVFS_ROOT_INO, old,
-									      now(r)));
-			}
-			if (AVFS_ENGINE_FS(r->e, now(r), avfs_fs_mknod(r->fs, AVFS_ROOT_INO, name,
-					   S_IFREG | 0644, 0, 0, now(r), &r->be_ino))) {
-				req_free(r, q);
-				return;
-			}
-			avfs_engine_changed(r->e, now(r));
-			r->be_off = 0;
-		}
-		q->f.ino = r->be_ino;
-		q->f.off = r->be_off;
-		q->f.len = r->be_size - r->be_off < (1u << 20) ? r->be_size - r->be_off : (1u << 20);
-		q->f.len = (q->f.len + 4095) & ~4095ull;	/* as a picture writer's pages */
-		q->f.write = true;
-		r->be_off += q->f.len;
+		err = next_picture(r, cl, q);
 		break;
 	case AVFS_BE_RANDOM:
-	case AVFS_BE_PROBE:
-		q->f.len = r->o->be == AVFS_BE_RANDOM ? 4096 : (r->o->be_size + 4095) & ~4095u;
+		q->f.len = (cl->g->io + 4095) & ~4095u;
 		if (q->f.len > r->wl.block_size)
 			q->f.len = r->wl.block_size;
 		q->f.off = avfs_wl_random_off(&r->wl, (uint32_t)q->f.len);
 		break;
-	case AVFS_BE_GREEDY: {
-		struct avfs_stat st;
-
-		if (!r->be_ino || avfs_fs_getattr(r->fs, r->be_ino, &st) ||
-		    r->be_off + (1u << 20) > st.size) {
-			r->be_ino = random_rec(r);
-			r->be_off = 0;
-			if (!r->be_ino) {
-				req_free(r, q);
-				return;
-			}
-		}
-		q->f.ino = r->be_ino;
-		q->f.off = r->be_off;
-		/* 1 MiB, not across a data block's end */
-		q->f.len = (1u << 20) - r->be_off % r->wl.block_size % (1u << 20);
-		if (q->f.len > r->wl.block_size - r->be_off % r->wl.block_size)
-			q->f.len = r->wl.block_size - r->be_off % r->wl.block_size;
-		r->be_off += q->f.len;
+	case AVFS_BE_GREEDY:
+		err = next_in_recording(r, cl, cl->g->io, &q->f.ino, &q->f.off, &q->f.len);
+		break;
+	case AVFS_BE_COPY:
+		err = next_copy(r, cl, q);
+		break;
+	default:
+		err = -EINVAL;
 		break;
 	}
-	default:
+	if (err) {	/* the client stops */
 		req_free(r, q);
 		return;
 	}
+	cl->last = now(r);
 	submit(r, q, be_done);
 }
 
@@ -478,45 +637,6 @@ static void hp_event(void *arg, uint64_t t)
 	submit(r, q, hp_done);
 	gap = -log(1.0 - (double)avfs_wl_rnd(&r->wl, 1u << 30) / (1u << 30)) / r->o->hp_rate * NS;
 	avfs_sim_at(r->sim, (uint64_t)(now(r) + (int64_t)gap + 1), hp_event, r);
-}
-
-/* ---- deletions ---- */
-
-/* Delete the first recording at or after index `from` (cyclically) that no stream plays.
- * Returns true if one was deleted. */
-static bool delete_from(struct run *r, size_t from)
-{
-	for (size_t k = 0, i = from; k < r->nrecs; k++, i = (i + 1) % r->nrecs) {
-		char name[32];
-
-		if (!r->recs[i] || r->rec_busy[i])
-			continue;
-		snprintf(name, sizeof(name), "rec-%05zu.ts", i);
-		if (AVFS_ENGINE_FS(r->e, now(r), avfs_fs_unlink(r->fs, AVFS_ROOT_INO, name, now(r))))
-			return false;
-		r->recs[i] = 0;
-		r->r->deleted_files++;
-		avfs_engine_changed(r->e, now(r));
-		return true;
-	}
-	return false;
-}
-
-/* A DVR makes room by deleting its oldest recording. */
-static void delete_one(struct run *r)
-{
-	delete_from(r, 0);
-}
-
-/* The "delete" BE load: a random recording deleted in the middle of the streams, and the
- * deletion committed at once. */
-static void delete_event(void *arg, uint64_t t)
-{
-	struct run *r = arg;
-
-	(void)t;
-	if (r->nrecs && delete_from(r, avfs_wl_rnd(&r->wl, r->nrecs)))
-		avfs_engine_commit(r->e, now(r));
 }
 
 /* ---- metrics ---- */
@@ -564,6 +684,32 @@ static void finish_metrics(struct run *r)
 		sr->rt_util = ss->rt_ns / dur;
 		sr->be_util = ss->be_ns / dur;
 		sr->lat_mean_ms = nreq ? ss->lat_sum / (double)nreq : 0;
+	}
+	for (unsigned i = 0; i < res->nclasses; i++)
+		res->classes[i].mib_s = (double)res->classes[i].qos.bytes / (dur / NS) / MIB;
+	for (unsigned i = 0; i < res->nbes; i++) {
+		struct avfs_simrun_be_res *g = &res->bes[i];
+		uint64_t n = g->requests + g->errors;
+
+		g->mib_s = (double)g->bytes / (dur / NS) / MIB;
+		g->lat_mean_ms = n ? r->gen_lat[i] / (double)n : 0;
+	}
+}
+
+/* Requests of a class still in flight at the end whose deadline (their own, or the one they
+ * were scheduled with) had passed: misses that no completion shows. */
+static void count_overdue(struct run *r)
+{
+	for (struct req *q = r->all; q; q = q->all_next) {
+		struct sstream *ss;
+		int64_t dl;
+
+		if (!q->live || q->kind != RQ_STREAM)
+			continue;
+		ss = &r->ss[q->s->index];
+		dl = q->f.deadline ? q->f.deadline : q->f.sched_deadline;
+		if (ss->cls && dl && dl < r->end)
+			ss->cls->overdue++;
 	}
 }
 
@@ -701,12 +847,45 @@ static int check_streams(const struct avfs_simrun_opts *o, char *why, size_t why
 				 "1024 of them, a rate > 0 (unless greedy), place < 1", i);
 			return -EINVAL;
 		}
+		if (sp->round_ns < 0 || (sp->round_ns > 0 && (sp->greedy || !sp->per_round ||
+							      sp->per_round > 1024)) ||
+		    (o->nclasses && sp->cls >= o->nclasses)) {
+			snprintf(why, whylen, "stream %u: a round stream asks for 1 to 1024 requests "
+				 "a round and is not greedy; its class < %u", i, o->nclasses);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int check_gens(const struct avfs_simrun_opts *o, char *why, size_t whylen)
+{
+	if (o->nbes && o->be != AVFS_BE_NONE) {
+		snprintf(why, whylen, "best-effort generators or one --be load, not both");
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < o->nbes; i++) {
+		const struct avfs_simrun_be *g = &o->bes[i];
+		bool data = g->kind != AVFS_BE_DELETE;
+
+		if ((g->kind != AVFS_BE_PICTURES && g->kind != AVFS_BE_RANDOM &&
+		     g->kind != AVFS_BE_GREEDY && g->kind != AVFS_BE_COPY && g->kind != AVFS_BE_DELETE) ||
+		    g->count > 1000 || (data && (!g->io || g->io % 4096 || g->io > (16u << 20))) ||
+		    (data && g->kind != AVFS_BE_PICTURES && g->io > (1ull << o->block_shift)) ||
+		    !(g->rate >= 0) || !(g->iops >= 0)) {
+			snprintf(why, whylen, "generator %u: pictures, random, sequential, copy or "
+				 "delete; at most 1000 clients; io a multiple of 4 KiB up to 16 MiB "
+				 "and the data block; caps >= 0", i);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
 
 static int check_opts(const struct avfs_simrun_opts *o, char *why, size_t whylen)
 {
+	int err;
+
 	if (!avfs_sched_lookup(o->policy)) {
 		snprintf(why, whylen, "unknown policy '%s' (tm, fifo, cscan, edf, scan-edf)", o->policy);
 		return -EINVAL;
@@ -726,6 +905,9 @@ static int check_opts(const struct avfs_simrun_opts *o, char *why, size_t whylen
 		snprintf(why, whylen, "predictor '%s': model or rotpred", o->predictor);
 		return -EINVAL;
 	}
+	err = check_gens(o, why, whylen);
+	if (err)
+		return err;
 	return o->streams ? check_streams(o, why, whylen) : 0;
 }
 
@@ -787,6 +969,54 @@ static int start_engine(struct run *r, const struct avfs_sched_ops *policy, doub
 		return err;
 	return avfs_engine_new(&r->e, &ec, r->fs, r->o->size ? r->o->size : r->d->info.size, &ops,
 			       now(r), r->why, r->whylen);
+}
+
+/* The best-effort generators' clients: o->bes, or o->be as the one client it always was. Each
+ * asks from the run's start on (a delete client deletes at its time, the count of them spread
+ * evenly over the run). 0 or -ENOMEM. */
+static int start_generators(struct run *r)
+{
+	const struct avfs_simrun_opts *o = r->o;
+	unsigned n = 0, ordinal[AVFS_BE_COPY + 1] = { 0 };
+
+	if (o->nbes) {
+		r->gens = o->bes;
+		r->ngens = o->nbes;
+	} else if (o->be != AVFS_BE_NONE) {
+		r->legacy = (struct avfs_simrun_be){
+			.kind = o->be == AVFS_BE_PROBE ? AVFS_BE_RANDOM : o->be, .count = 1,
+			.io = o->be == AVFS_BE_PROBE ? o->be_size : o->be == AVFS_BE_RANDOM ? 4096 :
+			      1u << 20 };
+		r->gens = &r->legacy;
+		r->ngens = 1;
+	}
+	if (!r->ngens)
+		return 0;
+	for (unsigned i = 0; i < r->ngens; i++)
+		n += r->gens[i].count;
+	r->r->bes = calloc(r->ngens, sizeof(*r->r->bes));
+	r->gen_lat = calloc(r->ngens, sizeof(*r->gen_lat));
+	r->bc = calloc(n ? n : 1, sizeof(*r->bc));
+	if (!r->r->bes || !r->gen_lat || !r->bc)
+		return -ENOMEM;
+	r->r->nbes = r->ngens;
+	for (unsigned i = 0; i < r->ngens; i++) {
+		const struct avfs_simrun_be *g = &r->gens[i];
+
+		for (unsigned k = 0; k < g->count; k++) {
+			struct beclient *cl = &r->bc[r->nbc++];
+
+			*cl = (struct beclient){ .r = r, .g = g, .gen = i };
+			cl->pics.id = ordinal[g->kind]++;	/* the first: the names of old */
+			if (g->kind == AVFS_BE_DELETE)
+				avfs_sim_at(r->sim, (uint64_t)(r->start + (r->end - r->start) *
+							       (int64_t)(k + 1) / (int64_t)(g->count + 1)),
+					    delete_event, cl);
+			else
+				avfs_sim_at(r->sim, (uint64_t)r->start + 1, be_event, cl);
+		}
+	}
+	return 0;
 }
 
 /* A stream's file (a playback's recording, a recording's new file) and reservation. */
@@ -920,23 +1150,27 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 		res->streams = calloc(r.wl.nstreams ? r.wl.nstreams : 1, sizeof(*res->streams));
 		res->nstreams = r.wl.nstreams;
 	}
-	if (!r.ss || !sev || (o->streams && !res->streams)) {
+	if (o->streams && o->nclasses) {
+		res->classes = calloc(o->nclasses, sizeof(*res->classes));
+		res->nclasses = o->nclasses;
+	}
+	if (!r.ss || !sev || (o->streams && !res->streams) || (res->nclasses && !res->classes)) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (unsigned i = 0; i < r.wl.nstreams; i++) {
 		r.ss[i].w = &r.wl.streams[i];
 		r.ss[i].res = o->streams ? &res->streams[i] : NULL;
+		r.ss[i].cls = res->classes ? &res->classes[o->streams[i].cls] : NULL;
 		err = open_stream(&r, &r.ss[i]);
 		if (err)
 			goto out;
 		sev[i] = (struct stream_ev){ .r = &r, .ss = &r.ss[i] };
 		avfs_sim_at(r.sim, (uint64_t)r.wl.streams[i].t0, stream_event, &sev[i]);
 	}
-	if (o->be == AVFS_BE_DELETE)
-		avfs_sim_at(r.sim, (uint64_t)(r.start + (r.end - r.start) / 2), delete_event, &r);
-	else if (o->be != AVFS_BE_NONE)
-		avfs_sim_at(r.sim, (uint64_t)r.start + 1, be_event, &r);
+	err = start_generators(&r);
+	if (err)
+		goto out;
 	if (o->hp_rate > 0)
 		avfs_sim_at(r.sim, (uint64_t)r.start + 1000, hp_event, &r);
 	avfs_engine_metrics_reset(r.e, r.start);
@@ -951,14 +1185,12 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 		avfs_sim_run_until(r.sim, (uint64_t)r.end);
 		res->decision_us = dec;
 		finish_metrics(&r);
+		count_overdue(&r);
 	}
 	res->wall_s = wall() - w0;
 out:
-	if (err) {
-		free(res->streams);
-		res->streams = NULL;
-		res->nstreams = 0;
-	}
+	if (err)
+		avfs_simrun_result_free(res);
 	if (r.trace)
 		fclose(r.trace);
 	avfs_engine_free(r.e);	/* what is still in flight is forgotten with the run */
@@ -976,6 +1208,8 @@ out:
 	avfs_wl_free(&r.wl);
 	free(r.scratch);
 	free(r.ss);
+	free(r.bc);
+	free(r.gen_lat);
 	free(sev);
 	free(wrecs);
 	free(r.recs);
@@ -986,8 +1220,12 @@ out:
 void avfs_simrun_result_free(struct avfs_simrun_result *r)
 {
 	free(r->streams);
+	free(r->classes);
+	free(r->bes);
 	r->streams = NULL;
-	r->nstreams = 0;
+	r->classes = NULL;
+	r->bes = NULL;
+	r->nstreams = r->nclasses = r->nbes = 0;
 }
 
 int avfs_simrun_model(const struct avfs_simrun_opts *o, struct avfs_svc_model *m,

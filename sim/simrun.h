@@ -2,9 +2,10 @@
  * simrun.h — one simulated run: the real file system (mkfs, fill, files) and the engine avfsd
  * runs (engine/: the scheduler, data plans, the bandwidth class, ordered commits, the
  * metrics) over the simulated disk in virtual time, driven by the workloads of sim/workload.h
- * (SPEC §12): NrMw constant-bit-rate streams with buffer deadlines, heterogeneous reserved
- * streams, best-effort traffic, and the high-priority probe of the preemption study
- * (papers/003). It measures; it prints nothing (avfs-sim does).
+ * (SPEC §12): NrMw constant-bit-rate streams with buffer deadlines, heterogeneous streams
+ * (reserved or not, with buffer or per-round deadlines, in classes: a scenario file's), best-
+ * effort generators, and the high-priority probe of the preemption study (papers/003). It
+ * measures, per class and per generator too; it prints nothing (avfs-sim does).
  */
 #ifndef AVFS_SIMRUN_H
 #define AVFS_SIMRUN_H
@@ -16,13 +17,29 @@
 #include "iosched.h"
 #include "metrics.h"
 
+/* The best-effort loads: avfs-sim --be names one (a single client), a scenario's [be]
+ * sections several generators (struct avfs_simrun_be). */
 enum avfs_be_load {
 	AVFS_BE_NONE,
-	AVFS_BE_PICTURES,	/* 100 files of ~1.3 MB written in turn (papers/001 §4.3.2), looped */
+	AVFS_BE_PICTURES,	/* 100 files of ~1.3 MB written in turn (papers/001 §4.3.2), looped;
+				 * 1 MiB writes */
 	AVFS_BE_RANDOM,		/* 4 KiB random reads, one at a time */
 	AVFS_BE_GREEDY,		/* a sequential reader of a recording, 1 MiB requests */
 	AVFS_BE_DELETE,		/* one recording deleted half-way through */
 	AVFS_BE_PROBE,		/* preemption study: random BE reads of be_size, queue depth 1 */
+	AVFS_BE_COPY,		/* a recording copied into a new file (read, write), the copy
+				 * deleted when whole, again */
+};
+
+/* A best-effort generator (a scenario's [be NAME]): count clients, each with one request
+ * outstanding, asking again when it completes unless a cap holds it back (the next request
+ * starts no sooner than len / rate and 1 / iops after the last one started). */
+struct avfs_simrun_be {
+	enum avfs_be_load kind;	/* PICTURES, RANDOM, GREEDY (sequential), COPY or DELETE */
+	unsigned count;		/* clients; DELETE: recordings deleted, spread evenly over the run */
+	uint32_t io;		/* bytes a request: a multiple of 4 KiB (pictures: its pieces) */
+	double rate;		/* bytes/s each client at most; 0: no cap */
+	double iops;		/* requests/s each client at most; 0: no cap */
 };
 
 /* One stream of a heterogeneous workload (issue 7): given as an array, the streams replace
@@ -43,6 +60,13 @@ struct avfs_simrun_stream {
 	double place;		/* < 0: a random recording (reads) or a new file (writes) through
 				 * the file system; 0..1: raw sequential I/O from this fraction of
 				 * the data region on (wrapping at its end), outside the fs */
+	int64_t round_ns;	/* > 0: per-round deadlines (papers/004 §3.3.1): at the start of
+				 * each round, per_round requests at once, all due at the round's
+				 * end (not greedy); 0: buffer deadlines */
+	unsigned per_round;	/* requests a round */
+	bool rt;		/* not reserved: its own deadlines (buffer or round), as an NrMw
+				 * stream's; false: best effort */
+	unsigned cls;		/* its class, for per-class results (< opts.nclasses) */
 };
 
 /* What one stream got. */
@@ -52,6 +76,25 @@ struct avfs_simrun_stream_res {
 	double mbps;		/* MB/s (10^6 bytes) moved over the run, RT and BE */
 	double rt_util, be_util;	/* disk time of its RT / BE commands over the run */
 	double lat_mean_ms, lat_max_ms;	/* submit to completion, every request */
+};
+
+/* What one class of streams got (opts.nclasses). */
+struct avfs_simrun_class_res {
+	struct avfs_qos qos;	/* its streams' requests: RT ones (misses, margins; a request
+				 * refused because its deadline had passed is a failed one), BE
+				 * ones, the bytes moved */
+	uint64_t overdue;	/* requests still in flight at the end whose deadline had passed
+				 * (a starved stream misses without a completion to show it) */
+	double mib_s;		/* MiB/s delivered over the run, RT and BE */
+};
+
+/* What one best-effort generator got, all its clients together. */
+struct avfs_simrun_be_res {
+	uint64_t requests, bytes;	/* done */
+	uint64_t errors;	/* requests that failed */
+	uint64_t files;		/* pictures begun, copies finished, recordings deleted */
+	double mib_s;		/* MiB/s moved over the run */
+	double lat_mean_ms, lat_max_ms;	/* submit to completion */
 };
 
 
@@ -75,6 +118,9 @@ struct avfs_simrun_opts {
 	const char *trace_path;	/* CSV of every request, or NULL */
 	const struct avfs_simrun_stream *streams;	/* heterogeneous streams instead of NrMw */
 	unsigned nstreams;	/* (nread, nwrite, rate, io and depth then do not apply) */
+	unsigned nclasses;	/* the streams' classes (streams[i].cls), 0: none */
+	const struct avfs_simrun_be *bes;	/* best-effort generators instead of `be` */
+	unsigned nbes;
 	enum avfs_bw_policy bw_policy;
 	/* JIT / split: "model" (default: the simulated disk's own state, exact) or "rotpred" (what
 	 * avfsd runs: the model's mechanics, the platter's phase learned from completions) */
@@ -110,12 +156,16 @@ struct avfs_simrun_result {
 	/* o->streams: one entry per stream (malloc'ed; avfs_simrun_result_free) */
 	struct avfs_simrun_stream_res *streams;
 	unsigned nstreams;
+	struct avfs_simrun_class_res *classes;	/* o->nclasses of them (malloc'ed) */
+	unsigned nclasses;
+	struct avfs_simrun_be_res *bes;	/* one per generator: o->bes, or o->be's (malloc'ed) */
+	unsigned nbes;
 };
 
 /* Run. 0, or -errno with why (bad options, the disk too small for the workload...). */
 int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *r, char *why,
 		size_t whylen);
-/* Free what a result holds (its per-stream results). */
+/* Free what a result holds (its per-stream, per-class and per-generator results). */
 void avfs_simrun_result_free(struct avfs_simrun_result *r);
 
 struct avfs_fsio;

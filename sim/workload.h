@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "admit.h"
+#include "scenario.h"
 #include "simrun.h"
 
 /* A recording the fill made: its name is rec-%05u.ts of its index. */
@@ -37,6 +38,9 @@ struct avfs_wl_stream {
 	unsigned depth;		/* requests of buffer */
 	int64_t t0;		/* the first request, ns */
 	double period;		/* ns a request; 0: greedy */
+	int64_t round;		/* ns a round (per-round deadlines), 0: none */
+	unsigned per_round;	/* requests a round */
+	bool own_deadlines;	/* its requests carry its deadlines (buffer or round); else 0 */
 	uint64_t k;		/* next request's index */
 	struct avfs_service_req svc;	/* what its deadlines follow; reserved: what it reserves */
 };
@@ -49,13 +53,17 @@ struct avfs_wl_req {
 				 * effort, or the reservation's deadline) */
 };
 
+/* A pictures client (papers/001 §4.3.2): its own set of names. */
+struct avfs_wl_pics {
+	unsigned id;		/* 0: pic-NNNNNN.jpg (as ever); k: picK-NNNNNN.jpg */
+	int files;		/* pictures begun */
+};
+
 struct avfs_wl {
 	const struct avfs_simrun_opts *o;
 	uint64_t rng;
 	struct avfs_wl_stream *streams;
 	unsigned nstreams;
-	/* the pictures generator (papers/001 §4.3.2) */
-	int pic_files;		/* pictures begun */
 	/* the data region, for raw requests */
 	uint64_t data_off, data_blocks, block_size;
 };
@@ -68,21 +76,29 @@ int avfs_wl_init(struct avfs_wl *w, const struct avfs_simrun_opts *o,
 		 uint64_t data_blocks, uint64_t block_size, int64_t start, char *why, size_t whylen);
 void avfs_wl_free(struct avfs_wl *w);
 
-/* The k-th request time of a periodic stream. */
+/* The k-th request time of a periodic stream (of a round stream: its round's start). */
 int64_t avfs_wl_when(const struct avfs_wl_stream *s, uint64_t k);
 /* The stream's next request (and advance it: the offset wraps at a playback's file end and at
  * a raw run's end). */
 void avfs_wl_next(struct avfs_wl *w, struct avfs_wl_stream *s, struct avfs_wl_req *r);
 
-/* The pictures load: the next picture's name and size; *drop > 0 when the set of 100 before it
- * is to be deleted first (their names: avfs_wl_picture_name of [first_drop, first_drop + 100)). */
-void avfs_wl_picture(struct avfs_wl *w, char *name, size_t len, uint64_t *size, int *first_drop,
-		     int *drop);
-void avfs_wl_picture_name(int k, char *name, size_t len);
+/* The pictures load: client p's next picture's name and size; *drop > 0 when the set of 100
+ * before it is to be deleted first (their names: avfs_wl_picture_name of [first_drop,
+ * first_drop + 100)). */
+void avfs_wl_picture(struct avfs_wl *w, struct avfs_wl_pics *p, char *name, size_t len,
+		     uint64_t *size, int *first_drop, int *drop);
+void avfs_wl_picture_name(const struct avfs_wl_pics *p, int k, char *name, size_t len);
 
 /* A random offset in the data region for a read of len bytes (4 KiB aligned). */
 uint64_t avfs_wl_random_off(struct avfs_wl *w, uint32_t len);
 /* A uniform draw in [0, n) (n = 0: any 64 bits) from the workload's generator. */
 uint64_t avfs_wl_rnd(struct avfs_wl *w, uint64_t n);
+
+/* A scenario (scenario.h) as a run's options: o, from avfs_simrun_defaults, takes s's settings,
+ * its classes expanded into o->streams (class by class, count streams each, cls the class's
+ * index) and its generators into o->bes, both malloc'ed (avfs_wl_scenario_free); o->disk,
+ * o->policy and o->predictor point into s, which outlives o. 0 or -ENOMEM. */
+int avfs_wl_scenario(struct avfs_simrun_opts *o, const struct avfs_scenario *s);
+void avfs_wl_scenario_free(struct avfs_simrun_opts *o);
 
 #endif

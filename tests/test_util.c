@@ -87,8 +87,11 @@ static void test_util_rate_forms(void **state)
 		{ "1000", false, 1000 }, { "1000", true, 125 }, { "1k", false, 1000 },
 		{ "1K", false, 1000 }, { "1G", false, 1e9 }, { "1T", false, 1e12 },
 		{ "8bit", false, 1 }, { "0", false, 0 }, { "1e6", false, 1e6 },
+		{ "3MiB/s", true, 3 * 1048576.0 }, { "1MiB", true, 1048576 }, { "4KiB/s", true, 4096 },
+		{ "1Mibit", false, 131072 }, { "1.5Gi", false, 1.5 * 1073741824.0 },
 	};
-	static const char *const bad[] = { "1X", "1Mb", "1Mbits", "1MiB", "1B/", "1 bit", "1bit/s" };
+	static const char *const bad[] = { "1X", "1Mb", "1Mbits", "1iB", "1MI", "1B/", "1 bit",
+					   "1bit/s", "1MiiB" };
 	double v;
 
 	(void)state;

@@ -3,8 +3,9 @@
  * real file system and the real scheduler over the simulated disk (sim/simrun.c) and prints
  * the QoS figures; `search` finds the largest stream mix with no miss per policy; `preempt`
  * is the preemption study of papers/003; `disk --probe` measures the disk model from
- * outside (with the profiler of disk/profile.c). The tool parses, runs and prints; the work
- * is in sim/ and daemon/.
+ * outside (with the profiler of disk/profile.c); `run FILE` and `search FILE --grow CLASS`
+ * carry out scenario files (sim_scenario.c). The tool parses, runs and prints; the work is in
+ * sim/ and daemon/.
  */
 #include "config.h"
 #include "disk.h"
@@ -16,7 +17,9 @@
 #include "simengine.h"
 #include "simrun.h"
 #include "sim_realtime.h"
+#include "sim_report.h"
 #include "sim_reserve.h"
+#include "sim_scenario.h"
 #include "units.h"
 
 #include <errno.h>
@@ -198,7 +201,11 @@ static void usage(FILE *f)
 
 	fprintf(f,
 		"usage: avfs-sim [options] --workload NrMw      one simulated run\n"
+		"       avfs-sim run FILE [options]              a scenario file (docs/SCENARIOS.md;\n"
+		"                                                avfs-sim run --help)\n"
 		"       avfs-sim search [options]                largest NrMw with no miss, per policy\n"
+		"       avfs-sim search FILE --grow CLASS        largest count of one class of a\n"
+		"                                                scenario with no miss\n"
 		"       avfs-sim preempt [options]               preemption study (papers/003)\n"
 		"       avfs-sim disk --probe [--disk M] [--json] measure the disk model\n"
 		"       avfs-sim reserve [options]               admission: random reservations,\n"
@@ -524,15 +531,7 @@ static int run_failed(const char *what, int err, const char *why)
 static json_object *run_doc(const struct cli *c, const struct avfs_simrun_result *r)
 {
 	const struct avfs_simrun_opts *o = &c->o;
-	const struct {
-		const char *key;
-		double v;
-	} margin[] = {
-		{ "min", r->margin_min_ms }, { "p001", r->margin_p001_ms },
-		{ "p01", r->margin_p01_ms }, { "p50", r->margin_p50_ms },
-	};
-	json_object *j = json_object_new_object(), *m = json_object_new_object();
-	json_object *sk = json_object_new_object();
+	json_object *j = json_object_new_object();
 	char workload[32];
 
 	snprintf(workload, sizeof(workload), "%ur%uw", o->nread, o->nwrite);
@@ -547,42 +546,7 @@ static json_object *run_doc(const struct cli *c, const struct avfs_simrun_result
 	json_object_object_add(j, "io", json_object_new_int64(o->io));
 	json_object_object_add(j, "depth", json_object_new_int64(o->depth));
 	json_object_object_add(j, "fill", avfs_json_double(o->fill, "%.2f"));
-	json_object_object_add(j, "rt_requests", json_object_new_uint64(r->rt_requests));
-	json_object_object_add(j, "deadline_misses", json_object_new_uint64(r->deadline_misses));
-	json_object_object_add(j, "etime_failed", json_object_new_uint64(r->etime_failed));
-	json_object_object_add(j, "p0", avfs_json_double(r->p0, "%.6g"));
-	for (size_t i = 0; i < sizeof(margin) / sizeof(margin[0]); i++)
-		json_object_object_add(m, margin[i].key, avfs_json_double(margin[i].v, "%.1f"));
-	json_object_object_add(j, "margin_ms", m);
-	json_object_object_add(j, "disk_utilization",
-			       avfs_json_double(r->disk_utilization, "%.4f"));
-	json_object_object_add(sk, "p50", avfs_json_double(r->seek_p50_gb, "%.3f"));
-	json_object_object_add(sk, "p90", avfs_json_double(r->seek_p90_gb, "%.3f"));
-	json_object_object_add(sk, "frac_below_5", avfs_json_double(r->seek_frac_below_5, "%.4f"));
-	json_object_object_add(j, "seek_gb", sk);
-	{	/* the seek distances' classes (GB), as avfs-admin stats shows them */
-		json_object *cls = json_object_new_object();
-
-		for (unsigned i = 0; i < AVFS_SEEK_CLASSES; i++)
-			json_object_object_add(cls, avfs_seek_class_names[i],
-					       json_object_new_uint64(r->seek_class[i]));
-		json_object_object_add(j, "seek_classes", cls);
-	}
-	json_object_object_add(j, "be_mbps", avfs_json_double(r->be_mbps, "%.2f"));
-	json_object_object_add(j, "be_requests", json_object_new_uint64(r->be_requests));
-	json_object_object_add(j, "e_twait_ms", avfs_json_double(r->e_twait_ms, "%.3f"));
-	json_object_object_add(j, "commands", json_object_new_uint64(r->commands));
-	json_object_object_add(j, "hp_requests", json_object_new_uint64(r->hp_requests));
-	json_object_object_add(j, "hp_mean_ms", avfs_json_double(r->hp_mean_ms, "%.3f"));
-	json_object_object_add(j, "hp_max_ms", avfs_json_double(r->hp_max_ms, "%.3f"));
-	json_object_object_add(j, "decision_us", avfs_json_double(r->decision_us, "%.3f"));
-	json_object_object_add(j, "max_pending", json_object_new_uint64(r->max_pending));
-	json_object_object_add(j, "zones", json_object_new_int64(r->zones));
-	json_object_object_add(j, "block_size", json_object_new_uint64(r->block_size));
-	json_object_object_add(j, "files_filled", json_object_new_uint64(r->files_filled));
-	json_object_object_add(j, "deleted_files", json_object_new_uint64(r->deleted_files));
-	json_object_object_add(j, "wall_s", avfs_json_double(r->wall_s, "%.2f"));
-	json_object_object_add(j, "fill_wall_s", avfs_json_double(r->fill_wall_s, "%.2f"));
+	avfs_sim_report_json(j, r);
 	json_object_object_add(j, "reserved", json_object_new_boolean(c->reserve));
 	if (o->size)
 		json_object_object_add(j, "size", json_object_new_uint64(o->size));
@@ -619,22 +583,7 @@ static int print_run(const struct cli *c, const struct avfs_simrun_result *r)
 	       o->nread, o->nwrite, o->disk, o->policy,
 	       o->alloc == 2 ? "ZRR (runs)" : o->alloc ? "contiguous" : "ZRR",
 	       o->duration_s, r->wall_s);
-	printf("  RT requests        %" PRIu64 ", deadline misses %" PRIu64 " (P0 %.3g)\n",
-	       r->rt_requests, r->deadline_misses, r->p0);
-	printf("  completion margin  min %.1f ms, p0.1%% %.1f ms, p1%% %.1f ms, median %.1f ms\n",
-	       r->margin_min_ms, r->margin_p001_ms, r->margin_p01_ms, r->margin_p50_ms);
-	printf("  disk utilization   %.1f %%\n", r->disk_utilization * 100);
-	printf("  seek distance      median %.2f GB, p90 %.2f GB, %.1f %% below 5 GB\n",
-	       r->seek_p50_gb, r->seek_p90_gb, r->seek_frac_below_5 * 100);
-	printf("  seeks (GB)        ");
-	for (unsigned i = 0; i < AVFS_SEEK_CLASSES; i++)
-		printf(" %s: %" PRIu64, avfs_seek_class_names[i], r->seek_class[i]);
-	printf("\n");
-	if (o->be != AVFS_BE_NONE)
-		printf("  best effort        %.1f Mbps (%" PRIu64 " requests)\n", r->be_mbps,
-		       r->be_requests);
-	printf("  scheduler          %.2f us per decision, up to %" PRIu64 " requests pending\n",
-	       r->decision_us, r->max_pending);
+	avfs_sim_report_text(r, o->be != AVFS_BE_NONE);
 	return 0;
 }
 
@@ -878,6 +827,46 @@ static int cmd_realtime(int argc, char **argv)
 	return err ? err : x.client_errors ? 1 : 0;
 }
 
+/* Whether a subcommand's arguments name a scenario FILE: an argument that is no option and
+ * no option's value (every option of run and search that takes a value is given as --NAME
+ * VALUE or --NAME=VALUE; the legacy forms take no file at all). */
+static bool names_file(int argc, char **argv)
+{
+	static const char *const flags[] = { "--json", "--jit", "--reserve", "--print", "--help",
+					     "-h" };
+
+	for (int i = 1; i < argc; i++) {
+		bool flag = false;
+
+		if (argv[i][0] != '-')
+			return true;
+		if (!strcmp(argv[i], "--"))
+			return i + 1 < argc;
+		for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
+			flag |= !strcmp(argv[i], flags[k]);
+		if (!flag && !strchr(argv[i], '='))
+			i++;	/* its value */
+	}
+	return false;
+}
+
+/* avfs-sim run FILE [options]; with --workload and no FILE, the NrMw run's options. */
+static int cmd_run_sub(int argc, char **argv)
+{
+	bool workload = false;
+
+	for (int i = 1; i < argc; i++)
+		workload |= !strncmp(argv[i], "--workload", 10);
+	return workload && !names_file(argc, argv) ? cmd_run(argc, argv) :
+	       avfs_sim_cmd_run_file(argc, argv);
+}
+
+/* avfs-sim search FILE --grow CLASS; without a FILE, the NrMw search of each policy. */
+static int cmd_search_sub(int argc, char **argv)
+{
+	return names_file(argc, argv) ? avfs_sim_cmd_search_file(argc, argv) : cmd_search(argc, argv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -885,7 +874,8 @@ int main(int argc, char **argv)
 		int (*run)(int argc, char **argv);	/* argv[0] is the name */
 	} cmds[] = {
 		{ "disk", cmd_disk },
-		{ "search", cmd_search },
+		{ "run", cmd_run_sub },
+		{ "search", cmd_search_sub },
 		{ "preempt", cmd_preempt },
 		{ "reserve", avfs_sim_cmd_reserve },
 		{ "fill", cmd_fill },

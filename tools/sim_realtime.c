@@ -169,6 +169,7 @@ static void *pictures(void *arg)
 	 * an unaligned buffer would turn every picture write into a partial page (read-modify-
 	 * write) besides the rest */
 	static char data[1u << 20] __attribute__((aligned(4096)));
+	struct avfs_wl_pics pics = { 0 };	/* the one pictures client: pic-NNNNNN.jpg */
 
 	memset(data, 0x6b, sizeof(data));
 	while (!atomic_load(&t->stop) && avfs_clock_ns() < t->end) {
@@ -176,11 +177,11 @@ static void *pictures(void *arg)
 		uint64_t size, done = 0;
 		int first, drop, fd;
 
-		avfs_wl_picture(&t->wl, name, sizeof(name), &size, &first, &drop);
+		avfs_wl_picture(&t->wl, &pics, name, sizeof(name), &size, &first, &drop);
 		for (int k = first; k < first + drop; k++) {
 			char old[32];
 
-			avfs_wl_picture_name(k, old, sizeof(old));
+			avfs_wl_picture_name(&pics, k, old, sizeof(old));
 			snprintf(path, sizeof(path), "%s/%s", t->mount, old);
 			unlink(path);
 		}
@@ -354,9 +355,10 @@ int avfs_sim_realtime(const struct avfs_simrun_opts *o, const char *mount, const
 	memset(r, 0, sizeof(*r));
 	memset(x, 0, sizeof(*x));
 	x->hddemu_err_mean_us = x->hddemu_err_max_us = x->hddemu_utilization = -1;
-	if (o->be != AVFS_BE_NONE && o->be != AVFS_BE_PICTURES) {
+	if ((o->be != AVFS_BE_NONE && o->be != AVFS_BE_PICTURES) || o->nbes) {
 		snprintf(why, whylen, "realtime: best effort 'pictures' or 'none' (the others read "
-			 "raw device places only the simulator reaches)");
+			 "raw device places only the simulator reaches; a scenario's generators are "
+			 "the simulator's)");
 		return -EINVAL;
 	}
 	if (o->hp_rate > 0) {

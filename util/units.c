@@ -179,17 +179,20 @@ int avfs_parse_rate(const char *s, bool bits, double *out)
 	struct num n;
 	const char *p;
 	unsigned pw;
+	bool bin;
 	int err = scan_scaled(s, &n, &pw, &p);
 
 	if (err)
 		return err;
+	bin = pw && *p == 'i';	/* "3MiB/s": a binary multiplier */
+	p += bin;
 	if (!strcmp(p, "bit") || !strcmp(p, "bps"))
 		bits = true;
 	else if (!strcmp(p, "B") || !strcmp(p, "B/s"))
 		bits = false;
 	else if (*p)
 		return -EINVAL;
-	return set_finite(n.v * ipow(1000, pw) / (bits ? 8 : 1), out);
+	return set_finite(n.v * ipow(bin ? 1024 : 1000, pw) / (bits ? 8 : 1), out);
 }
 
 int avfs_parse_time(const char *s, int64_t *out)

@@ -31,9 +31,10 @@ int avfs_parse_scaled(const char *s, unsigned base, double *out);
  * A fraction of a byte is dropped; beyond UINT64_MAX: -ERANGE. */
 int avfs_parse_size(const char *s, uint64_t *out);
 
-/* A rate, in bytes/s into *out: a number, an optional decimal multiplier K, M, G, T (either
- * case, 10^3 .. 10^12), then "bit" or "bps" (bits per second), "B" or "B/s" (bytes per
- * second) or nothing: bits when bits is true ("19.39M" for a bit rate), else bytes. */
+/* A rate, in bytes/s into *out: a number, an optional multiplier K, M, G, T (either case),
+ * decimal (10^3 .. 10^12) or with an 'i' binary (2^10 .. 2^40), then "bit" or "bps" (bits per
+ * second), "B" or "B/s" (bytes per second) or nothing: bits when bits is true ("19.39M" for a
+ * bit rate), else bytes ("3MiB/s" is 3 * 2^20 bytes/s). */
 int avfs_parse_rate(const char *s, bool bits, double *out);
 
 /* A time, in ns into *out: a number and a unit ns, us, ms or s ("500ms", "1.5s"); a zero
