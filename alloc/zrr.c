@@ -6,6 +6,23 @@
 #include "zrr.h"
 
 #include <errno.h>
+#include <string.h>
+
+/* indexed by enum avfs_alloc_policy */
+static const char *const policy_names[] = { "zrr", "contig", "zrr-run" };
+
+const char *avfs_alloc_policy_name(uint32_t policy)
+{
+	return policy < 3 ? policy_names[policy] : "?";
+}
+
+int avfs_alloc_policy_parse(const char *name)
+{
+	for (int i = 0; i < 3; i++)
+		if (name && !strcmp(name, policy_names[i]))
+			return i;
+	return -EINVAL;
+}
 
 int avfs_alloc_zone_count(uint64_t nblocks, uint64_t block_size, uint32_t requested)
 {

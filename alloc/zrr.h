@@ -95,4 +95,10 @@ int64_t avfs_alloc_block(struct avfs_alloc *a, uint64_t prev);
 /* Free block: 0; -EINVAL if out of range; -ENOENT if it was already free (a caller bug). */
 int avfs_alloc_free(struct avfs_alloc *a, uint64_t block);
 
+/* The policies' names, as the tools and scenario files write them: "zrr", "contig",
+ * "zrr-run"; "?" for an unknown value. */
+const char *avfs_alloc_policy_name(uint32_t policy);
+/* The policy of a name: its value (>= 0), or -EINVAL for an unknown name. */
+int avfs_alloc_policy_parse(const char *name);
+
 #endif

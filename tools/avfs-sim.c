@@ -20,6 +20,7 @@
 #include "sim_report.h"
 #include "sim_reserve.h"
 #include "sim_scenario.h"
+#include "zrr.h"
 #include "units.h"
 
 #include <errno.h>
@@ -387,12 +388,8 @@ static int parse(int argc, char **argv, enum mode mode, struct cli *c)
 			c->o.policy = optarg;
 			break;
 		case 'a':
-			if (!strcmp(optarg, "zrr-run"))
-				c->o.alloc = 2;
-			else if (!strcmp(optarg, "zrr"))
-				c->o.alloc = 0;
-			else if (!strcmp(optarg, "contig"))
-				c->o.alloc = 1;
+			if (avfs_alloc_policy_parse(optarg) >= 0)
+				c->o.alloc = (uint32_t)avfs_alloc_policy_parse(optarg);
 			else {
 				fprintf(stderr, "avfs-sim: --alloc '%s': zrr-run, zrr or contig\n", optarg);
 				return 2;
@@ -538,8 +535,7 @@ static json_object *run_doc(const struct cli *c, const struct avfs_simrun_result
 	json_object_object_add(j, "disk", json_object_new_string(o->disk));
 	json_object_object_add(j, "workload", json_object_new_string(workload));
 	json_object_object_add(j, "policy", json_object_new_string(o->policy));
-	json_object_object_add(j, "alloc", json_object_new_string(o->alloc == 2 ? "zrr-run" :
-								   o->alloc ? "contig" : "zrr"));
+	json_object_object_add(j, "alloc", json_object_new_string(avfs_alloc_policy_name(o->alloc)));
 	json_object_object_add(j, "seed", json_object_new_uint64(o->seed));
 	json_object_object_add(j, "duration_s", avfs_json_double(o->duration_s, "%.0f"));
 	json_object_object_add(j, "rate_bps", avfs_json_double(o->rate * 8, "%.0f"));

@@ -225,12 +225,6 @@ static int measure(const char *path, enum avfs_backend b, bool show, struct svc 
 }
 
 /* The geometry and the model recorded, as `--json` prints them (the keys of usage()). */
-static const char *alloc_name(uint32_t policy)
-{
-	return policy == AVFS_ALLOC_ZRR_RUN ? "zrr-run" : policy == AVFS_ALLOC_CONTIG ? "contig"
-										   : "zrr";
-}
-
 static void print_json(const char *path, const struct avfs_super *sb, const char *source)
 {
 	json_object *o = json_object_new_object();
@@ -264,7 +258,7 @@ static void print_json(const char *path, const struct avfs_super *sb, const char
 	json_object_object_add(o, "device", json_object_new_string(path));
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		json_object_object_add(o, num[i].key, json_object_new_uint64(num[i].v));
-	json_object_object_add(o, "alloc", json_object_new_string(alloc_name(sb->alloc_policy)));
+	json_object_object_add(o, "alloc", json_object_new_string(avfs_alloc_policy_name(sb->alloc_policy)));
 	json_object_object_add(o, "alloc_run", json_object_new_uint64(sb->alloc_run));
 	json_object_object_add(o, "disk_model", json_object_new_string(sb->disk_model));
 	json_object_object_add(o, "model_source", json_object_new_string(source));
@@ -355,17 +349,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'a':
-			if (!strcmp(optarg, "zrr-run")) {
-				o.alloc_policy = AVFS_ALLOC_ZRR_RUN;
-			} else if (!strcmp(optarg, "zrr")) {
-				o.alloc_policy = AVFS_ALLOC_ZRR;
-			} else if (!strcmp(optarg, "contig")) {
-				o.alloc_policy = AVFS_ALLOC_CONTIG;
-			} else {
+			if (avfs_alloc_policy_parse(optarg) < 0) {
 				fprintf(stderr, "mkfs.avfs: --alloc '%s': zrr-run, zrr or contig\n",
 					optarg);
 				return 2;
 			}
+			o.alloc_policy = (uint32_t)avfs_alloc_policy_parse(optarg);
 			break;
 		case 'm': o.disk_model = optarg; break;
 		case 'P':
