@@ -719,6 +719,11 @@ static void test_mixer_settings(void **state)
 	assert_int_equal(c.margin_ns, 500 * MS);
 	assert_int_equal(c.urgent_ns, 100 * MS);
 	assert_int_equal(c.be_age_ns, 2000 * MS);
+	assert_false(c.sweep);	/* hold = batch (docs/DESIGN.md: the sweep breaks Fahrrad's four) */
+	assert_int_equal(c.coalesce, 4u << 20);
+	assert_int_equal(avfs_sched_conf_set(&c, "hold", "sweep", why, sizeof(why)), 0);
+	assert_true(c.sweep);
+	assert_int_equal(avfs_sched_conf_set(&c, "hold", "lazy", why, sizeof(why)), -ERANGE);
 	assert_int_equal(avfs_sched_conf_set(&c, "margin", "250ms", why, sizeof(why)), 0);
 	assert_int_equal(c.margin_ns, 250 * MS);
 	assert_int_equal(avfs_sched_conf_set(&c, "margin", "2h", why, sizeof(why)), -EINVAL);
