@@ -16,6 +16,7 @@
  */
 #include "clock.h"
 #include "iosched.h"
+#include "jsonout.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -253,17 +254,30 @@ int main(int argc, char **argv)
 		}
 	}
 	if (json) {
-		printf("{ \"policy\": \"%s\", \"load\": \"%s\", \"steps\": %u, \"repeat\": %u, "
-		       "\"results\": [", ops->name, load == LOAD_STREAMS ? "streams" : "random", steps,
-		       repeat);
-		for (unsigned i = 0; i < nn; i++)
-			printf("%s { \"pending\": %u, \"decision_us\": %.3f, \"step_us\": %.3f, "
-			       "\"dispatched\": %llu, \"waits\": %llu, \"failed\": %llu, "
-			       "\"coalesced\": %llu }", i ? "," : "", res[i].n, res[i].decision_us,
-			       res[i].step_us, (unsigned long long)res[i].dispatched,
-			       (unsigned long long)res[i].waits, (unsigned long long)res[i].failed,
-			       (unsigned long long)res[i].coalesced);
-		printf(" ] }\n");
+		json_object *j = json_object_new_object(), *a = json_object_new_array();
+
+		json_object_object_add(j, "policy", json_object_new_string(ops->name));
+		json_object_object_add(j, "load", json_object_new_string(load == LOAD_STREAMS ?
+									  "streams" : "random"));
+		json_object_object_add(j, "steps", json_object_new_uint64(steps));
+		json_object_object_add(j, "repeat", json_object_new_uint64(repeat));
+		for (unsigned i = 0; i < nn; i++) {
+			json_object *x = json_object_new_object();
+
+			json_object_object_add(x, "pending", json_object_new_uint64(res[i].n));
+			json_object_object_add(x, "decision_us",
+					       avfs_json_double(res[i].decision_us, "%.3f"));
+			json_object_object_add(x, "step_us", avfs_json_double(res[i].step_us, "%.3f"));
+			json_object_object_add(x, "dispatched",
+					       json_object_new_uint64(res[i].dispatched));
+			json_object_object_add(x, "waits", json_object_new_uint64(res[i].waits));
+			json_object_object_add(x, "failed", json_object_new_uint64(res[i].failed));
+			json_object_object_add(x, "coalesced", json_object_new_uint64(res[i].coalesced));
+			json_object_array_add(a, x);
+		}
+		json_object_object_add(j, "results", a);
+		if (avfs_json_stdout(j, false, "sched_cost"))
+			return 1;
 	} else {
 		printf("sched_cost: policy %s, %s load, %u steps (arrival + decision + completion), "
 		       "fastest of %u\n", ops->name, load == LOAD_STREAMS ? "streams'" : "random",
