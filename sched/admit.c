@@ -56,6 +56,7 @@ void avfs_admit_conf_default(struct avfs_admit_conf *c, const struct avfs_svc_mo
 		.zrr = true,
 		.margin_ns = sc.margin_ns,
 		.be_age_ns = sc.be_age_ns,
+		.coalesce = sc.coalesce,
 		.k = 10,
 	};
 }
@@ -156,6 +157,8 @@ int avfs_admit_create(struct avfs_admit **a, const struct avfs_admit_conf *c)
 		.block_size = c->block_size,
 		.zrr = c->zrr,
 		.zones = c->zones,
+		.run = c->run,
+		.coalesce = c->coalesce,
 		.margin_ns = (double)c->margin_ns,
 		.be_age_ns = (double)c->be_age_ns,
 		.cmd_max = c->chunk && c->chunk < c->be_io ? c->chunk : c->be_io,

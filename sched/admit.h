@@ -70,6 +70,10 @@ struct avfs_admit_conf {
 				 * sees the disk's zone mix; else the slowest zone */
 	unsigned zones;		/* the file system's zones (0: unknown): with few the mix is not
 				 * trusted either (sweep.h) */
+	uint32_t run;		/* blocks of a file in one zone before the next (ZRR in runs;
+				 * 0 or 1: one block, papers/001's ZRR) */
+	uint32_t coalesce;	/* the mixer's coalescing: bytes one command may carry (0: one
+				 * request a command) */
 	int64_t margin_ns;	/* the mixer's margin m (500 ms) */
 	int64_t be_age_ns;	/* the mixer's best-effort age bound (2 s) */
 	double k;		/* the sweep model's K: e^(−2K) the probability of a backlog of m
@@ -77,7 +81,8 @@ struct avfs_admit_conf {
 };
 
 /* m: the disk model; block: the data block size. The sweep test, isolation on, u_BE 2 %, no
- * chunking, ZRR, the mixer's default m and be_age, K 10, mechanics derived from m. */
+ * chunking, ZRR one block a zone, the mixer's default m, be_age and coalescing, K 10,
+ * mechanics derived from m. */
 void avfs_admit_conf_default(struct avfs_admit_conf *c, const struct avfs_svc_model *m,
 			     uint64_t block);
 

@@ -143,6 +143,8 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	double tr = m->tr_ns / NS, full = d->full_ns / NS, track = d->track_ns / NS;
 	double ovh = d->overhead_ns / NS, dmin = slowest(c), big = (double)c->cmd_max;
 	double pmin = INFINITY, var = 0, wbe, e_be, u_be, t;
+	double place = (double)c->block_size * (c->run > 1 ? c->run : 1);	/* L */
+	double co = (double)c->coalesce;	/* C, within a chunk */
 
 	memset(out, 0, sizeof(*out));
 	wbe = full + tr + (double)c->cmd_max / dmin;
@@ -153,6 +155,8 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 		out->verdict = out->limit > 0 ? AVFS_SWEEP_OK : AVFS_SWEEP_TIME;
 		return;
 	}
+	if (c->chunk && co > (double)c->chunk)
+		co = (double)c->chunk;	/* the mixer coalesces within a chunk */
 	for (size_t i = 0; i < n; i++) {
 		double p = (s[i].buffer - s[i].io) / s[i].rate;
 
@@ -169,17 +173,24 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	}
 	out->round_ns = t * NS;
 	for (size_t i = 0; i < n; i++) {
-		double rps = s[i].rate / s[i].io, inv, v_inv, vis;
-		double bpr = ceil(s[i].io / (double)c->block_size);	/* blocks a request spans */
+		double rps = s[i].rate / s[i].io, inv, v_inv, vis, cps = rps;
+		double ppr = ceil(s[i].io / place);	/* places a request spans */
+		double k = floor(co / s[i].io);	/* requests a coalesced command carries */
 
 		avfs_sweep_inv_rate(c, &s[i], &inv, &v_inv);
-		vis = fmin(rps * bpr, 1 / t + s[i].rate / (double)c->block_size);
+		vis = fmin(rps * ppr, 1 / t + s[i].rate / place);
+		if (k > AVFS_SCHED_COALESCE_MAX)
+			k = AVFS_SCHED_COALESCE_MAX;
+		if (k >= 2)
+			cps = fmin(rps, vis + rps / k);
 		out->visits += vis;
+		out->commands += cps;
 		out->xfer += s[i].rate * inv;
-		out->cmds += rps * ovh;
-		if (s[i].write && rps > vis)
-			out->turns += (rps - vis) * tr;
-		/* the zone mix: a block's time B/d at one zone, r/B blocks a second */
+		out->cmds += cps * ovh;
+		if (s[i].write && cps > vis)
+			out->turns += (cps - vis) * tr;
+		/* the zone mix: a block's time B/d at one zone, r/B blocks a second (in runs
+		 * too: see sweep.h) */
 		var += s[i].rate * (double)c->block_size * v_inv;
 	}
 	out->seek = full / t + out->visits * track + (full - track) * sqrt(out->visits / t);

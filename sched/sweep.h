@@ -11,21 +11,31 @@
  *
  *   round        T   = (p_min − W) / 2       p_i = (b_i − s_i) / r_i the slack of stream i's
  *                                            requests; W the longest command (full-stroke seek,
- *                                            a turn, the largest command at the slowest rate)
- *   visits       v_i = min(r_i / s_i, 1/T + r_i / B)   a stream's pending requests are one run
+ *                                            a turn, the largest command at the slowest rate:
+ *                                            a request, a best-effort one, or a coalesced one)
+ *   visits       v_i = min(r_i / s_i, 1/T + r_i / L)   a stream's pending requests are one run
  *                                            on disk (one positioning) per round, plus one for
- *                                            each data block it enters (ZRR: another zone)
+ *                                            each place L = run · B it enters (ZRR: another
+ *                                            zone every data block B, in runs every run blocks)
  *   seek         S   = full / T + V · track + (full − track) · √(V / T)     (V = Σ v_i)
  *                    every round one return and V·T seeks whose distances add up to at most one
  *                    stroke: by the concavity of t(d) = track + (full − track)·√(d / L), which
  *                    bounds the disk's curve, they cost at most V·T · t(L / (V·T))
  *   rotation     R   = V · T_r / 2          (variance V · T_r² / 12)
- *   transfer     X   = Σ r_i · E_i[1/d]     (variance Σ r_i · B · Var_i[1/d]: a stream spends
- *                                            a block's worth of time in one zone)
- *   turns        Σ over writers of (r_i / s_i − v_i) · T_r: a write that follows the one
+ *   transfer     X   = Σ r_i · E_i[1/d]     (variance Σ r_i · B · Var_i[1/d], per data block
+ *                                            even in runs: ZRR's zones in order swing a
+ *                                            stream's rate over n·B/2 bytes, runs taken from
+ *                                            both ends inwards over one run L, and two runs
+ *                                            average to about the mean; charged per run
+ *                                            (16 MiB) the margin tripled and admitted 12.3
+ *                                            random streams where 14.05 ran clean, docs/DESIGN.md)
+ *   commands     c_i = min(r_i / s_i, v_i + r_i / (k_i · s_i)): with coalescing a command
+ *                    carries up to k_i = ⌊C / s_i⌋ requests that follow each other on disk, so
+ *                    a visit's requests take at most one command more than their bytes / C
+ *   turns        Σ over writers of (c_i − v_i) · T_r: a write command that follows the one
  *                    before it on disk misses the sector by the command overhead and waits a
  *                    turn (measured on the simulated disk: 13.4 ms for a contiguous 264 KiB write)
- *   commands     Σ r_i / s_i · t_ovh
+ *   overheads    Σ c_i · t_ovh
  *
  *   u = S + R + X + turns + commands, the share of disk time the set keeps busy, and it is
  *   admitted while
@@ -81,6 +91,9 @@ struct avfs_sweep_conf {
 	unsigned zones;		/* the file system's zones (0: unknown, many); with fewer than
 				 * AVFS_SWEEP_MIX_ZONES a stream stays long in one part of the
 				 * disk, and its unknown layout is taken at d_min too */
+	uint32_t run;		/* blocks of a file in one zone before the next (0: 1) */
+	uint64_t coalesce;	/* C: bytes a coalesced command may carry (0: one request a
+				 * command) */
 	double margin_ns;	/* the mixer's m (500 ms) */
 	double be_age_ns;	/* the mixer's best-effort age bound (2 s) */
 	uint64_t cmd_max;	/* the largest non-preemptible best-effort command (or chunk) */
@@ -112,6 +125,7 @@ struct avfs_sweep_result {
 	double round_ns;	/* T */
 	double period_min_ns;	/* p_min */
 	double visits;		/* V: positionings a second */
+	double commands;	/* Σ c_i: commands a second (fewer than requests: coalescing) */
 	double seek, rot, xfer, turns, cmds;	/* shares of disk time */
 	double util;		/* their sum, u */
 	double margin;		/* K σ² / m */

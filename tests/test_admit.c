@@ -168,13 +168,15 @@ static void test_admit_sweep_by_hand(void **state)
 {
 	struct avfs_admit_conf c = sweep_250g();
 	struct avfs_service_req r = { .rate = 2423750, .buffer = 4 * MIB, .io = 512 << 10 };
-	struct avfs_sweep_result k;
+	struct avfs_sweep_result k, kr;
 	struct avfs_admit_left left;
 	struct avfs_admit *a;
 	char why[200];
 	unsigned n = 0;
 
 	(void)state;
+	assert_int_equal(c.coalesce, 4 * MIB);	/* the mixer's default */
+	c.coalesce = 0;		/* one request a command first */
 	assert_int_equal(avfs_admit_create(&a, &c), 0);
 	assert_int_equal(avfs_admit_sweep(a, &r, &k), 0);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
@@ -208,6 +210,37 @@ static void test_admit_sweep_by_hand(void **state)
 	r.rate = left.rate;
 	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
 	assert_true(avfs_admit_load(a) <= avfs_admit_limit(a));
+	avfs_admit_destroy(a);
+
+	/* coalescing up to 4 MiB: a visit's requests take one command more than their bytes / C
+	 * at most, 1.946547 + 4.622936 / 8 a second, each 0.2 ms of overhead; W, the round and
+	 * the rest stay (a coalesced command is part of its round) */
+	c = sweep_250g();
+	r.rate = 2423750;
+	n = 0;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_int_equal(avfs_admit_sweep(a, &r, &k), 0);
+	assert_near(k.wcrt_ns / MS, 52.927439, 1e-5);
+	assert_near(k.visits, 1.946547, 1e-6);
+	assert_near(k.commands, 1.946547 + 2423750.0 / (512 << 10) / 8, 1e-6);
+	assert_near(k.cmds, k.commands * 0.0002, 1e-9);
+	assert_near(k.util, 0.1068567 - 0.0009246 + k.cmds, 1e-7);
+	while (avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0)
+		n++;
+	assert_int_equal(n, 13);
+	avfs_admit_destroy(a);
+
+	/* ZRR in runs of 4 blocks (16 MiB): a stream enters another zone every run, not every
+	 * block; the zone mix's variance stays charged per block (sweep.h) */
+	c = sweep_250g();
+	c.run = 4;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_int_equal(avfs_admit_sweep(a, &r, &kr), 0);
+	assert_near(kr.visits, 1 / (kr.round_ns / 1e9) + 2423750.0 / (16 * MIB), 1e-9);
+	assert_near(kr.visits, k.visits - 2423750.0 / (4 * MIB) + 2423750.0 / (16 * MIB), 1e-9);
+	assert_true(kr.need < k.need);
+	assert_near(kr.margin, k.margin - (k.visits - kr.visits) * (60.0 / 7200) * (60.0 / 7200) /
+		    12 * 10 / 0.5, 1e-9);
 	avfs_admit_destroy(a);
 
 	/* Fahrrad's test takes 6 of them (test_admit_busy_and_left) */
@@ -266,16 +299,24 @@ static void test_admit_sweep_refusals(void **state)
 	assert_int_equal(avfs_admit_sweep(a, &fast, &k), -EINVAL);
 	avfs_admit_destroy(a);
 
-	/* a recording: each of its 256 KiB writes but the first of a round waits a turn */
-	assert_int_equal(avfs_admit_create(&a, &c), 0);
-	slow = (struct avfs_service_req){ .rate = 4000000, .buffer = 16 * MIB, .io = 256 << 10 };
-	assert_int_equal(avfs_admit_sweep(a, &slow, &k), 0);
-	slow.write = true;
-	assert_int_equal(avfs_admit_sweep(a, &slow, &kw), 0);
-	assert_near(k.turns, 0, 0);
-	assert_near(kw.turns, (4000000.0 / (256 << 10) - kw.visits) * 60.0 / 7200, 1e-9);
-	assert_near(kw.util - k.util, kw.turns, 1e-12);
-	avfs_admit_destroy(a);
+	/* a recording: each of its 256 KiB write commands but the first of a round waits a turn;
+	 * one request a command, then coalescing up to 4 MiB (16 requests a command) */
+	for (int co = 0; co < 2; co++) {
+		double rps = 4000000.0 / (256 << 10);
+
+		c.coalesce = co ? 4 * MIB : 0;
+		assert_int_equal(avfs_admit_create(&a, &c), 0);
+		slow = (struct avfs_service_req){ .rate = 4000000, .buffer = 16 * MIB,
+						  .io = 256 << 10 };
+		assert_int_equal(avfs_admit_sweep(a, &slow, &k), 0);
+		slow.write = true;
+		assert_int_equal(avfs_admit_sweep(a, &slow, &kw), 0);
+		assert_near(k.turns, 0, 0);
+		assert_near(kw.commands, co ? kw.visits + rps / 16 : rps, 1e-9);
+		assert_near(kw.turns, (kw.commands - kw.visits) * 60.0 / 7200, 1e-9);
+		assert_near(kw.util - k.util, kw.turns, 1e-12);
+		avfs_admit_destroy(a);
+	}
 }
 
 /* The mechanics of a named model (its seek curve and zones) and what the file's layout says:

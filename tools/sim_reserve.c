@@ -100,13 +100,17 @@ static int admit_conf_of(const struct cli *c, struct avfs_admit_conf *conf)
 		return err;
 	avfs_admit_conf_default(conf, &model, block);
 	(void)avfs_sweep_disk_named(&conf->disk, c->o.disk, c->o.size);	/* else derived */
-	conf->zrr = c->o.alloc == 0;
+	conf->zrr = c->o.alloc == AVFS_ALLOC_ZRR || c->o.alloc == AVFS_ALLOC_ZRR_RUN;
+	/* (the run mkfs makes of it, alloc/zrr.h) */
+	conf->run = c->o.alloc != AVFS_ALLOC_ZRR_RUN ? 1 :
+		    AVFS_ALLOC_RUN_BYTES > block ? (uint32_t)(AVFS_ALLOC_RUN_BYTES / block) : 1;
 	/* (the zones mkfs makes of it: SPEC §4) */
 	err = avfs_alloc_zone_count(model.lmax / block, block, 0);
 	conf->zones = err > 0 ? (unsigned)err : 1;
 	conf->margin_ns = c->o.conf.margin_ns;
 	conf->be_age_ns = c->o.conf.be_age_ns;
 	conf->chunk = c->o.conf.chunk;
+	conf->coalesce = c->o.conf.rotational ? c->o.conf.coalesce : 0;
 	conf->isolation = c->isolation;
 	conf->test = c->test;
 	if (c->k > 0)
@@ -120,7 +124,7 @@ static void usage_reserve(FILE *f)
 		"usage: avfs-sim reserve [--seeds 20] [--first-seed 1] [--requests 40] [--duration 3600]\n"
 		"                        [--search-duration S] [--disk avfs-250g] [--isolation on|off]\n"
 		"                        [--test sweep|fahrrad] [--k K] [--service RATE:BUFFER:IO[:write]]\n"
-		"                        [--place files|inner|spread] [--alloc zrr|contig]\n"
+		"                        [--place files|inner|spread] [--alloc zrr-run|zrr|contig]\n"
 		"                        [--quota-rate R --quota-streams N] [--fill 0.8] [--trace PREFIX]\n"
 		"                        [--json]\n"
 		"\n"
@@ -148,7 +152,7 @@ static void usage_reserve(FILE *f)
 		"                       system), inner (raw runs in the innermost tenth, the slowest\n"
 		"                       zones), spread (raw runs spread over the stroke); raw runs tell\n"
 		"                       admission their zone rates; recordings are new files either way\n"
-		"  --alloc zrr|contig   the allocator of the file system\n"
+		"  --alloc A            the allocator of the file system: zrr-run (default), zrr, contig\n"
 		"  --quota-rate R       a quota for every uid (bits/s, K/M/G); requests come from 4 uids\n"
 		"  --quota-streams N    at most N streams per uid\n"
 		"  --trace PREFIX       each seed's admitted run traced to PREFIX.seedN.csv (docs/TRACE.md;\n"
@@ -328,12 +332,9 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 				goto bad;
 			break;
 		case 'A':
-			if (!strcmp(optarg, "zrr"))
-				c->o.alloc = 0;
-			else if (!strcmp(optarg, "contig"))
-				c->o.alloc = 1;
-			else
+			if (avfs_alloc_policy_parse(optarg) < 0)
 				goto bad;
+			c->o.alloc = (uint32_t)avfs_alloc_policy_parse(optarg);
 			break;
 		case 'j': c->json = true; break;
 		case 'h':
@@ -439,6 +440,7 @@ struct seed_res {
 	unsigned asked, admitted, kmax, search_runs;
 	unsigned admitted_other;	/* what the other test would have admitted (not run) */
 	double round_ms, need, limit;	/* the sweep model over the admitted set */
+	struct avfs_sweep_result sweep;	/* all of its figures */
 	double admitted_rate, kmax_rate;	/* bytes/s */
 	double load, util, margin_min_ms;
 	uint64_t rt_requests, misses;
@@ -546,6 +548,7 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	}
 	sr->load = avfs_admit_load(a);
 	avfs_admit_sweep(a, NULL, &sweep);
+	sr->sweep = sweep;
 	sr->round_ms = sweep.round_ns / 1e6;
 	sr->need = sweep.need;
 	sr->limit = sweep.limit;
@@ -654,6 +657,23 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 	json_object_object_add(o, "sweep_round_ms", avfs_json_double(s->round_ms, "%.1f"));
 	json_object_object_add(o, "sweep_need", avfs_json_double(s->need, "%.4f"));
 	json_object_object_add(o, "sweep_limit", avfs_json_double(s->limit, "%.4f"));
+	{
+		json_object *w = json_object_new_object();
+		const struct {
+			const char *key;
+			double v;
+		} f[] = {
+			{ "visits_per_s", s->sweep.visits }, { "commands_per_s", s->sweep.commands },
+			{ "seek", s->sweep.seek }, { "rotation", s->sweep.rot },
+			{ "transfer", s->sweep.xfer }, { "write_turns", s->sweep.turns },
+			{ "overheads", s->sweep.cmds }, { "margin", s->sweep.margin },
+			{ "best_effort", s->sweep.be }, { "wcrt_ms", s->sweep.wcrt_ns / 1e6 },
+		};
+
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+			json_object_object_add(w, f[i].key, avfs_json_double(f[i].v, "%.4f"));
+		json_object_object_add(o, "sweep", w);
+	}
 	json_object_object_add(o, "admitted_rate_bps", avfs_json_double(s->admitted_rate * 8,
 									  "%.0f"));
 	json_object_object_add(o, "admission_load", avfs_json_double(s->load, "%.4f"));
@@ -770,8 +790,8 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 		json_object_object_add(o, "place", json_object_new_string(
 				       c.place == PLACE_INNER ? "inner" :
 				       c.place == PLACE_SPREAD ? "spread" : "files"));
-		json_object_object_add(o, "alloc", json_object_new_string(c.o.alloc ? "contig" :
-									  "zrr"));
+		json_object_object_add(o, "alloc", json_object_new_string(
+				       avfs_alloc_policy_name(c.o.alloc)));
 		json_object_object_add(o, "service", !c.uniform ? NULL : service_json(&c.service));
 		json_object_object_add(o, "quota_rate_bps",
 				       json_object_new_uint64(c.quota_rate * 8));
@@ -808,7 +828,8 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 	       "search over k\nwith %.0f s runs, then run %.0f s (its misses: \"k miss\").\n\n",
 	       c.place == PLACE_INNER ? "playbacks raw in the innermost tenth" :
 	       c.place == PLACE_SPREAD ? "playbacks raw, spread over the stroke" :
-	       c.o.alloc ? "files allocated first-fit" : "files allocated ZRR",
+	       c.o.alloc == AVFS_ALLOC_CONTIG ? "files allocated first-fit" :
+	       c.o.alloc == AVFS_ALLOC_ZRR ? "files allocated ZRR" : "files allocated ZRR in runs",
 	       c.test == AVFS_ADMIT_SWEEP ? "the round (sweep) model" : "Fahrrad's test",
 	       c.test == AVFS_ADMIT_SWEEP ? (c.isolation ? " isolating best effort" : "") :
 	       c.isolation ? " padded for isolation (Theorem 3)" : " padded for Theorem 2 only",
