@@ -31,12 +31,13 @@ if r:
     for key in ("disk", "duration_s", "search_duration_s", "requests", "isolation", "test",
                 "place", "alloc", "service", "seeds", "summary"):
         check(f"reserve json has {key}", key in r)
+    check("reserve: the file system's default allocator, ZRR in runs", r.get("alloc") == "zrr-run")
     for s in r["seeds"]:
         for key in ("seed", "requested", "admitted", "admitted_rate_bps", "admission_load",
                     "disk_utilization", "rt_requests", "misses", "commit_max_s", "admitted_failed",
                     "max_streams", "max_rate_bps", "max_misses_full_duration",
                     "ratio_streams", "ratio_rate", "refused", "first_refusal",
-                    "admitted_fahrrad", "sweep_round_ms", "sweep_need", "sweep_limit"):
+                    "admitted_fahrrad", "sweep_round_ms", "sweep_need", "sweep_limit", "sweep"):
             check(f"seed {s.get('seed')} has {key}", key in s)
         print(f"seed {s['seed']}: admitted {s['admitted']} of {s['requested']} "
               f"(load {s['admission_load']:.3f}), {s['rt_requests']} RT requests, "
@@ -50,6 +51,12 @@ if r:
               s["sweep_need"] <= s["sweep_limit"] <= 0.98)
         check(f"seed {s['seed']}: rounds of (p_min - W) / 2, some 100 ms at least",
               s["sweep_round_ms"] > 100)
+        w = s["sweep"]
+        check(f"seed {s['seed']}: the round model's shares add up to its need",
+              abs(w["seek"] + w["rotation"] + w["transfer"] + w["write_turns"] + w["overheads"] +
+                  w["margin"] + w["best_effort"] - s["sweep_need"]) < 0.002)
+        check(f"seed {s['seed']}: coalescing (the mixer's default): fewer commands than requests "
+              f"would need, no fewer than positionings", w["visits_per_s"] <= w["commands_per_s"])
         # (the admitted set is not a prefix: admission may skip a heavy request and take
         # lighter ones after it, so it may outnumber the largest zero-miss prefix)
         check(f"seed {s['seed']}: admitted/max > 0.5", s["ratio_streams"] > 0.5)
@@ -203,7 +210,7 @@ for bad in (["reserve", "--isolation", "maybe"], ["reserve", "--scenario", "all"
             ["reserve", "--test", "edf"], ["reserve", "--k", "0"], ["reserve", "--place", "moon"],
             ["reserve", "--service", "19.39M:4M"], ["reserve", "--service", "19.39M:256K:512K"],
             ["reserve", "--service", "19.39M:4M:512K:sideways"], ["isolation", "--test", "sweep"],
-            ["reserve", "--seeds", "0"], ["isolation"], ["isolation", "--scenario", "nope"],
+            ["reserve", "--seeds", "0"], ["reserve", "--alloc", "runs"], ["isolation"], ["isolation", "--scenario", "nope"],
             ["isolation", "--scenario", "all", "--seeds", "3"],
             ["isolation", "--scenario", "all", "--bw", "sometimes"],
             ["isolation", "--scenario", "be-greedy", "--disk", "nope"],

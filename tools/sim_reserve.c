@@ -1057,7 +1057,7 @@ static int iso_be_greedy(const struct cli *c, json_object *scenarios)
 	if (avfs_admit_create(&a, &conf))
 		return 1;
 	/* (the case table's room beside the most greedy readers: admission stops first on
-	 * avfs-250g, at 12) */
+	 * avfs-250g, at 13) */
 	while (nres < ISO_MAX - 8 && avfs_admit_add(a, &v, &left, why, sizeof(why)) > 0)
 		nres++;
 	for (unsigned j = 0; j < NCASE; j++) {
