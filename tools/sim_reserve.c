@@ -823,7 +823,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 		printf("admission on %s: %u seeds x %u random reservation requests (2-40 Mbit/s, "
 		       "buffers 2-32 MiB,\nrequests 256 KiB-1 MiB, 70 %% playback), ", c.o.disk,
 		       c.seeds, c.requests);
-	printf("%s;\nadmitted by %s%s, u_BE 2 %%;\n\"%s\": what %s would have admitted (not run).\n"
+	printf("%s;\nadmitted by %s%s, u_BE 2 %%;\ncolumn %s: what %s would have admitted (not run).\n"
 	       "The admitted set runs %.0f s; the largest zero-miss prefix k is found by a binary "
 	       "search over k\nwith %.0f s runs, then run %.0f s (its misses: \"k miss\").\n\n",
 	       c.place == PLACE_INNER ? "playbacks raw in the innermost tenth" :
