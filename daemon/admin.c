@@ -121,7 +121,9 @@ static json_object *status(const struct avfsd_admin_view *v, struct avfs_engine 
 	struct avfs_admit *adm = avfs_engine_admit(e);
 	const struct avfs_admit_conf *ac = avfs_admit_conf(adm);
 	struct avfs_admit_left left;
+	struct avfs_sweep_result sw;
 	json_object *o = json_object_new_object(), *a = json_object_new_object();
+	json_object *r = json_object_new_object();
 
 	avfs_admit_left(adm, NULL, &left);
 	json_object_object_add(o, "device", json_object_new_string(v->device));
@@ -135,11 +137,28 @@ static json_object *status(const struct avfsd_admin_view *v, struct avfs_engine 
 	json_object_object_add(o, "clients", json_object_new_int64((int64_t)clients));
 	json_object_object_add(o, "streams", json_object_new_int64(
 			       (int64_t)avfs_engine_stream_count(e)));
+	avfs_admit_sweep(adm, NULL, &sw);
+	json_object_object_add(a, "test", json_object_new_string(
+			       ac->test == AVFS_ADMIT_FAHRRAD ? "fahrrad" : "sweep"));
 	json_object_object_add(a, "load", jd(avfs_admit_load(adm)));
+	json_object_object_add(a, "limit", jd(avfs_admit_limit(adm)));
 	json_object_object_add(a, "left", jd(left.util));
 	json_object_object_add(a, "be_floor", jd(ac->be_floor));
 	json_object_object_add(a, "isolation", json_object_new_boolean(ac->isolation));
 	json_object_object_add(a, "default_io", json_object_new_int64(ac->default_io));
+	/* the round model over the admitted set, whichever test decides */
+	json_object_object_add(r, "round_ms", jd(sw.round_ns / 1e6));
+	json_object_object_add(r, "visits_per_s", jd(sw.visits));
+	json_object_object_add(r, "seek", jd(sw.seek));
+	json_object_object_add(r, "rotation", jd(sw.rot));
+	json_object_object_add(r, "transfer", jd(sw.xfer));
+	json_object_object_add(r, "write_turns", jd(sw.turns));
+	json_object_object_add(r, "commands", jd(sw.cmds));
+	json_object_object_add(r, "margin", jd(sw.margin));
+	json_object_object_add(r, "best_effort", jd(sw.be));
+	json_object_object_add(r, "need", jd(sw.need));
+	json_object_object_add(r, "limit", jd(sw.limit));
+	json_object_object_add(a, "sweep", r);
 	json_object_object_add(o, "admission", a);
 	json_object_object_add(o, "disk", disk_json(v, e));
 	return o;

@@ -268,6 +268,10 @@ static int engine_conf(struct avfsd *a, const char *model, struct avfs_engine_co
 			  "--help for the names)", model);
 		return -EINVAL;
 	}
+	/* admission's round model: the named model's seek curve and zone rates (without a name,
+	 * derived from the service-time model) */
+	if (model)
+		(void)avfs_sweep_disk_named(&ec->admit.disk, model, a->d->info.size);
 	if (ec->sched.model.dmax <= 0 || ec->sched.model.dmin <= 0) {
 		ec->sched.model = def.model;
 		ec->sched.model.lmax = a->d->info.size;

@@ -84,6 +84,11 @@ static int admission_line(struct avfsd_config *c, char *line, bool *admission, c
 		ac->isolation = !strcmp(tok[1], "on");
 		return 0;
 	}
+	if (!strcmp(tok[0], "admission") && n == 2 &&
+	    (!strcmp(tok[1], "sweep") || !strcmp(tok[1], "fahrrad"))) {
+		ac->test = strcmp(tok[1], "sweep") ? AVFS_ADMIT_FAHRRAD : AVFS_ADMIT_SWEEP;
+		return 0;
+	}
 	if (!strcmp(tok[0], "io") && n == 2) {
 		if (number(tok[1], true, &v) || !v || v % 4096 || v > AVFS_PROTO_MAX_IO) {
 			snprintf(why, whylen, "io: '%s' is not a multiple of 4K up to 16M", tok[1]);
@@ -119,8 +124,8 @@ static int admission_line(struct avfsd_config *c, char *line, bool *admission, c
 						      .streams = (uint32_t)streams };
 		return 0;
 	}
-	snprintf(why, whylen, "unknown setting '%s' (be-floor, isolation, io, quota, or "
-		 "NAME=VALUE)", tok[0]);
+	snprintf(why, whylen, "unknown setting '%s' (admission sweep|fahrrad, be-floor, "
+		 "isolation, io, quota, or NAME=VALUE)", tok[0]);
 	return -EINVAL;
 }
 

@@ -31,6 +31,7 @@
  * requests are not promoted (avfsd's way) and parked ones go oldest first (avfs-sim's).
  */
 #include "engine_i.h"
+#include "zrr.h"
 
 #include <errno.h>
 #include <math.h>
@@ -49,6 +50,18 @@ int bw_init(struct avfs_engine *e, char *why, size_t whylen)
 	ac.block_size = e->block_size;
 	if (!ac.chunk)
 		ac.chunk = e->c.sched.chunk;
+	/* the round model assumes the mixer's service pattern: its margin, best-effort age and
+	 * coalescing (on a rotating disk), and the allocator's spread of a file over the zones */
+	ac.margin_ns = e->c.sched.margin_ns;
+	ac.be_age_ns = e->c.sched.be_age_ns;
+	ac.coalesce = e->c.sched.rotational ? e->c.sched.coalesce : 0;
+	if (e->fs) {
+		const struct avfs_super *sb = avfs_fs_super(e->fs);
+
+		ac.zrr = sb->alloc_policy == AVFS_ALLOC_ZRR || sb->alloc_policy == AVFS_ALLOC_ZRR_RUN;
+		ac.run = sb->alloc_policy == AVFS_ALLOC_ZRR_RUN ? sb->alloc_run : 1;
+		ac.zones = sb->nzones;
+	}
 	err = avfs_admit_create(&e->bw.admit, &ac);
 	if (err && why)
 		snprintf(why, whylen, "admission settings refused: %s", strerror(-err));

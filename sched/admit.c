@@ -1,6 +1,7 @@
 /*
- * admit.c — services, admission control, the bandwidth class's token bucket and per-stream
- * QoS statistics (SPEC §7; the formulas are in admit.h). Sans-I/O.
+ * admit.c — services, admission control (the sweep test over sweep.c's round model, or
+ * Fahrrad's), the bandwidth class's token bucket (SPEC §7; the formulas are in admit.h and
+ * sweep.h). Sans-I/O.
  */
 #include "config.h"
 
@@ -26,8 +27,12 @@ struct quota {
 
 struct avfs_admit {
 	struct avfs_admit_conf conf;
+	struct avfs_sweep_conf sc;	/* the round model's view of conf */
+	bool sc_ok;			/* conf gave it a model to work with */
 	struct avfs_stream_info *s;
 	size_t n, cap;
+	struct avfs_sweep_stream *sw;	/* the set as the round model sees it, one slot spare */
+	size_t swcap;
 	struct quota *q;
 	size_t nq;
 	uint64_t next_id;
@@ -36,6 +41,9 @@ struct avfs_admit {
 void avfs_admit_conf_default(struct avfs_admit_conf *c, const struct avfs_svc_model *m,
 			     uint64_t block)
 {
+	struct avfs_sched_conf sc;
+
+	avfs_sched_conf_default(&sc);
 	*c = (struct avfs_admit_conf){
 		.model = *m,
 		.block_size = block,
@@ -44,6 +52,12 @@ void avfs_admit_conf_default(struct avfs_admit_conf *c, const struct avfs_svc_mo
 		.be_floor = 0.02,
 		.isolation = true,
 		.default_io = 512u << 10,
+		.test = AVFS_ADMIT_SWEEP,
+		.zrr = true,
+		.margin_ns = sc.margin_ns,
+		.be_age_ns = sc.be_age_ns,
+		.coalesce = sc.coalesce,
+		.k = 10,
 	};
 }
 
@@ -115,13 +129,51 @@ int avfs_service_cost(const struct avfs_admit_conf *c, const struct avfs_service
 	return 0;
 }
 
+/* Room for element n of the round model's array: the set keeps one slot spare beyond its
+ * streams, for the candidate sweep_with() evaluates. */
+static int sweep_room(struct avfs_admit *a, size_t n)
+{
+	struct avfs_sweep_stream *sw = avfs_grow(a->sw, &a->swcap, n, sizeof(*sw), 16);
+
+	if (!sw)
+		return -ENOMEM;
+	a->sw = sw;
+	return 0;
+}
+
 int avfs_admit_create(struct avfs_admit **a, const struct avfs_admit_conf *c)
 {
+	struct avfs_sweep_conf *sc;
+
 	*a = calloc(1, sizeof(**a));
 	if (!*a)
 		return -ENOMEM;
 	(*a)->conf = *c;
 	(*a)->next_id = 1;
+	sc = &(*a)->sc;
+	*sc = (struct avfs_sweep_conf){
+		.model = c->model,
+		.disk = c->disk,
+		.block_size = c->block_size,
+		.zrr = c->zrr,
+		.zones = c->zones,
+		.run = c->run,
+		.coalesce = c->coalesce,
+		.margin_ns = (double)c->margin_ns,
+		.be_age_ns = (double)c->be_age_ns,
+		.cmd_max = c->chunk && c->chunk < c->be_io ? c->chunk : c->be_io,
+		.chunk = c->chunk,
+		.be_floor = c->be_floor,
+		.be_isolation = c->isolation,
+		.k = c->k,
+	};
+	/* (a configuration without a model refuses every request, saying so) */
+	(*a)->sc_ok = !avfs_sweep_conf_check(sc);
+	if (sweep_room(*a, 0)) {
+		free(*a);
+		*a = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -130,6 +182,7 @@ void avfs_admit_destroy(struct avfs_admit *a)
 	if (!a)
 		return;
 	free(a->s);
+	free(a->sw);
 	free(a->q);
 	free(a);
 }
@@ -172,9 +225,9 @@ static const struct quota *quota_of(const struct avfs_admit *a, uint32_t uid)
 	return any;
 }
 
-/* the load of the admitted set with one more stream of cost *extra (NULL: none) */
-static double load_with(const struct avfs_admit *a, const struct avfs_service_req *xr,
-			const struct avfs_service_cost *extra)
+/* Fahrrad's load of the admitted set with one more stream of cost *extra (NULL: none) */
+static double fahrrad_load(const struct avfs_admit *a, const struct avfs_service_req *xr,
+			   const struct avfs_service_cost *extra)
 {
 	double sum = 0, pmin = INFINITY;
 	uint64_t io_max = 0;
@@ -202,26 +255,87 @@ static double load_with(const struct avfs_admit *a, const struct avfs_service_re
 	return sum + blocking_ns(&a->conf, io_max) / pmin;
 }
 
-double avfs_admit_load(const struct avfs_admit *a)
+static struct avfs_sweep_stream sweep_of(const struct avfs_admit_conf *c,
+					 const struct avfs_service_req *r)
 {
-	return load_with(a, NULL, NULL);
+	return (struct avfs_sweep_stream){
+		.rate = (double)r->rate, .buffer = (double)r->buffer,
+		.io = (double)(r->io ? r->io : c->default_io), .write = r->write,
+		.d_mean = r->d_mean > 0 ? r->d_mean : r->d_slow,
+		.d_slow = r->d_slow, .d_fast = r->d_fast,
+	};
 }
 
-static bool fits(const struct avfs_admit *a, const struct avfs_service_req *r)
+/* The round model over the admitted set and r (NULL: none). The set's array keeps one slot
+ * spare for r, grown by add() before a stream is kept; evaluating never allocates. */
+static void sweep_with(const struct avfs_admit *a, const struct avfs_service_req *r,
+		       struct avfs_sweep_result *out)
+{
+	size_t n = a->n;
+
+	if (!a->sc_ok) {
+		memset(out, 0, sizeof(*out));
+		out->verdict = AVFS_SWEEP_SHORT;
+		return;
+	}
+	if (r)
+		a->sw[n++] = sweep_of(&a->conf, r);
+	avfs_sweep_eval(&a->sc, a->sw, n, out);
+}
+
+int avfs_admit_sweep(const struct avfs_admit *a, const struct avfs_service_req *r,
+		     struct avfs_sweep_result *out)
 {
 	struct avfs_service_cost c;
 
-	return !avfs_service_cost(&a->conf, r, &c, NULL, 0) &&
-	       load_with(a, r, &c) <= 1 - a->conf.be_floor;
+	if (r && avfs_service_cost(&a->conf, r, &c, NULL, 0))
+		return -EINVAL;
+	sweep_with(a, r, out);
+	return 0;
+}
+
+double avfs_admit_limit(const struct avfs_admit *a)
+{
+	struct avfs_sweep_result res;
+
+	if (a->conf.test == AVFS_ADMIT_FAHRRAD)
+		return 1 - a->conf.be_floor;
+	sweep_with(a, NULL, &res);
+	return res.limit;
+}
+
+double avfs_admit_load(const struct avfs_admit *a)
+{
+	struct avfs_sweep_result res;
+
+	if (a->conf.test == AVFS_ADMIT_FAHRRAD)
+		return fahrrad_load(a, NULL, NULL);
+	sweep_with(a, NULL, &res);
+	return res.need;
+}
+
+/* Does r fit beside the admitted set (the disk only, no quota)? */
+static bool fits(const struct avfs_admit *a, const struct avfs_service_req *r)
+{
+	struct avfs_service_cost c;
+	struct avfs_sweep_result res;
+
+	if (avfs_service_cost(&a->conf, r, &c, NULL, 0))
+		return false;
+	if (a->conf.test == AVFS_ADMIT_FAHRRAD)
+		return fahrrad_load(a, r, &c) <= 1 - a->conf.be_floor;
+	sweep_with(a, r, &res);
+	return res.verdict == AVFS_SWEEP_OK;
 }
 
 void avfs_admit_left(const struct avfs_admit *a, const struct avfs_service_req *r,
 		     struct avfs_admit_left *left)
 {
-	double util = 1 - a->conf.be_floor - avfs_admit_load(a);
+	double util = avfs_admit_limit(a) - avfs_admit_load(a);
 
 	left->util = util > 0 ? util : 0;
 	left->rate = 0;
+	left->buffer = 0;
 	left->quota_rate = UINT64_MAX;
 	left->quota_streams = UINT32_MAX;
 	if (!r)
@@ -241,6 +355,28 @@ void avfs_admit_left(const struct avfs_admit *a, const struct avfs_service_req *
 				hi = mid - 1;
 		}
 		left->rate = lo;
+	}
+	/* the smallest buffer that takes the rate asked for: a longer period, longer rounds (up to
+	 * a period of a day, what a service may have) */
+	{
+		struct avfs_service_req t = *r;
+		uint64_t io = r->io ? r->io : a->conf.default_io, lo = io + 4096, hi;
+
+		hi = io + (uint64_t)fmin((double)(1ull << 40) - (double)io,
+					 (double)r->rate * (MAX_PERIOD_NS / NS) * 0.999);
+		t.buffer = hi;
+		if (r->rate && hi > lo && fits(a, &t)) {
+			while (lo < hi) {
+				uint64_t mid = lo + (hi - lo) / 2;
+
+				t.buffer = mid;
+				if (fits(a, &t))
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+			left->buffer = lo;
+		}
 	}
 	{
 		const struct quota *q = quota_of(a, r->uid);
@@ -264,6 +400,31 @@ void avfs_admit_left(const struct avfs_admit *a, const struct avfs_service_req *
 	}
 }
 
+/* Why the round model refuses r (res: the set with r), and what would still fit. */
+static void sweep_why(const struct avfs_admit *a, const struct avfs_sweep_result *res,
+		      const struct avfs_admit_left *left, char *why, size_t whylen)
+{
+	char fit[48] = "";
+
+	if (left->buffer)
+		snprintf(fit, sizeof(fit), "; fits with a %.1f MiB buffer",
+			 (double)left->buffer / (1 << 20));
+	switch (res->verdict) {
+	case AVFS_SWEEP_SHORT:
+		if (!a->sc_ok) {
+			avfs_why(why, whylen, "no disk model to translate the service with");
+			return;
+		}
+		avfs_why(why, whylen, "a period of %.0f ms is no longer than the longest command "
+			 "(%.0f ms)%s", res->period_min_ns / 1e6, res->wcrt_ns / 1e6, fit);
+		return;
+	default:
+		avfs_why(why, whylen, "the disk: rounds of %.0f ms need %.1f %%, %.1f %% is "
+			 "free%s", res->round_ns / 1e6, 100 * res->need, 100 * res->limit, fit);
+		return;
+	}
+}
+
 static int64_t add(struct avfs_admit *a, const struct avfs_service_req *r,
 		   struct avfs_admit_left *left, char *why, size_t whylen, bool check)
 {
@@ -271,7 +432,6 @@ static int64_t add(struct avfs_admit *a, const struct avfs_service_req *r,
 	struct avfs_service_cost c = { 0 };
 	struct avfs_admit_left unused;
 	struct avfs_stream_info *s;
-	double load, room = 1 - a->conf.be_floor;
 	int err;
 
 	if (!left)
@@ -281,6 +441,9 @@ static int64_t add(struct avfs_admit *a, const struct avfs_service_req *r,
 		req.io = a->conf.default_io;
 	if (!req.rate)
 		return -EINVAL;
+	/* (slot n for the stream, n + 1 spare for the next candidate) */
+	if (sweep_room(a, a->n + 1))
+		return -ENOMEM;
 	err = avfs_service_cost(&a->conf, &req, &c, why, whylen);
 	if (err && check)
 		return err;
@@ -288,22 +451,32 @@ static int64_t add(struct avfs_admit *a, const struct avfs_service_req *r,
 		goto keep;	/* an experiment's stream: counted, never refused */
 	avfs_admit_left(a, &req, left);
 	if (!left->quota_streams || left->quota_rate < req.rate) {
-		snprintf(why, whylen, "quota of uid %u: %s left", req.uid,
+		avfs_why(why, whylen, "quota of uid %u: %s left", req.uid,
 			 !left->quota_streams ? "no streams" : "less rate than asked");
 		return -EDQUOT;
 	}
-	load = load_with(a, &req, &c);
-	if (load > room) {
-		snprintf(why, whylen, "the disk: this stream needs %.1f %% of disk time "
-			 "(%.1f %% with padding), %.1f %% is left", 100 * c.u, 100 * c.u_padded,
-			 100 * left->util);
-		return -EBUSY;
+	if (a->conf.test == AVFS_ADMIT_FAHRRAD) {
+		if (fahrrad_load(a, &req, &c) > 1 - a->conf.be_floor) {
+			avfs_why(why, whylen, "the disk: this stream needs %.1f %% of disk time "
+				 "(%.1f %% with padding), %.1f %% is left", 100 * c.u,
+				 100 * c.u_padded, 100 * left->util);
+			return -EBUSY;
+		}
+	} else {
+		struct avfs_sweep_result res;
+
+		sweep_with(a, &req, &res);
+		if (res.verdict != AVFS_SWEEP_OK) {
+			sweep_why(a, &res, left, why, whylen);
+			return -EBUSY;
+		}
 	}
 keep:
 	s = avfs_grow(a->s, &a->cap, a->n, sizeof(*s), 16);
 	if (!s)
 		return -ENOMEM;
 	a->s = s;
+	a->sw[a->n] = sweep_of(&a->conf, &req);
 	a->s[a->n++] = (struct avfs_stream_info){ .id = a->next_id, .req = req, .cost = c };
 	return (int64_t)a->next_id++;
 }
@@ -325,6 +498,7 @@ int avfs_admit_remove(struct avfs_admit *a, uint64_t id)
 	for (size_t i = 0; i < a->n; i++) {
 		if (a->s[i].id == id) {
 			memmove(&a->s[i], &a->s[i + 1], (a->n - i - 1) * sizeof(a->s[0]));
+			memmove(&a->sw[i], &a->sw[i + 1], (a->n - i - 1) * sizeof(a->sw[0]));
 			a->n--;
 			return 0;
 		}

@@ -3,11 +3,20 @@
  * descriptors; `now` is an argument.
  *
  * A client asks for a *service* on a file: a rate r (bytes/s), a buffer b (bytes), a request
- * size s and a direction (ABISS, papers/000 §2.1). The translation turns it into disk-time
- * utilization with the service-time model (Fahrrad, papers/002 §2–§6):
+ * size s and a direction (ABISS, papers/000 §2.1). Its requests are due when the rest of the
+ * buffer drains: p = (b − s) / r after they are issued.
  *
- *   period   p   = (b - s) / r: how long the buffer lasts beyond the request in flight, i.e.
- *                  the slack of every request of a stream that keeps its buffer full
+ * Admission (AVFS_ADMIT_SWEEP, the default) asks the round model of sweep.h whether the mixer,
+ * serving the whole set in C-SCAN rounds, keeps up: the rounds last (p_min − W) / 2, each stream
+ * is positioned for once a round and once a data block, the seeks of a round are one sweep over
+ * the stroke, rotation and transfer come from the disk's mechanics and zone rates, and the sum,
+ * with a margin for the variance of rotation and zone rates, stays within 1 − u_BE. The formulas
+ * and the assumptions about the mixer are in sweep.h, the measurements in docs/DESIGN.md.
+ *
+ * AVFS_ADMIT_FAHRRAD is the test it replaced, kept for comparison (avfs-sim reserve --test
+ * fahrrad): each service becomes a disk-time utilization (Fahrrad, papers/002 §2–§6),
+ *
+ *   period   p   = (b - s) / r
  *   budget   e   = n_seek * (t_k + t_r / 2) + r * p / d_slow: the seeks and rotations of the
  *                  discontiguities a period crosses (one per data block, plus one) and the
  *                  transfer at the slowest rate of the file's layout (the inner rate if unknown)
@@ -18,7 +27,9 @@
  *   S    = full-stroke seek + one rotation (Theorem 3's proof counts seeks, not transfers)
  *
  * and admits a set while  Σ u'_i + WCRT / min p_i  ≤  1 − u_BE  (Theorem 1, a best-effort
- * floor u_BE, 2 % by default). Per-user quotas (total rate, number of streams) come on top.
+ * floor u_BE, 2 % by default). The per-service translation (avfs_service_cost) is kept under
+ * both tests: it is what avfs-admin shows per stream. Per-user quotas (total rate, number of
+ * streams) come on top of either.
  *
  * Enforcement is the bandwidth class of papers/004 §3.1: a token bucket per stream (rate r,
  * size b). A request within the bucket is real-time with its deadline; one above it is served
@@ -34,20 +45,44 @@
 #include <stdint.h>
 
 #include "iosched.h"
+#include "sweep.h"
 
 #define AVFS_ADMIT_ANY_UID UINT32_MAX	/* a quota that applies to every user without one */
 
+enum avfs_admit_test {
+	AVFS_ADMIT_SWEEP,	/* the round model of sweep.h (default) */
+	AVFS_ADMIT_FAHRRAD,	/* Fahrrad's utilization test with WCRT padding (the old one) */
+};
+
 struct avfs_admit_conf {
 	struct avfs_svc_model model;	/* the disk (from the superblock or a profile) */
+	struct avfs_sweep_disk disk;	/* its mechanics (a named model's; zeros: derived) */
 	uint64_t block_size;	/* data block: a stream crosses one discontiguity per block */
 	uint32_t chunk;		/* non-preemptible unit (0: the stream's request size) */
 	uint32_t be_io;		/* the largest best-effort command (1 MiB: FUSE's max_write) */
 	double be_floor;	/* u_BE, kept for best effort (0.02) */
-	bool isolation;		/* pad WCRT/p + 2·S/p (Theorem 3), not only WCRT/p (Theorem 2) */
+	bool isolation;		/* sweep: reserve for the best effort the mixer puts first and for a
+				 * best-effort command's overrun each round; fahrrad: pad
+				 * WCRT/p + 2·S/p (Theorem 3), not only WCRT/p (Theorem 2) */
 	uint32_t default_io;	/* request size when the client names none (512 KiB) */
+	enum avfs_admit_test test;	/* AVFS_ADMIT_SWEEP */
+	bool zrr;		/* files are spread over the zones (ZRR): a stream of unknown layout
+				 * sees the disk's zone mix; else the slowest zone */
+	unsigned zones;		/* the file system's zones (0: unknown): with few the mix is not
+				 * trusted either (sweep.h) */
+	uint32_t run;		/* blocks of a file in one zone before the next (ZRR in runs;
+				 * 0 or 1: one block, papers/001's ZRR) */
+	uint32_t coalesce;	/* the mixer's coalescing: bytes one command may carry (0: one
+				 * request a command) */
+	int64_t margin_ns;	/* the mixer's margin m (500 ms) */
+	int64_t be_age_ns;	/* the mixer's best-effort age bound (2 s) */
+	double k;		/* the sweep model's K: e^(−2K) the probability of a backlog of m
+				 * (10) */
 };
 
-/* m: the disk model; block: the data block size. Isolation on, u_BE 2 %, no chunking. */
+/* m: the disk model; block: the data block size. The sweep test, isolation on, u_BE 2 %, no
+ * chunking, ZRR one block a zone, the mixer's default m, be_age and coalescing, K 10,
+ * mechanics derived from m. */
 void avfs_admit_conf_default(struct avfs_admit_conf *c, const struct avfs_svc_model *m,
 			     uint64_t block);
 
@@ -58,7 +93,11 @@ struct avfs_service_req {
 	uint32_t io;		/* request size; 0: the configuration's default */
 	bool write;
 	uint32_t uid;
-	double d_slow;		/* bytes/s: the slowest transfer rate of the file's blocks; 0: d_min */
+	/* the file's layout, where known (0: unknown; the sweep test then takes the disk's zone
+	 * mix under ZRR, else d_min; the Fahrrad test d_min) */
+	double d_slow;		/* bytes/s: the slowest transfer rate of the file's blocks */
+	double d_mean;		/* bytes/s: 1 / the mean of 1/rate over its blocks (sweep) */
+	double d_fast;		/* bytes/s: the fastest (sweep; 0: d_mean) */
 };
 
 /* The translation of one service. */
@@ -79,8 +118,10 @@ int avfs_service_cost(const struct avfs_admit_conf *c, const struct avfs_service
 /* What is left after a refusal (or at any time): utilization, and for a service like the
  * refused one, the largest rate that would still be admitted; for its user, the quota left. */
 struct avfs_admit_left {
-	double util;		/* 1 − u_BE − load, ≥ 0 */
+	double util;		/* the share of disk time left: limit − load, ≥ 0 */
 	uint64_t rate;		/* bytes/s, for the same buffer, size, direction and layout */
+	uint64_t buffer;	/* bytes: the smallest buffer that the same rate would be admitted
+				 * with (0: none up to 1 TiB) */
 	uint64_t quota_rate;	/* bytes/s the user may still reserve (UINT64_MAX: no quota) */
 	uint32_t quota_streams;	/* streams the user may still open (UINT32_MAX: no quota) */
 };
@@ -114,8 +155,15 @@ int64_t avfs_admit_force(struct avfs_admit *a, const struct avfs_service_req *r,
 /* End stream id. 0 or -ENOENT. */
 int avfs_admit_remove(struct avfs_admit *a, uint64_t id);
 
-/* Σ u'_i + WCRT / min p_i over the admitted set (0 when empty). */
+/* The admitted set's load, the share of disk time it needs (0 when empty): the sweep model's
+ * need (u + margins), or Fahrrad's Σ u'_i + WCRT / min p_i. */
 double avfs_admit_load(const struct avfs_admit *a);
+/* What the load may reach: 1 − u_BE' (sweep) or 1 − u_BE (fahrrad). */
+double avfs_admit_limit(const struct avfs_admit *a);
+/* The sweep model's figures for the admitted set with r added (r NULL: as it is); under the
+ * Fahrrad test too, for comparison. 0 or -EINVAL (r a bad request). */
+int avfs_admit_sweep(const struct avfs_admit *a, const struct avfs_service_req *r,
+		     struct avfs_sweep_result *out);
 /* What is left for a service like r (r may be NULL: only util and the quota of no one). */
 void avfs_admit_left(const struct avfs_admit *a, const struct avfs_service_req *r,
 		     struct avfs_admit_left *left);

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """check_reserve.py — smoke versions of avfs-sim's admission and isolation studies (SPEC §7).
 
-`reserve`: the set admission control admits meets every deadline, is no larger than the
-largest zero-miss prefix the search finds, and every refusal is accounted for with a reason;
-quotas refuse with -EDQUOT; the same seed gives the same figures. `isolation`: greedy
+`reserve`: the set admission control admits meets every deadline, and every refusal is
+accounted for with a reason; the round model takes more than Fahrrad's test it replaced;
+quotas refuse with -EDQUOT; the same seed gives the same figures; HD streams with 4 MiB
+buffers: at least 12 admitted, all of them on time, where Fahrrad's test took 6; raw playbacks
+in the innermost zones, whose layout admission is told, run on time. `isolation`: greedy
 best-effort readers add no reserved miss; a greedy reserved reader gets about its rate when
 best effort is busy and much more when it is idle; over-provisioning does not cost global
 throughput; four streams reserving 20 % of disk time each get it. Short runs; the full-size
@@ -26,14 +28,16 @@ def run(*args):
 # ---- reserve ----
 r = run("reserve", "--seeds", "2", "--duration", "120", "--json")
 if r:
-    for key in ("disk", "duration_s", "search_duration_s", "requests", "isolation", "seeds",
-                "summary"):
+    for key in ("disk", "duration_s", "search_duration_s", "requests", "isolation", "test",
+                "place", "alloc", "service", "seeds", "summary"):
         check(f"reserve json has {key}", key in r)
+    check("reserve: the file system's default allocator, ZRR in runs", r.get("alloc") == "zrr-run")
     for s in r["seeds"]:
         for key in ("seed", "requested", "admitted", "admitted_rate_bps", "admission_load",
                     "disk_utilization", "rt_requests", "misses", "commit_max_s", "admitted_failed",
                     "max_streams", "max_rate_bps", "max_misses_full_duration",
-                    "ratio_streams", "ratio_rate", "refused", "first_refusal"):
+                    "ratio_streams", "ratio_rate", "refused", "first_refusal",
+                    "admitted_fahrrad", "sweep_round_ms", "sweep_need", "sweep_limit", "sweep"):
             check(f"seed {s.get('seed')} has {key}", key in s)
         print(f"seed {s['seed']}: admitted {s['admitted']} of {s['requested']} "
               f"(load {s['admission_load']:.3f}), {s['rt_requests']} RT requests, "
@@ -42,11 +46,20 @@ if r:
         check(f"seed {s['seed']}: the admitted set misses no deadline",
               s["misses"] == 0 and s["admitted_failed"] is None)
         check(f"seed {s['seed']}: metadata commits go on beside the admitted set", s["commit_max_s"] < 30)
-        check(f"seed {s['seed']}: load within 1 - u_BE", s["admission_load"] <= 0.98)
-        # (not an invariant: the search tries prefixes, admission may skip a heavy request and
-        # take lighter ones after it; it holds for these seeds and flags a generous admission)
-        check(f"seed {s['seed']}: admitted <= zero-miss maximum", s["admitted"] <= s["max_streams"])
-        check(f"seed {s['seed']}: 0 < admitted/max <= 1", 0 < s["ratio_streams"] <= 1)
+        check(f"seed {s['seed']}: load within the limit, the limit within 1 - u_BE",
+              s["admission_load"] == s["sweep_need"] and
+              s["sweep_need"] <= s["sweep_limit"] <= 0.98)
+        check(f"seed {s['seed']}: rounds of (p_min - W) / 2, some 100 ms at least",
+              s["sweep_round_ms"] > 100)
+        w = s["sweep"]
+        check(f"seed {s['seed']}: the round model's shares add up to its need",
+              abs(w["seek"] + w["rotation"] + w["transfer"] + w["write_turns"] + w["overheads"] +
+                  w["margin"] + w["best_effort"] - s["sweep_need"]) < 0.002)
+        check(f"seed {s['seed']}: coalescing (the mixer's default): fewer commands than requests "
+              f"would need, no fewer than positionings", w["visits_per_s"] <= w["commands_per_s"])
+        # (the admitted set is not a prefix: admission may skip a heavy request and take
+        # lighter ones after it, so it may outnumber the largest zero-miss prefix)
+        check(f"seed {s['seed']}: admitted/max > 0.5", s["ratio_streams"] > 0.5)
         ref = s["refused"]
         check(f"seed {s['seed']}: every request admitted or refused",
               s["admitted"] + ref["ebusy"] + ref["edquot"] + ref["other"] == s["requested"])
@@ -54,6 +67,8 @@ if r:
         check(f"seed {s['seed']}: the first refusal is -EBUSY with a reason",
               fr is not None and fr["error"] == "-EBUSY" and fr["why"] != "")
     check("reserve summary: no miss", r["summary"]["misses"] == 0)
+    check("the round model admits more than Fahrrad's test on these seeds",
+          r["summary"]["admitted_mean"] > r["summary"]["admitted_fahrrad_mean"])
 
 again = run("reserve", "--seeds", "1", "--first-seed", "2", "--duration", "120", "--json")
 if r and again:
@@ -66,6 +81,38 @@ if q:
     print(f"one stream per uid: admitted {s['admitted']}, refused {s['refused']}")
     check("a quota of one stream per uid refuses with -EDQUOT (four uids: at most 4)",
           s["refused"]["edquot"] > 0 and s["admitted"] <= 4 and s["misses"] == 0)
+
+# the test it replaced, run for comparison: its count beside is the round model's
+f = run("reserve", "--seeds", "1", "--first-seed", "2", "--duration", "60", "--search-duration",
+        "30", "--test", "fahrrad", "--json")
+if f and r:
+    check("--test fahrrad: Fahrrad's test decides, the round model's count beside",
+          f["test"] == "fahrrad" and f["seeds"][0]["admitted"] == r["seeds"][1]["admitted_fahrrad"]
+          and f["seeds"][0]["admitted_sweep"] == r["seeds"][1]["admitted"])
+
+# ---- HD streams with 4 MiB buffers (issue 15: at least 12; Fahrrad's test took 6) ----
+hd = run("reserve", "--service", "19.39M:4M:512K", "--requests", "16", "--seeds", "1",
+         "--duration", "120", "--search-duration", "120", "--json")
+if hd:
+    s = hd["seeds"][0]
+    print(f"HD, 4 MiB buffers: admitted {s['admitted']} (Fahrrad's test {s['admitted_fahrrad']}), "
+          f"{s['misses']} misses; zero-miss maximum {s['max_streams']}")
+    check("HD with 4 MiB buffers: at least 12 admitted, none missing a deadline",
+          s["admitted"] >= 12 and s["misses"] == 0 and s["admitted_failed"] is None)
+    check("HD: Fahrrad's test took 6", s["admitted_fahrrad"] == 6)
+    check("HD: a refusal says the rounds and the share", s["first_refusal"] is not None and
+          "rounds of 731 ms" in s["first_refusal"]["why"])
+    check("HD: the service is in the document", hd["service"] == {
+        "rate_bps": 19390000, "buffer": 4 << 20, "io": 512 << 10, "write": False})
+
+# raw playbacks in the innermost tenth (admission told their zone rates) and recordings
+inner = run("reserve", "--place", "inner", "--seeds", "1", "--duration", "120",
+            "--search-duration", "60", "--json")
+if inner:
+    s = inner["seeds"][0]
+    print(f"inner: admitted {s['admitted']}, {s['misses']} misses")
+    check("inner placement: admitted and on time", inner["place"] == "inner" and
+          s["admitted"] > 0 and s["misses"] == 0 and s["admitted_failed"] is None)
 
 # ---- isolation ----
 iso = run("isolation", "--scenario", "all", "--duration", "60", "--json")
@@ -160,7 +207,10 @@ with tempfile.TemporaryDirectory() as tmp:
           kinds == {("0", "rt", True), ("0", "be", False)})
 
 for bad in (["reserve", "--isolation", "maybe"], ["reserve", "--scenario", "all"],
-            ["reserve", "--seeds", "0"], ["isolation"], ["isolation", "--scenario", "nope"],
+            ["reserve", "--test", "edf"], ["reserve", "--k", "0"], ["reserve", "--place", "moon"],
+            ["reserve", "--service", "19.39M:4M"], ["reserve", "--service", "19.39M:256K:512K"],
+            ["reserve", "--service", "19.39M:4M:512K:sideways"], ["isolation", "--test", "sweep"],
+            ["reserve", "--seeds", "0"], ["reserve", "--alloc", "runs"], ["isolation"], ["isolation", "--scenario", "nope"],
             ["isolation", "--scenario", "all", "--seeds", "3"],
             ["isolation", "--scenario", "all", "--bw", "sometimes"],
             ["isolation", "--scenario", "be-greedy", "--disk", "nope"],

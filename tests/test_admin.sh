@@ -49,8 +49,9 @@ for i in $(seq 40); do
 done
 echo "  admitted $n HD streams with 16 MiB buffers before the first refusal"
 check "over-subscription refused (exit 1)" test "$refused" = 1
-check "the refusal says why (the disk) and what is left" \
-	grep -q "refused (Device or resource busy): the disk.*left" "$AVFS_T/err"
+check "the refusal says why (the disk: its rounds and the share they need)" \
+	grep -q "refused (Device or resource busy): the disk: rounds of .* ms need" "$AVFS_T/err"
+check "the refusal says what is left" grep -q "left: .* of disk time" "$AVFS_T/err"
 check "the refusal gives the largest rate still admitted" grep -q "at most .* MB/s" "$AVFS_T/err"
 admin status --json >"$AVFS_T/st.json"
 check "status: $n streams, load within 1 - be_floor" test "$(json "$AVFS_T/st.json" \

@@ -1,8 +1,8 @@
 /*
- * test_admit.c — services and admission control (daemon/admit.c) against hand-computed
- * numbers: the translation of a service into disk-time utilization, the admission test and
- * the rate it says is left, quotas, removal, the bandwidth class's token bucket, ABISS
- * deadlines and the completion-margin statistics.
+ * test_admit.c — services and admission control (sched/admit.c, sched/sweep.c) against
+ * hand-computed numbers: the translation of a service into disk-time utilization, the round
+ * (sweep) model and its verdicts, Fahrrad's test it replaced, what a refusal says is left,
+ * quotas, removal, the bandwidth class's token bucket and ABISS deadlines.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,14 +25,25 @@ static void assert_near(double got, double want, double eps)
 		fail_msg("got %.9g, want %.9g", got, want);
 }
 
-/* avfs-250g as SPEC §11 pins it: T_r 8.333 ms, T_k 8.5 ms, 70..38 MB/s; 4 MiB blocks */
-static struct avfs_admit_conf conf_250g(void)
+/* avfs-250g as SPEC §11 pins it: T_r 8.333 ms, T_k 8.5 ms, 70..38 MB/s; 4 MiB blocks; the
+ * sweep test with the mechanics derived from that alone (track T_k/5, full stroke 2 T_k,
+ * 200 µs a command, rates linear in the LBA) */
+static struct avfs_admit_conf sweep_250g(void)
 {
 	struct avfs_svc_model m = { .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6, .dmax = 70e6,
 				    .dmin = 38e6, .lmax = 250000000000ull };
 	struct avfs_admit_conf c;
 
 	avfs_admit_conf_default(&c, &m, 4 * MIB);
+	return c;
+}
+
+/* the same disk under Fahrrad's test, the one the sweep test replaced */
+static struct avfs_admit_conf conf_250g(void)
+{
+	struct avfs_admit_conf c = sweep_250g();
+
+	c.test = AVFS_ADMIT_FAHRRAD;
 	return c;
 }
 
@@ -137,6 +148,265 @@ static void test_admit_busy_and_left(void **state)
 	assert_true(id > 0);
 	assert_true(avfs_admit_load(a) <= 0.98);
 	assert_int_equal(avfs_admit_remove(a, (uint64_t)id), 0);
+	avfs_admit_destroy(a);
+}
+
+/* The round (sweep) model by hand, one ATSC HD stream (2,423,750 B/s, 4 MiB buffer, 512 KiB
+ * reads) on the derived mechanics (track 1.7 ms, full stroke 17 ms, 200 µs a command; rates
+ * linear 70..38 MB/s: E[1/d] = ln(70/38) / 32e6 = 1 / 52.38 MB/s, Var[1/d] = 1.1477e-17):
+ *   W = 17 + 8.3333 + 1 MiB / 38 MB/s (27.5941) = 52.9274 ms (a 1 MiB best-effort command)
+ *   p = 1.5141892 s, T = (p − W) / 2 = 730.6309 ms
+ *   V = min(4.6229, 1/T + r/B = 1.368680 + 0.577867) = 1.946547 positionings/s
+ *   seek = 0.017/T + V·0.0017 + 0.0153·√(V/T) = 0.0515499; rotation V·T_r/2 = 0.0081106
+ *   transfer r·E[1/d] = 0.0462716; commands 4.6229 · 200 µs = 0.0009246; u = 0.1068567
+ *   σ² = r·B·Var + V·T_r²/12 = 1.27940e-4; margin 10 σ² / 0.5 s = 0.0025588
+ *   e_BE / T = (17 + 8.3333 − 8.5 − 4.1667) ms / T = 0.0173366; need 0.1267521
+ *   limit 1 − max(0.02, 52.9274 ms / 2 s) = 0.9735363
+ * Each more stream adds its own share and seeks of the shared sweep: 13 need 0.9259, the
+ * 14th 0.99049: refused, saying the rounds and the share. */
+static void test_admit_sweep_by_hand(void **state)
+{
+	struct avfs_admit_conf c = sweep_250g();
+	struct avfs_service_req r = { .rate = 2423750, .buffer = 4 * MIB, .io = 512 << 10 };
+	struct avfs_sweep_result k, kr;
+	struct avfs_admit_left left;
+	struct avfs_admit *a;
+	char why[200];
+	unsigned n = 0;
+
+	(void)state;
+	assert_int_equal(c.coalesce, 4 * MIB);	/* the mixer's default */
+	c.coalesce = 0;		/* one request a command first */
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_int_equal(avfs_admit_sweep(a, &r, &k), 0);
+	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
+	assert_near(k.wcrt_ns / MS, 52.927439, 1e-5);
+	assert_near(k.round_ns / MS, 730.6309, 1e-3);
+	assert_near(k.visits, 1.946547, 1e-6);
+	assert_near(k.seek, 0.0515499, 1e-7);
+	assert_near(k.rot, 0.0081106, 1e-7);
+	assert_near(k.xfer, 0.0462716, 1e-7);
+	assert_near(k.cmds, 0.0009246, 1e-7);
+	assert_near(k.turns, 0, 0);
+	assert_near(k.util, 0.1068567, 1e-7);
+	assert_near(k.margin, 0.0025588, 1e-7);
+	assert_near(k.be, 0.0173366, 1e-7);
+	assert_near(k.need, 0.1267521, 1e-7);
+	assert_near(k.limit, 0.9735363, 1e-7);
+	assert_near(avfs_admit_load(a), 0, 0);
+	assert_near(avfs_admit_limit(a), 0.9735363, 1e-7);
+	while (avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0)
+		n++;
+	assert_int_equal(n, 13);
+	assert_near(avfs_admit_load(a), 0.9259, 1e-4);
+	assert_true(strstr(why, "rounds of 731 ms need 99.0 %, 97.4 % is free") != NULL);
+	assert_near(left.util, 0.9735363 - avfs_admit_load(a), 1e-6);
+	/* the same stream fits at a lower rate (and not one byte/s above it), and not at all with
+	 * any buffer: the round is the other streams' */
+	assert_true(left.rate > 0 && left.rate < r.rate);
+	assert_int_equal(left.buffer, 0);
+	r.rate = left.rate + 1;
+	assert_int_equal(avfs_admit_add(a, &r, &left, why, sizeof(why)), -EBUSY);
+	r.rate = left.rate;
+	assert_true(avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0);
+	assert_true(avfs_admit_load(a) <= avfs_admit_limit(a));
+	avfs_admit_destroy(a);
+
+	/* coalescing up to 4 MiB: a visit's requests take one command more than their bytes / C
+	 * at most, 1.946547 + 4.622936 / 8 a second, each 0.2 ms of overhead; W, the round and
+	 * the rest stay (a coalesced command is part of its round) */
+	c = sweep_250g();
+	r.rate = 2423750;
+	n = 0;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_int_equal(avfs_admit_sweep(a, &r, &k), 0);
+	assert_near(k.wcrt_ns / MS, 52.927439, 1e-5);
+	assert_near(k.visits, 1.946547, 1e-6);
+	assert_near(k.commands, 1.946547 + 2423750.0 / (512 << 10) / 8, 1e-6);
+	assert_near(k.cmds, k.commands * 0.0002, 1e-9);
+	assert_near(k.util, 0.1068567 - 0.0009246 + k.cmds, 1e-7);
+	while (avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0)
+		n++;
+	assert_int_equal(n, 13);
+	avfs_admit_destroy(a);
+
+	/* ZRR in runs of 4 blocks (16 MiB): a stream enters another zone every run, not every
+	 * block; the zone mix's variance stays charged per block (sweep.h) */
+	c = sweep_250g();
+	c.run = 4;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_int_equal(avfs_admit_sweep(a, &r, &kr), 0);
+	assert_near(kr.visits, 1 / (kr.round_ns / 1e9) + 2423750.0 / (16 * MIB), 1e-9);
+	assert_near(kr.visits, k.visits - 2423750.0 / (4 * MIB) + 2423750.0 / (16 * MIB), 1e-9);
+	assert_true(kr.need < k.need);
+	assert_near(kr.margin, k.margin - (k.visits - kr.visits) * (60.0 / 7200) * (60.0 / 7200) /
+		    12 * 10 / 0.5, 1e-9);
+	avfs_admit_destroy(a);
+
+	/* Fahrrad's test takes 6 of them (test_admit_busy_and_left) */
+	c = conf_250g();
+	r.rate = 2423750;
+	n = 0;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	while (avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0)
+		n++;
+	assert_int_equal(n, 6);
+	avfs_admit_destroy(a);
+}
+
+/* A stream whose short period would shorten everyone's rounds is refused with the buffer that
+ * would take it; a period no longer than the longest command is refused for that; writes pay
+ * a turn a request; a removed stream gives its share back. */
+static void test_admit_sweep_refusals(void **state)
+{
+	struct avfs_admit_conf c = sweep_250g();
+	struct avfs_service_req slow = { .rate = 1000000, .buffer = 32 * MIB, .io = MIB };
+	struct avfs_service_req fast = { .rate = 5000000, .buffer = MIB + (512 << 10),
+					 .io = 512 << 10 };
+	struct avfs_sweep_result k, kw;
+	struct avfs_admit_left left;
+	struct avfs_admit *a;
+	char why[200];
+	int64_t id;
+	double load;
+
+	(void)state;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	for (int i = 0; i < 12; i++)
+		assert_true(avfs_admit_add(a, &slow, &left, why, sizeof(why)) > 0);
+	load = avfs_admit_load(a);
+	/* p = 1 MiB / 5 MB/s = 210 ms: rounds of 78 ms for all thirteen */
+	assert_int_equal(avfs_admit_add(a, &fast, &left, why, sizeof(why)), -EBUSY);
+	assert_true(strstr(why, "rounds of 78 ms") != NULL);
+	assert_true(strstr(why, "fits with a") != NULL);
+	assert_true(left.buffer > fast.buffer);
+	fast.buffer = left.buffer - 1;
+	assert_int_equal(avfs_admit_add(a, &fast, &left, why, sizeof(why)), -EBUSY);
+	fast.buffer++;
+	id = avfs_admit_add(a, &fast, &left, why, sizeof(why));
+	assert_true(id > 0);
+	assert_int_equal(avfs_admit_remove(a, (uint64_t)id), 0);
+	assert_near(avfs_admit_load(a), load, 1e-12);
+
+	/* 600 KiB beyond a 512 KiB request at 20 MB/s: 31 ms, less than W (52.9 ms) */
+	fast = (struct avfs_service_req){ .rate = 20000000, .buffer = (512 + 600) << 10,
+					  .io = 512 << 10 };
+	assert_int_equal(avfs_admit_add(a, &fast, &left, why, sizeof(why)), -EBUSY);
+	assert_true(strstr(why, "no longer than the longest command (53 ms)") != NULL);
+	assert_int_equal(avfs_admit_sweep(a, &fast, &k), 0);
+	assert_int_equal(k.verdict, AVFS_SWEEP_SHORT);
+	fast.buffer = 100;	/* not a service at all */
+	assert_int_equal(avfs_admit_sweep(a, &fast, &k), -EINVAL);
+	avfs_admit_destroy(a);
+
+	/* a recording: each of its 256 KiB write commands but the first of a round waits a turn;
+	 * one request a command, then coalescing up to 4 MiB (16 requests a command) */
+	for (int co = 0; co < 2; co++) {
+		double rps = 4000000.0 / (256 << 10);
+
+		c.coalesce = co ? 4 * MIB : 0;
+		assert_int_equal(avfs_admit_create(&a, &c), 0);
+		slow = (struct avfs_service_req){ .rate = 4000000, .buffer = 16 * MIB,
+						  .io = 256 << 10 };
+		assert_int_equal(avfs_admit_sweep(a, &slow, &k), 0);
+		slow.write = true;
+		assert_int_equal(avfs_admit_sweep(a, &slow, &kw), 0);
+		assert_near(k.turns, 0, 0);
+		assert_near(kw.commands, co ? kw.visits + rps / 16 : rps, 1e-9);
+		assert_near(kw.turns, (kw.commands - kw.visits) * 60.0 / 7200, 1e-9);
+		assert_near(kw.util - k.util, kw.turns, 1e-12);
+		avfs_admit_destroy(a);
+	}
+}
+
+/* The mechanics of a named model (its seek curve and zones) and what the file's layout says:
+ * faster zones than the linear model admit more; a file known to lie in the inner zones, or
+ * a file system that does not spread files (contiguous allocation), fewer. */
+static void test_admit_sweep_layout(void **state)
+{
+	struct avfs_admit_conf c = sweep_250g();
+	struct avfs_service_req r = { .rate = 2423750, .buffer = 4 * MIB, .io = 512 << 10 };
+	struct avfs_sweep_disk d;
+	struct avfs_admit *a;
+	unsigned n[4];
+
+	(void)state;
+	assert_int_equal(avfs_sweep_disk_named(&d, "no-such-disk", 0), -ENOENT);
+	assert_int_equal(avfs_sweep_disk_named(&d, "ssd", 0), -ENOENT);
+	assert_int_equal(avfs_sweep_disk_named(&d, "avfs-250g", 0), 0);
+	assert_int_equal(d.nbands, 16);
+	assert_near(d.track_ns / MS, 0.8, 1e-9);
+	assert_near(d.full_ns / MS, 17.0, 0.01);
+	assert_near(d.overhead_ns / MS, 0.1, 1e-9);
+	assert_near(d.band_start[0], 0, 0);
+	assert_near(d.band_rate[0], 70e6, 1);
+	assert_near(d.band_rate[15], 38e6, 1);
+	for (unsigned z = 1; z < d.nbands; z++)
+		assert_true(d.band_start[z] > d.band_start[z - 1] &&
+			    d.band_rate[z] < d.band_rate[z - 1]);
+	/* its outer 100 GB: fewer bands, all of the faster ones */
+	assert_int_equal(avfs_sweep_disk_named(&d, "avfs-250g", 100000000000ull), 0);
+	assert_true(d.nbands < 16 && d.band_rate[d.nbands - 1] > 50e6);
+
+	for (int v = 0; v < 4; v++) {
+		struct avfs_service_req x = r;
+
+		c = sweep_250g();
+		if (v == 1)
+			assert_int_equal(avfs_sweep_disk_named(&c.disk, "avfs-250g", 0), 0);
+		if (v == 2)	/* a file known to lie in the innermost zone */
+			x.d_mean = x.d_slow = x.d_fast = 38e6;
+		if (v == 3)
+			c.zrr = false;
+		assert_int_equal(avfs_admit_create(&a, &c), 0);
+		n[v] = 0;
+		while (avfs_admit_add(a, &x, NULL, NULL, 0) > 0)
+			n[v]++;
+		avfs_admit_destroy(a);
+	}
+	assert_int_equal(n[0], 13);
+	assert_int_equal(n[1], 14);	/* the zones are faster than linear in the LBA */
+	assert_true(n[2] < n[0] && n[2] >= 10);
+	assert_int_equal(n[3], n[2]);	/* not ZRR: the slowest zone, as for the inner file */
+	/* ZRR over too few zones (a small disk: one zone) keeps a file in one place too */
+	c = sweep_250g();
+	c.zones = 1;
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	n[3] = 0;
+	while (avfs_admit_add(a, &r, NULL, NULL, 0) > 0)
+		n[3]++;
+	avfs_admit_destroy(a);
+	assert_int_equal(n[3], n[2]);
+}
+
+/* A device without mechanics (the ssd model: T_r = T_k = 0, 500 MB/s) costs transfer and
+ * commands only; a configuration without a model refuses, saying so. */
+static void test_admit_sweep_no_mechanics(void **state)
+{
+	struct avfs_svc_model ssd = { .dmax = 500e6, .dmin = 500e6, .lmax = 250000000000ull };
+	struct avfs_service_req r = { .rate = 2423750, .buffer = 4 * MIB, .io = 512 << 10 };
+	struct avfs_admit_conf c;
+	struct avfs_sweep_result k;
+	struct avfs_admit *a;
+	char why[200];
+
+	(void)state;
+	avfs_admit_conf_default(&c, &ssd, 4 * MIB);
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_int_equal(avfs_admit_sweep(a, &r, &k), 0);
+	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
+	assert_near(k.seek + k.rot + k.turns, 0, 0);
+	assert_near(k.xfer, 2423750 / 500e6, 1e-12);
+	assert_near(k.wcrt_ns / MS, (double)MIB / 500e3, 1e-9);
+	for (int i = 0; i < 40; i++)
+		assert_true(avfs_admit_add(a, &r, NULL, why, sizeof(why)) > 0);
+	avfs_admit_destroy(a);
+
+	ssd.dmin = 0;
+	avfs_admit_conf_default(&c, &ssd, 4 * MIB);
+	assert_int_equal(avfs_admit_create(&a, &c), 0);
+	assert_int_equal(avfs_admit_add(a, &r, NULL, why, sizeof(why)), -EINVAL);
+	assert_true(strstr(why, "no disk model") != NULL);
 	avfs_admit_destroy(a);
 }
 
@@ -298,6 +568,10 @@ int main(void)
 		cmocka_unit_test(test_admit_deadline),
 		cmocka_unit_test(test_admit_quota),
 		cmocka_unit_test(test_admit_remove),
+		cmocka_unit_test(test_admit_sweep_by_hand),
+		cmocka_unit_test(test_admit_sweep_layout),
+		cmocka_unit_test(test_admit_sweep_no_mechanics),
+		cmocka_unit_test(test_admit_sweep_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -240,12 +240,26 @@ static int cmd_query(int argc, char **argv)
 		printf("scheduler     %s\n", avfs_json_str(o, "policy"));
 		printf("clients       %.0f\n", avfs_json_num(o, "clients"));
 		printf("streams       %.0f\n", avfs_json_num(o, "streams"));
-		printf("admission     load %.1f %%, left %.1f %%, best-effort floor %.1f %%, "
-		       "isolation %s\n", 100 * avfs_json_num(o, "admission.load"),
+		printf("admission     %s test: load %.1f %% of %.1f %%, left %.1f %%, best-effort "
+		       "floor %.1f %%, isolation %s\n",
+		       avfs_json_str(o, "admission.test"),
+		       100 * avfs_json_num(o, "admission.load"),
+		       100 * avfs_json_num(o, "admission.limit"),
 		       100 * avfs_json_num(o, "admission.left"),
 		       100 * avfs_json_num(o, "admission.be_floor"),
 		       json_object_get_boolean(avfs_json_get(o, "admission.isolation")) ?
 		       "on" : "off");
+		if (avfs_json_num(o, "admission.sweep.round_ms") > 0)
+			printf("              rounds of %.0f ms, %.1f positionings/s: seek %.1f %%, "
+			       "rotation %.1f %%, transfer %.1f %%, write turns %.1f %%, margin "
+			       "%.1f %%\n", avfs_json_num(o, "admission.sweep.round_ms"),
+			       avfs_json_num(o, "admission.sweep.visits_per_s"),
+			       100 * avfs_json_num(o, "admission.sweep.seek"),
+			       100 * avfs_json_num(o, "admission.sweep.rotation"),
+			       100 * avfs_json_num(o, "admission.sweep.transfer"),
+			       100 * avfs_json_num(o, "admission.sweep.write_turns"),
+			       100 * (avfs_json_num(o, "admission.sweep.margin") +
+				      avfs_json_num(o, "admission.sweep.best_effort")));
 	} else if (!strcmp(argv[0], "streams")) {
 		print_streams(json_object_object_get(o, "streams"));
 	} else if (!strcmp(argv[0], "reset")) {
@@ -398,8 +412,13 @@ static int cmd_reserve(int argc, char **argv)
 	if (r.res) {
 		fprintf(stderr, "avfs-admin: refused (%s): %s\n", strerror(-r.res), r.why);
 		if (r.res == -EBUSY || r.res == -EDQUOT) {
-			fprintf(stderr, "  left: %.1f %% of disk time; at most %.3f MB/s for a "
-				"stream like this one", r.left_util_ppm / 1e4, (double)r.left_rate / 1e6);
+			fprintf(stderr, "  left: %.1f %% of disk time; ", r.left_util_ppm / 1e4);
+			if (r.left_rate)
+				fprintf(stderr, "at most %.3f MB/s for a stream like this one",
+					(double)r.left_rate / 1e6);
+			else
+				fprintf(stderr, "no rate for a stream like this one (buffer, request "
+					"size, direction)");
 			if (r.quota_rate != UINT64_MAX)
 				fprintf(stderr, "; quota: %.3f MB/s", (double)r.quota_rate / 1e6);
 			if (r.quota_streams != UINT32_MAX)

@@ -1,8 +1,9 @@
 /*
  * sim_reserve.c — avfs-sim's admission and isolation studies (SPEC §7, measured in virtual
- * time). `reserve` admits random sequences of reservations through daemon/admit.c as the
- * daemon would, runs the admitted set and checks it meets every deadline, then searches the
- * largest prefix of the same sequence that does, to say how conservative admission is.
+ * time). `reserve` admits random sequences of reservations (or one service repeated) through
+ * sched/admit.c as the daemon would, runs the admitted set and checks it meets every deadline,
+ * then searches the largest prefix of the same sequence that does, to say how conservative
+ * admission is; beside it, how many the other admission test would have taken.
  * `isolation` replays the bandwidth-class experiments of papers/004 ch. 3 and the period
  * experiment of papers/002 §9.1. The tool parses, runs (sim/simrun.c) and prints; the
  * admission and the bucket are the daemon's own code.
@@ -14,6 +15,7 @@
 
 #include "admit.h"
 #include "simrun.h"
+#include "zrr.h"
 #include "units.h"
 
 #include <errno.h>
@@ -28,12 +30,19 @@
 #define MIB 1048576.0
 #define MBIT 1e6
 
+enum place { PLACE_FILES, PLACE_INNER, PLACE_SPREAD };
+
 struct cli {
 	struct avfs_simrun_opts o;	/* disk, fill, duration, seed, scheduler */
 	unsigned seeds, requests;
 	uint64_t first_seed;
 	double search_s;
 	bool json, isolation;
+	enum avfs_admit_test test;	/* the admission test deciding (the other one is counted) */
+	double k;		/* the sweep test's K (0 < k; default the library's) */
+	bool uniform;		/* every request is `service` (--service) */
+	struct avfs_service_req service;
+	enum place place;
 	uint64_t quota_rate;	/* bytes/s, any uid; 0: none */
 	uint32_t quota_streams;
 	const char *scenario;
@@ -78,11 +87,44 @@ static int model_of(const struct avfs_simrun_opts *o, struct avfs_svc_model *m, 
 	return err == -EINVAL || err == -ENOENT ? 2 : 1;
 }
 
+/* Admission's configuration for o's disk as a daemon would build it: the superblock's model,
+ * the named model's mechanics (seek curve, zone rates), the allocator's spread, the mixer's
+ * margin, best-effort age and chunk. 0, or the exit code after a message (model_of). */
+static int admit_conf_of(const struct cli *c, struct avfs_admit_conf *conf)
+{
+	struct avfs_svc_model model;
+	uint64_t block;
+	int err = model_of(&c->o, &model, &block);
+
+	if (err)
+		return err;
+	avfs_admit_conf_default(conf, &model, block);
+	(void)avfs_sweep_disk_named(&conf->disk, c->o.disk, c->o.size);	/* else derived */
+	conf->zrr = c->o.alloc == AVFS_ALLOC_ZRR || c->o.alloc == AVFS_ALLOC_ZRR_RUN;
+	/* (the run mkfs makes of it, alloc/zrr.h) */
+	conf->run = c->o.alloc != AVFS_ALLOC_ZRR_RUN ? 1 :
+		    AVFS_ALLOC_RUN_BYTES > block ? (uint32_t)(AVFS_ALLOC_RUN_BYTES / block) : 1;
+	/* (the zones mkfs makes of it: SPEC §4) */
+	err = avfs_alloc_zone_count(model.lmax / block, block, 0);
+	conf->zones = err > 0 ? (unsigned)err : 1;
+	conf->margin_ns = c->o.conf.margin_ns;
+	conf->be_age_ns = c->o.conf.be_age_ns;
+	conf->chunk = c->o.conf.chunk;
+	conf->coalesce = c->o.conf.rotational ? c->o.conf.coalesce : 0;
+	conf->isolation = c->isolation;
+	conf->test = c->test;
+	if (c->k > 0)
+		conf->k = c->k;
+	return 0;
+}
+
 static void usage_reserve(FILE *f)
 {
 	fprintf(f,
 		"usage: avfs-sim reserve [--seeds 20] [--first-seed 1] [--requests 40] [--duration 3600]\n"
 		"                        [--search-duration S] [--disk avfs-250g] [--isolation on|off]\n"
+		"                        [--test sweep|fahrrad] [--k K] [--service RATE:BUFFER:IO[:write]]\n"
+		"                        [--place files|inner|spread] [--alloc zrr-run|zrr|contig]\n"
 		"                        [--quota-rate R --quota-streams N] [--fill 0.8] [--trace PREFIX]\n"
 		"                        [--json]\n"
 		"\n"
@@ -97,8 +139,20 @@ static void usage_reserve(FILE *f)
 		"that hold for 600 s can collapse later, once the recordings fill the disk and deletions\n"
 		"and their metadata commits begin.\n"
 		"\n"
-		"  --isolation on|off   pad for Theorem 3 of papers/002 (isolation, default) or only for\n"
-		"                       Theorem 2 (admit.h has the formulas)\n"
+		"  --test sweep|fahrrad the admission test that decides: the round (sweep) model of\n"
+		"                       sched/sweep.h (default) or Fahrrad's utilization test with WCRT\n"
+		"                       padding, the one it replaced; the other one's count is shown beside\n"
+		"  --k K                the sweep test's margin for variance (default 10: e^-2K)\n"
+		"  --isolation on|off   sweep: reserve for the best effort the mixer puts first (default);\n"
+		"                       fahrrad: pad for Theorem 3 of papers/002, or only for Theorem 2\n"
+		"  --service R:B:S[:write]  every request the same service instead of random ones: a bit\n"
+		"                       rate, a buffer and a request size (19.39M:4M:512K, HD with a 4 MiB\n"
+		"                       buffer); the zero-miss maximum is then the largest such set\n"
+		"  --place P            where playbacks read: files (default: recordings through the file\n"
+		"                       system), inner (raw runs in the innermost tenth, the slowest\n"
+		"                       zones), spread (raw runs spread over the stroke); raw runs tell\n"
+		"                       admission their zone rates; recordings are new files either way\n"
+		"  --alloc A            the allocator of the file system: zrr-run (default), zrr, contig\n"
 		"  --quota-rate R       a quota for every uid (bits/s, K/M/G); requests come from 4 uids\n"
 		"  --quota-streams N    at most N streams per uid\n"
 		"  --trace PREFIX       each seed's admitted run traced to PREFIX.seedN.csv (docs/TRACE.md;\n"
@@ -134,6 +188,29 @@ static void usage_isolation(FILE *f)
 		"                stream column is the stream's index in the case's table)\n");
 }
 
+/* --service RATE:BUFFER:IO[:write] (a bit rate, binary sizes). 0 or -EINVAL. */
+static int parse_service(const char *arg, struct avfs_service_req *r)
+{
+	char buf[128], *f[5], *save = NULL;
+	unsigned n = 0;
+	uint64_t b, io;
+	double rate;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, arg);
+	for (char *t = strtok_r(buf, ":", &save); t && n < 5; t = strtok_r(NULL, ":", &save))
+		f[n++] = t;
+	if (n < 3 || n > 4 || (n == 4 && strcmp(f[3], "write") && strcmp(f[3], "read")) ||
+	    avfs_parse_rate(f[0], true, &rate) || !(rate >= 1) || rate > 1e10 ||
+	    avfs_parse_size(f[1], &b) || avfs_parse_size(f[2], &io) || !io || io % 4096 ||
+	    io > (16u << 20) || b <= io || b / io > 1024)
+		return -EINVAL;
+	*r = (struct avfs_service_req){ .rate = (uint64_t)rate, .buffer = b, .io = (uint32_t)io,
+					.write = n == 4 && !strcmp(f[3], "write") };
+	return 0;
+}
+
 /* Options of both subcommands. 0, 1 (printed help) or 2 (bad input). */
 static int parse(int argc, char **argv, struct cli *c, bool reserve)
 {
@@ -152,6 +229,11 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 		{ "seed", required_argument, NULL, 's' },
 		{ "bw", required_argument, NULL, 'B' },
 		{ "trace", required_argument, NULL, 'T' },
+		{ "test", required_argument, NULL, 'X' },
+		{ "k", required_argument, NULL, 'K' },
+		{ "service", required_argument, NULL, 'V' },
+		{ "place", required_argument, NULL, 'P' },
+		{ "alloc", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -222,6 +304,38 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 				goto bad;
 			break;
 		case 'T': c->trace = optarg; break;
+		case 'X':
+			if (!reserve || (strcmp(optarg, "sweep") && strcmp(optarg, "fahrrad")))
+				goto bad;
+			c->test = strcmp(optarg, "sweep") ? AVFS_ADMIT_FAHRRAD : AVFS_ADMIT_SWEEP;
+			break;
+		case 'K':
+			if (!reserve || avfs_parse_number(optarg, &v) || !(v > 0) || v > 1000)
+				goto bad;
+			c->k = v;
+			break;
+		case 'V':
+			if (!reserve || parse_service(optarg, &c->service))
+				goto bad;
+			c->uniform = true;
+			break;
+		case 'P':
+			if (!reserve)
+				goto bad;
+			if (!strcmp(optarg, "files"))
+				c->place = PLACE_FILES;
+			else if (!strcmp(optarg, "inner"))
+				c->place = PLACE_INNER;
+			else if (!strcmp(optarg, "spread"))
+				c->place = PLACE_SPREAD;
+			else
+				goto bad;
+			break;
+		case 'A':
+			if (avfs_alloc_policy_parse(optarg) < 0)
+				goto bad;
+			c->o.alloc = (uint32_t)avfs_alloc_policy_parse(optarg);
+			break;
 		case 'j': c->json = true; break;
 		case 'h':
 			(reserve ? usage_reserve : usage_isolation)(stdout);
@@ -242,23 +356,75 @@ bad:
 	return 2;
 }
 
-/* A reserved stream at the rate of a service, through the file system. */
-static struct avfs_simrun_stream spec_of(const struct avfs_service_req *r)
+/* A reserved stream at the rate of a service: through the file system (place < 0) or a raw
+ * run from that fraction of the data region on. */
+static struct avfs_simrun_stream spec_of(const struct avfs_service_req *r, double place)
 {
 	return (struct avfs_simrun_stream){ .rate = (double)r->rate, .io = r->io,
 					    .buffer = r->buffer, .write = r->write,
-					    .reserved = true, .place = -1 };
+					    .reserved = true, .place = place };
+}
+
+/* The disk's transfer rate at fraction x of its bytes: the named model's zone, or the linear
+ * service-time model. */
+static double rate_at(const struct avfs_admit_conf *c, double x)
+{
+	const struct avfs_sweep_disk *d = &c->disk;
+	double r = 0;
+
+	if (!d->nbands)
+		return c->model.dmax - (c->model.dmax - c->model.dmin) * x;
+	for (unsigned k = 0; k < d->nbands && d->band_start[k] <= x; k++)
+		r = d->band_rate[k];
+	return r;
+}
+
+/* Where playback i of a raw placement starts (a fraction of the data region; it runs to the
+ * region's end and wraps to its start), or -1: through the file system. Recordings always go
+ * through it (new files): raw writers would run over each other's pages, and the engine orders
+ * writes to the same pages, which no two real recordings share. */
+static double place_of(enum place p, const struct avfs_service_req *r, unsigned i)
+{
+	if (r->write)
+		return -1;
+	switch (p) {
+	case PLACE_INNER:	/* the innermost tenth: the slowest zones, short seeks */
+		return 0.9 + 0.0025 * (i % 40);
+	case PLACE_SPREAD:	/* over the whole stroke, each new one between the others */
+		return fmod(0.6180339887498949 * i, 1.0) * 0.95;
+	default:
+		return -1;
+	}
+}
+
+/* A raw run from `place` to the end tells admission its rates (its layout): the mean of 1/d
+ * over [place, 1), the slowest at the end, the fastest at place. */
+static void raw_layout(const struct avfs_admit_conf *c, double place, struct avfs_service_req *r)
+{
+	enum { N = 256 };
+	double inv = 0;
+
+	for (int k = 0; k < N; k++)
+		inv += 1 / rate_at(c, place + (1 - place) * (k + 0.5) / N);
+	r->d_mean = N / inv;
+	r->d_slow = rate_at(c, 1 - 1e-9);
+	r->d_fast = rate_at(c, place);
 }
 
 /* ---- reserve ---- */
 
-/* The random reservation requests of one seed. */
-static void sequence(uint64_t seed, unsigned n, struct avfs_service_req *out)
+/* The reservation requests of one seed: random ones, or --service n times. */
+static void sequence(const struct cli *c, uint64_t seed, unsigned n, struct avfs_service_req *out)
 {
 	static const uint32_t ios[] = { 256u << 10, 512u << 10, 1u << 20 };
 	uint64_t x = seed * 0x9e3779b97f4a7c15ull ^ 0x5eed;
 
 	for (unsigned i = 0; i < n; i++) {
+		if (c->uniform) {
+			out[i] = c->service;
+			out[i].uid = 1000 + i % 4;
+			continue;
+		}
 		out[i] = (struct avfs_service_req){
 			.rate = (uint64_t)((2 + 38 * unit(&x)) * MBIT / 8),
 			.buffer = (2 + rnd(&x) % 31) << 20,
@@ -272,6 +438,9 @@ static void sequence(uint64_t seed, unsigned n, struct avfs_service_req *out)
 struct seed_res {
 	uint64_t seed;
 	unsigned asked, admitted, kmax, search_runs;
+	unsigned admitted_other;	/* what the other test would have admitted (not run) */
+	double round_ms, need, limit;	/* the sweep model over the admitted set */
+	struct avfs_sweep_result sweep;	/* all of its figures */
 	double admitted_rate, kmax_rate;	/* bytes/s */
 	double load, util, margin_min_ms;
 	uint64_t rt_requests, misses;
@@ -324,11 +493,10 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	unsigned n = c->requests;
 	struct avfs_service_req *req = calloc(n, sizeof(*req));
 	struct avfs_simrun_stream *all = calloc(n, sizeof(*all)), *adm = calloc(n, sizeof(*adm));
-	struct avfs_admit_conf conf;
-	struct avfs_admit *a = NULL;
-	struct avfs_svc_model model;
+	struct avfs_admit_conf conf, oconf;
+	struct avfs_admit *a = NULL, *other = NULL;
+	struct avfs_sweep_result sweep;
 	struct avfs_simrun_result res;
-	uint64_t block;
 	char why[256] = "";
 	unsigned lo, hi;
 	int err;
@@ -341,16 +509,21 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		err = 1;
 		goto out;
 	}
-	sequence(seed, n, req);
-	err = model_of(&cs.o, &model, &block);
+	err = admit_conf_of(&cs, &conf);
 	if (err)
 		goto out;
-	/* admission, in order, as the daemon meets the requests */
-	avfs_admit_conf_default(&conf, &model, block);
-	conf.isolation = c->isolation;
-	if (avfs_admit_create(&a, &conf) ||
+	sequence(c, seed, n, req);
+	for (unsigned i = 0; i < n; i++)
+		if (place_of(c->place, &req[i], i) >= 0)
+			raw_layout(&conf, place_of(c->place, &req[i], i), &req[i]);
+	/* admission, in order, as the daemon meets the requests; the other test beside */
+	oconf = conf;
+	oconf.test = conf.test == AVFS_ADMIT_SWEEP ? AVFS_ADMIT_FAHRRAD : AVFS_ADMIT_SWEEP;
+	if (avfs_admit_create(&a, &conf) || avfs_admit_create(&other, &oconf) ||
 	    ((c->quota_rate || c->quota_streams) &&
-	     avfs_admit_set_quota(a, AVFS_ADMIT_ANY_UID, c->quota_rate, c->quota_streams))) {
+	     (avfs_admit_set_quota(a, AVFS_ADMIT_ANY_UID, c->quota_rate, c->quota_streams) ||
+	      avfs_admit_set_quota(other, AVFS_ADMIT_ANY_UID, c->quota_rate,
+				   c->quota_streams)))) {
 		err = 1;
 		goto out;
 	}
@@ -358,7 +531,8 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		struct avfs_admit_left left = { 0 };
 		int64_t id = avfs_admit_add(a, &req[i], &left, why, sizeof(why));
 
-		all[i] = spec_of(&req[i]);
+		sr->admitted_other += avfs_admit_add(other, &req[i], NULL, NULL, 0) > 0;
+		all[i] = spec_of(&req[i], place_of(c->place, &req[i], i));
 		if (id > 0) {
 			adm[sr->admitted++] = all[i];
 			sr->admitted_rate += (double)req[i].rate;
@@ -373,6 +547,11 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		}
 	}
 	sr->load = avfs_admit_load(a);
+	avfs_admit_sweep(a, NULL, &sweep);
+	sr->sweep = sweep;
+	sr->round_ms = sweep.round_ns / 1e6;
+	sr->need = sweep.need;
+	sr->limit = sweep.limit;
 	snprintf(why, sizeof(why), "seed%" PRIu64, seed);
 	err = run_set(&cs, adm, sr->admitted, c->o.duration_s, &res, why, sr->adm_fail,
 		      sizeof(sr->adm_fail));
@@ -421,6 +600,7 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	err = 0;
 out:
 	avfs_admit_destroy(a);
+	avfs_admit_destroy(other);
 	free(req);
 	free(all);
 	free(adm);
@@ -449,13 +629,51 @@ static json_object *why_or_null(const char *why)
 	return why[0] ? json_object_new_string(why) : NULL;
 }
 
-static json_object *seed_json(const struct seed_res *s)
+/* The other test's name, whose admitted count is shown beside. */
+static json_object *service_json(const struct avfs_service_req *r)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "rate_bps", json_object_new_uint64(r->rate * 8));
+	json_object_object_add(o, "buffer", json_object_new_uint64(r->buffer));
+	json_object_object_add(o, "io", json_object_new_int64(r->io));
+	json_object_object_add(o, "write", json_object_new_boolean(r->write));
+	return o;
+}
+
+static const char *other_key(const struct cli *c)
+{
+	return c->test == AVFS_ADMIT_SWEEP ? "admitted_fahrrad" : "admitted_sweep";
+}
+
+static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 {
 	json_object *o = json_object_new_object(), *fr = NULL;
 
 	json_object_object_add(o, "seed", json_object_new_uint64(s->seed));
 	json_object_object_add(o, "requested", json_object_new_int64(s->asked));
 	json_object_object_add(o, "admitted", json_object_new_int64(s->admitted));
+	json_object_object_add(o, other_key(c), json_object_new_int64(s->admitted_other));
+	json_object_object_add(o, "sweep_round_ms", avfs_json_double(s->round_ms, "%.1f"));
+	json_object_object_add(o, "sweep_need", avfs_json_double(s->need, "%.4f"));
+	json_object_object_add(o, "sweep_limit", avfs_json_double(s->limit, "%.4f"));
+	{
+		json_object *w = json_object_new_object();
+		const struct {
+			const char *key;
+			double v;
+		} f[] = {
+			{ "visits_per_s", s->sweep.visits }, { "commands_per_s", s->sweep.commands },
+			{ "seek", s->sweep.seek }, { "rotation", s->sweep.rot },
+			{ "transfer", s->sweep.xfer }, { "write_turns", s->sweep.turns },
+			{ "overheads", s->sweep.cmds }, { "margin", s->sweep.margin },
+			{ "best_effort", s->sweep.be }, { "wcrt_ms", s->sweep.wcrt_ns / 1e6 },
+		};
+
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+			json_object_object_add(w, f[i].key, avfs_json_double(f[i].v, "%.4f"));
+		json_object_object_add(o, "sweep", w);
+	}
 	json_object_object_add(o, "admitted_rate_bps", avfs_json_double(s->admitted_rate * 8,
 									  "%.0f"));
 	json_object_object_add(o, "admission_load", avfs_json_double(s->load, "%.4f"));
@@ -494,7 +712,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 	struct cli c = { .seeds = 20, .first_seed = 1, .requests = 40, .isolation = true };
 	struct seed_res *sr;
 	double sum_rs = 0, sum_rr = 0, min_rs = INFINITY, min_rr = INFINITY, sum_util = 0;
-	double sum_adm = 0, sum_k = 0, sum_load = 0, commit_max = 0;
+	double sum_adm = 0, sum_k = 0, sum_load = 0, commit_max = 0, sum_other = 0;
 	uint64_t misses = 0;
 	unsigned refused[3] = { 0, 0, 0 }, nratio = 0, adm_failed = 0, kmax_failed = 0;
 	int err;
@@ -522,6 +740,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 		kmax_failed += !!sr[i].kmax_fail[0];
 		commit_max = fmax(commit_max, sr[i].commit_max_s);
 		sum_adm += sr[i].admitted;
+		sum_other += sr[i].admitted_other;
 		sum_k += sr[i].kmax;
 		sum_util += sr[i].util;
 		sum_load += sr[i].load;
@@ -549,6 +768,8 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 		} mean[] = {
 			{ "commit_max_s", "%.2f", commit_max },
 			{ "admitted_mean", "%.2f", sum_adm / c.seeds },
+			{ c.test == AVFS_ADMIT_SWEEP ? "admitted_fahrrad_mean" : "admitted_sweep_mean",
+			  "%.2f", sum_other / c.seeds },
 			{ "max_streams_mean", "%.2f", sum_k / c.seeds },
 			{ "ratio_streams_mean", "%.4f", ratio(sum_rs, nratio) },
 			{ "ratio_streams_min", "%.4f", min_rs },
@@ -564,12 +785,20 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 				       avfs_json_double(c.search_s, "%.0f"));
 		json_object_object_add(o, "requests", json_object_new_int64(c.requests));
 		json_object_object_add(o, "isolation", json_object_new_boolean(c.isolation));
+		json_object_object_add(o, "test", json_object_new_string(
+				       c.test == AVFS_ADMIT_SWEEP ? "sweep" : "fahrrad"));
+		json_object_object_add(o, "place", json_object_new_string(
+				       c.place == PLACE_INNER ? "inner" :
+				       c.place == PLACE_SPREAD ? "spread" : "files"));
+		json_object_object_add(o, "alloc", json_object_new_string(
+				       avfs_alloc_policy_name(c.o.alloc)));
+		json_object_object_add(o, "service", !c.uniform ? NULL : service_json(&c.service));
 		json_object_object_add(o, "quota_rate_bps",
 				       json_object_new_uint64(c.quota_rate * 8));
 		json_object_object_add(o, "quota_streams", json_object_new_int64(c.quota_streams));
 		json_object_object_add(o, "search", json_object_new_string("binary over k"));
 		for (unsigned i = 0; i < c.seeds; i++)
-			json_object_array_add(seeds, seed_json(&sr[i]));
+			json_object_array_add(seeds, seed_json(&c, &sr[i]));
 		json_object_object_add(o, "seeds", seeds);
 		json_object_object_add(sum, "seeds", json_object_new_int64(c.seeds));
 		json_object_object_add(sum, "misses", json_object_new_uint64(misses));
@@ -584,34 +813,52 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 		free(sr);
 		return avfs_json_stdout(o, true, "avfs-sim");
 	}
-	printf("admission on %s: %u seeds x %u random reservation requests (2-40 Mbit/s, buffers "
-	       "2-32 MiB,\nrequests 256 KiB-1 MiB, 70 %% playback), padded for %s, u_BE 2 %%. The "
-	       "admitted set runs %.0f s;\nthe largest zero-miss prefix k is found by a binary "
-	       "search over k with %.0f s runs, then run %.0f s (its misses: \"k miss\").\n\n",
-	       c.o.disk, c.seeds, c.requests,
-	       c.isolation ? "isolation (Theorem 3)" : "Theorem 2 only", c.o.duration_s,
-	       c.search_s, c.o.duration_s);
-	printf(" seed  asked  adm  adm Mbit/s   load    util  RT requests  misses |  max k  "
-	       "k Mbit/s  k miss | adm/max: streams   rate\n");
+	if (c.uniform)
+		printf("admission on %s: %u seeds x %u requests for one service (%.2f Mbit/s, "
+		       "buffer %.2f MiB, requests of %u KiB, %s),\n", c.o.disk, c.seeds,
+		       c.requests, (double)c.service.rate * 8 / MBIT,
+		       (double)c.service.buffer / MIB, c.service.io >> 10,
+		       c.service.write ? "recording" : "playback");
+	else
+		printf("admission on %s: %u seeds x %u random reservation requests (2-40 Mbit/s, "
+		       "buffers 2-32 MiB,\nrequests 256 KiB-1 MiB, 70 %% playback), ", c.o.disk,
+		       c.seeds, c.requests);
+	printf("%s;\nadmitted by %s%s, u_BE 2 %%;\ncolumn %s: what %s would have admitted (not run).\n"
+	       "The admitted set runs %.0f s; the largest zero-miss prefix k is found by a binary "
+	       "search over k\nwith %.0f s runs, then run %.0f s (its misses: \"k miss\").\n\n",
+	       c.place == PLACE_INNER ? "playbacks raw in the innermost tenth" :
+	       c.place == PLACE_SPREAD ? "playbacks raw, spread over the stroke" :
+	       c.o.alloc == AVFS_ALLOC_CONTIG ? "files allocated first-fit" :
+	       c.o.alloc == AVFS_ALLOC_ZRR ? "files allocated ZRR" : "files allocated ZRR in runs",
+	       c.test == AVFS_ADMIT_SWEEP ? "the round (sweep) model" : "Fahrrad's test",
+	       c.test == AVFS_ADMIT_SWEEP ? (c.isolation ? " isolating best effort" : "") :
+	       c.isolation ? " padded for isolation (Theorem 3)" : " padded for Theorem 2 only",
+	       c.test == AVFS_ADMIT_SWEEP ? "fahrrad" : "sweep",
+	       c.test == AVFS_ADMIT_SWEEP ? "Fahrrad's test" : "the round model",
+	       c.o.duration_s, c.search_s, c.o.duration_s);
+	printf(" seed  asked  adm  %7s  adm Mbit/s  round ms   load    util  RT requests  misses |"
+	       "  max k  k Mbit/s  k miss | adm/max: streams   rate\n",
+	       c.test == AVFS_ADMIT_SWEEP ? "fahrrad" : "sweep");
 	for (unsigned i = 0; i < c.seeds; i++) {
 		const struct seed_res *s = &sr[i];
 		char m[24], km[24];
 
 		snprintf(m, sizeof(m), "%" PRIu64, s->misses);
 		snprintf(km, sizeof(km), "%" PRIu64, s->kmax_misses);
-		printf("%5" PRIu64 "  %5u  %3u  %10.1f  %5.3f  %5.1f %%  %11" PRIu64 "  %6s"
-		       " |  %5u  %8.1f  %6s |          %6.2f  %5.2f\n", s->seed, s->asked,
-		       s->admitted, s->admitted_rate * 8 / MBIT, s->load, s->util * 100,
-		       s->rt_requests, s->adm_fail[0] ? "full" : m, s->kmax,
+		printf("%5" PRIu64 "  %5u  %3u  %7u  %10.1f  %8.0f  %5.3f  %5.1f %%  %11" PRIu64
+		       "  %6s |  %5u  %8.1f  %6s |          %6.2f  %5.2f\n", s->seed, s->asked,
+		       s->admitted, s->admitted_other, s->admitted_rate * 8 / MBIT, s->round_ms,
+		       s->load, s->util * 100, s->rt_requests, s->adm_fail[0] ? "full" : m, s->kmax,
 		       s->kmax_rate * 8 / MBIT, s->kmax_fail[0] ? "full" : km,
 		       ratio(s->admitted, s->kmax), ratio(s->admitted_rate, s->kmax_rate));
 	}
 	printf("\nsummary over %u seeds: admitted-set misses %" PRIu64 " (%u admitted runs ended "
-	       "early), longest metadata commit %.1f s;\nadmitted %.1f streams on average, "
-	       "zero-miss maximum %.1f; admitted/max %.2f in streams (min %.2f),\n%.2f in "
+	       "early), longest metadata commit %.1f s;\nadmitted %.1f streams on average (%s: "
+	       "%.1f), zero-miss maximum %.1f; admitted/max %.2f in streams\n(min %.2f), %.2f in "
 	       "reserved rate (min %.2f); admission load %.3f, disk utilization %.1f %%;\n"
 	       "refused: %u -EBUSY, %u -EDQUOT, %u other\n", c.seeds, misses, adm_failed,
-	       commit_max, sum_adm / c.seeds, sum_k / c.seeds, ratio(sum_rs, nratio), min_rs,
+	       commit_max, sum_adm / c.seeds, c.test == AVFS_ADMIT_SWEEP ? "fahrrad" : "sweep",
+	       sum_other / c.seeds, sum_k / c.seeds, ratio(sum_rs, nratio), min_rs,
 	       ratio(sum_rr, nratio), min_rr, sum_load / c.seeds, sum_util / c.seeds * 100,
 	       refused[0], refused[1], refused[2]);
 	for (unsigned i = 0; i < c.seeds; i++) {
@@ -651,7 +898,7 @@ struct iso_stream {
 	struct avfs_simrun_stream spec;
 };
 
-#define ISO_MAX 16
+#define ISO_MAX 24	/* be-greedy: up to 16 reserved readers beside 8 greedy ones */
 
 struct iso_case {
 	const char *name;
@@ -798,21 +1045,20 @@ static int iso_be_greedy(const struct cli *c, json_object *scenarios)
 	struct iso_case k[NCASE];
 	struct avfs_admit_conf conf;
 	struct avfs_admit *a;
-	struct avfs_svc_model model;
 	struct avfs_admit_left left;
-	uint64_t block;
 	unsigned nres = 0;
 	char why[256];
 	int err;
 
 	memset(k, 0, sizeof(k));
-	err = model_of(&c->o, &model, &block);
+	err = admit_conf_of(c, &conf);
 	if (err)
 		return err;
-	avfs_admit_conf_default(&conf, &model, block);
 	if (avfs_admit_create(&a, &conf))
 		return 1;
-	while (nres < 8 && avfs_admit_add(a, &v, &left, why, sizeof(why)) > 0)
+	/* (the case table's room beside the most greedy readers: admission stops first on
+	 * avfs-250g, at 13) */
+	while (nres < ISO_MAX - 8 && avfs_admit_add(a, &v, &left, why, sizeof(why)) > 0)
 		nres++;
 	for (unsigned j = 0; j < NCASE; j++) {
 		static char names[NCASE][32];
@@ -1126,7 +1372,7 @@ int avfs_sim_cmd_isolation(int argc, char **argv)
 		{ "fahrrad4", iso_fahrrad4 },
 	};
 	enum { NSC = sizeof(sc) / sizeof(sc[0]) };
-	struct cli c = { 0 };
+	struct cli c = { .isolation = true };
 	json_object *o, *scenarios = NULL;	/* --json: the document, its scenarios */
 	int err, first = -1, lastsc = -1;
 

@@ -1,0 +1,149 @@
+/*
+ * sweep.h — the round (sweep) model of the traffic mixer's service of a set of rate + buffer
+ * streams (admission's disk-time test, SPEC §7). Pure arithmetic over the disk's service-time
+ * model and its mechanics (seek curve, rotation, zone rates); it admits nothing itself (admit.c
+ * does) and knows nothing of the mixer's code, only of the service pattern it assumes:
+ *
+ * The mixer serves its real-time requests in batches, each one C-SCAN sweep in LBA order
+ * (papers/001 §3.3; Grouped Sweeping Scheduling with one group, Yu, Chen and Kandlur 1993; the
+ * round-based servers of Gemmell, Vin, Kandlur, Rangan and Rowe, 1995). A request waits for the
+ * round under way and is served in the next one, behind one command that cannot be preempted:
+ *
+ *   round        T   = (p_min − W) / 2       p_i = (b_i − s_i) / r_i the slack of stream i's
+ *                                            requests; W the longest command (full-stroke seek,
+ *                                            a turn, the largest command at the slowest rate:
+ *                                            a request, a best-effort one, or a coalesced one)
+ *   visits       v_i = min(r_i / s_i, 1/T + r_i / L)   a stream's pending requests are one run
+ *                                            on disk (one positioning) per round, plus one for
+ *                                            each place L = run · B it enters (ZRR: another
+ *                                            zone every data block B, in runs every run blocks)
+ *   seek         S   = full / T + V · track + (full − track) · √(V / T)     (V = Σ v_i)
+ *                    every round one return and V·T seeks whose distances add up to at most one
+ *                    stroke: by the concavity of t(d) = track + (full − track)·√(d / L), which
+ *                    bounds the disk's curve, they cost at most V·T · t(L / (V·T))
+ *   rotation     R   = V · T_r / 2          (variance V · T_r² / 12)
+ *   transfer     X   = Σ r_i · E_i[1/d]     (variance Σ r_i · B · Var_i[1/d], per data block
+ *                                            even in runs: ZRR's zones in order swing a
+ *                                            stream's rate over n·B/2 bytes, runs taken from
+ *                                            both ends inwards over one run L, and two runs
+ *                                            average to about the mean; charged per run
+ *                                            (16 MiB) the margin tripled and admitted 12.3
+ *                                            random streams where 14.05 ran clean, docs/DESIGN.md)
+ *   commands     c_i = min(r_i / s_i, v_i + r_i / (k_i · s_i)): with coalescing a command
+ *                    carries up to k_i = ⌊C / s_i⌋ requests that follow each other on disk, so
+ *                    a visit's requests take at most one command more than their bytes / C
+ *   turns        Σ over writers of (c_i − v_i) · T_r: a write command that follows the one
+ *                    before it on disk misses the sector by the command overhead and waits a
+ *                    turn (measured on the simulated disk: 13.4 ms for a contiguous 264 KiB write)
+ *   overheads    Σ c_i · t_ovh
+ *
+ *   u = S + R + X + turns + commands, the share of disk time the set keeps busy, and it is
+ *   admitted while
+ *
+ *   u + e_BE / T + K · σ² / m  ≤  1 − u_BE'
+ *
+ * e_BE = full + T_r − T_k − T_r/2: a best-effort command the mixer starts under hold, because
+ * its estimate ends before the hold time, can end that much later, once a round; u_BE' =
+ * max(u_BE, W_BE / be_age) with isolation: the best effort that the mixer puts first once every
+ * be_age; σ² = the variance per second of the work above (rotational latencies, zone rates):
+ * with this drift, a backlog of the mixer's margin m has a probability below e^(−2K).
+ *
+ * What the model leaves out, measured rather than modelled (docs/DESIGN.md): the mixer's hold
+ * gathers longer batches than T when the periods allow (fewer positionings: the model is
+ * conservative there); requests that join a batch under way (an earlier deadline than its
+ * latest) and the reduced C-SCAN and EDF windows, which serve requests due within m first
+ * when a batch runs late, so that the mixer's own estimate (papers/001 eq. (1)), which knows
+ * nothing of a write's lost turn, does not turn into misses.
+ */
+#ifndef AVFS_SWEEP_H
+#define AVFS_SWEEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "iosched.h"
+
+#define AVFS_SWEEP_BANDS 32
+#define AVFS_SWEEP_MIX_ZONES 8	/* ZRR zones for the zone mix to be a stream's rate */
+
+/* The disk's mechanics beyond the service-time model: a named model's (avfs_sweep_disk_named)
+ * or a profile's; zeros are derived from the service-time model (see avfs_sweep_conf_check). */
+struct avfs_sweep_disk {
+	double track_ns;	/* seek over one track (0: T_k / 5) */
+	double full_ns;		/* full-stroke seek (0: 2 T_k) */
+	double overhead_ns;	/* per command (0: 200 µs) */
+	unsigned nbands;	/* rate bands across the LBA range (0: the linear model) */
+	double band_start[AVFS_SWEEP_BANDS];	/* fraction of the LBA range where band k starts */
+	double band_rate[AVFS_SWEEP_BANDS];	/* bytes/s in band k */
+};
+
+/* The mechanics of the named model's first `bytes` (0: all of it). 0 or -ENOENT (no such
+ * rotating model). */
+int avfs_sweep_disk_named(struct avfs_sweep_disk *d, const char *name, uint64_t bytes);
+
+struct avfs_sweep_conf {
+	struct avfs_svc_model model;	/* T_r, T_k, rates: what the mixer estimates with */
+	struct avfs_sweep_disk disk;
+	uint64_t block_size;	/* B */
+	bool zrr;		/* files spread over the zones (ZRR): a stream of unknown layout sees
+				 * the whole LBA range's rates; else its worst, d_min */
+	unsigned zones;		/* the file system's zones (0: unknown, many); with fewer than
+				 * AVFS_SWEEP_MIX_ZONES a stream stays long in one part of the
+				 * disk, and its unknown layout is taken at d_min too */
+	uint32_t run;		/* blocks of a file in one zone before the next (0: 1) */
+	uint64_t coalesce;	/* C: bytes a coalesced command may carry (0: one request a
+				 * command) */
+	double margin_ns;	/* the mixer's m (500 ms) */
+	double be_age_ns;	/* the mixer's best-effort age bound (2 s) */
+	uint64_t cmd_max;	/* the largest non-preemptible best-effort command (or chunk) */
+	uint64_t chunk;		/* the mixer's chunk: a request's non-preemptible part (0: all) */
+	double be_floor;	/* u_BE */
+	bool be_isolation;	/* reserve for the best effort put first once every be_age, and for
+				 * one best-effort command's overrun a round */
+	double k;		/* K: e^(−2K) the probability of a backlog of m (10) */
+};
+
+/* One stream of the set. */
+struct avfs_sweep_stream {
+	double rate;		/* bytes/s */
+	double buffer;		/* bytes */
+	double io;		/* bytes a request */
+	bool write;
+	double d_mean;		/* bytes/s: 1 / E[1/d] over the stream's blocks; 0: unknown */
+	double d_slow, d_fast;	/* the slowest and fastest of them (0: d_mean) */
+};
+
+enum avfs_sweep_verdict {
+	AVFS_SWEEP_OK,
+	AVFS_SWEEP_SHORT,	/* a period no longer than the longest command: no round fits */
+	AVFS_SWEEP_TIME,	/* the rounds need more disk time than there is */
+};
+
+struct avfs_sweep_result {
+	enum avfs_sweep_verdict verdict;
+	double round_ns;	/* T */
+	double period_min_ns;	/* p_min */
+	double visits;		/* V: positionings a second */
+	double commands;	/* Σ c_i: commands a second (fewer than requests: coalescing) */
+	double seek, rot, xfer, turns, cmds;	/* shares of disk time */
+	double util;		/* their sum, u */
+	double margin;		/* K σ² / m */
+	double be;		/* e_BE / T */
+	double need;		/* u + margin + be */
+	double limit;		/* 1 − u_BE' */
+	double wcrt_ns;		/* W */
+};
+
+/* Fill in the derived mechanics and check c: 0, or -EINVAL (no model, no rates). */
+int avfs_sweep_conf_check(struct avfs_sweep_conf *c);
+
+/* Evaluate the set s[0..n): the verdict and the figures. n = 0: an empty set, need 0. */
+void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s,
+		     size_t n, struct avfs_sweep_result *out);
+
+/* E[1/d] and Var[1/d] (s/byte, s²/byte²) of stream s under c: its layout, or the disk's. */
+void avfs_sweep_inv_rate(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s,
+			 double *mean, double *var);
+
+#endif
