@@ -362,7 +362,8 @@ static int start(struct avfsd *a, const char *model, enum avfs_backend backend,
 		struct avfs_server_conf sc = { .path = sock, .wrote = wrote, .wrote_ctx = a,
 					       .view = &a->view };
 		struct avfs_fuse_conf fc = { .mountpoint = a->mnt_path, .allow_other = allow_other,
-					     .socket = sock };
+					     .socket = sock, .atime = a->cfg.atime,
+					     .close_async = a->cfg.close_async };
 
 		err = avfs_fuse_new(&a->fu, a->e, a->io->fs, &fc, why, sizeof(why));
 		if (err) {

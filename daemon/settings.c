@@ -5,6 +5,7 @@
  */
 #include "settings.h"
 
+#include "fs.h"	/* enum avfs_atime */
 #include "proto.h"
 #include "units.h"
 
@@ -31,6 +32,27 @@ int avfsd_config_set(struct avfsd_config *c, const char *nv, char *why, size_t w
 	}
 	memcpy(name, nv, (size_t)(eq - nv));
 	name[eq - nv] = 0;
+	/* the FUSE front end's own: the mount's access-time rule, what a close waits for */
+	if (!strcmp(name, "atime")) {
+		static const char *const rules[] = { [AVFS_ATIME_RELATIME] = "relatime",
+			[AVFS_ATIME_STRICT] = "strictatime", [AVFS_ATIME_NO] = "noatime" };
+
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(eq + 1, rules[i])) {
+				c->atime = i;
+				return 0;
+			}
+		snprintf(why, whylen, "atime: '%s' is none of relatime, strictatime, noatime", eq + 1);
+		return -EINVAL;
+	}
+	if (!strcmp(name, "close")) {
+		if (strcmp(eq + 1, "durable") && strcmp(eq + 1, "async")) {
+			snprintf(why, whylen, "close: '%s' is neither durable nor async", eq + 1);
+			return -EINVAL;
+		}
+		c->close_async = !strcmp(eq + 1, "async");
+		return 0;
+	}
 	err = avfs_engine_conf_set(&c->ec, name, eq + 1, why, whylen);
 	if (!err)
 		c->depth_set |= !strcmp(name, "depth");

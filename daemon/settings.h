@@ -24,6 +24,10 @@ struct avfsd_quota {
 struct avfsd_config {
 	struct avfs_engine_conf ec;	/* the settings land here */
 	bool depth_set;		/* "depth" was given */
+	int atime;		/* the mount's access-time rule: "atime" relatime (default),
+				 * strictatime, noatime (enum avfs_atime) */
+	bool close_async;	/* "close" async: close(2) answers at once; durable (default):
+				 * once everything written before it is on disk */
 	struct avfsd_quota q[AVFSD_QUOTAS];
 	unsigned nq;
 };

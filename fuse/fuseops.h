@@ -20,6 +20,8 @@ struct avfs_fuse_conf {
 	const char *mountpoint;
 	bool allow_other;
 	const char *socket;	/* shown in the user.avfs.socket attribute of every file */
+	int atime;		/* enum avfs_atime (fs.h): relatime unless set */
+	bool close_async;	/* close(2) does not wait for durability (see op_flush) */
 };
 
 /* Mount the file system at c->mountpoint. 0, or -errno with why. */
