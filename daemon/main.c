@@ -363,7 +363,7 @@ static int start(struct avfsd *a, const char *model, enum avfs_backend backend,
 					       .view = &a->view };
 		struct avfs_fuse_conf fc = { .mountpoint = a->mnt_path, .allow_other = allow_other,
 					     .socket = sock, .atime = a->cfg.atime,
-					     .close_async = a->cfg.close_async };
+					     .close = a->cfg.close };
 
 		err = avfs_fuse_new(&a->fu, a->e, a->io->fs, &fc, why, sizeof(why));
 		if (err) {

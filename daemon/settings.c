@@ -6,6 +6,7 @@
 #include "settings.h"
 
 #include "fs.h"	/* enum avfs_atime */
+#include "fuseops.h"	/* enum avfs_fuse_close */
 #include "proto.h"
 #include "units.h"
 
@@ -46,12 +47,16 @@ int avfsd_config_set(struct avfsd_config *c, const char *nv, char *why, size_t w
 		return -EINVAL;
 	}
 	if (!strcmp(name, "close")) {
-		if (strcmp(eq + 1, "durable") && strcmp(eq + 1, "async")) {
-			snprintf(why, whylen, "close: '%s' is neither durable nor async", eq + 1);
-			return -EINVAL;
-		}
-		c->close_async = !strcmp(eq + 1, "async");
-		return 0;
+		static const char *const modes[] = { [AVFS_CLOSE_SYNC] = "sync",
+			[AVFS_CLOSE_DURABLE] = "durable", [AVFS_CLOSE_ASYNC] = "async" };
+
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(eq + 1, modes[i])) {
+				c->close = i;
+				return 0;
+			}
+		snprintf(why, whylen, "close: '%s' is none of sync, durable, async", eq + 1);
+		return -EINVAL;
 	}
 	err = avfs_engine_conf_set(&c->ec, name, eq + 1, why, whylen);
 	if (!err)

@@ -26,8 +26,8 @@ struct avfsd_config {
 	bool depth_set;		/* "depth" was given */
 	int atime;		/* the mount's access-time rule: "atime" relatime (default),
 				 * strictatime, noatime (enum avfs_atime) */
-	bool close_async;	/* "close" async: close(2) answers at once; durable (default):
-				 * once everything written before it is on disk */
+	int close;		/* "close": sync (default), durable, async (enum avfs_fuse_close:
+				 * what a close(2) on the mount waits for) */
 	struct avfsd_quota q[AVFSD_QUOTAS];
 	unsigned nq;
 };

@@ -408,7 +408,7 @@ static int64_t symlink_len(struct ck *ck, const struct avfs_dinode *di)
 			return -1;
 		n2 = strnlen((const char *)ck->fs->blocks[m2] + HDR,
 			     AVFS_SYMLINK_MAX - AVFS_SYMLINK_BLOCK + 1);
-		return n2 == 0 || n + n2 > AVFS_SYMLINK_MAX ? -1 : (int64_t)(n + n2);
+		return n + n2 > AVFS_SYMLINK_MAX ? -1 : (int64_t)(n + n2);	/* (n2 0: 4,032) */
 	}
 	if (di->symlink_block2)
 		return -1;	/* a second block without a first */

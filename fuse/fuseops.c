@@ -39,6 +39,8 @@ struct fsync_wait {
 	fuse_req_t req;
 	uint64_t after;		/* reply once more than this many commits are done */
 	struct fsync_wait *next;
+	bool opendir;		/* an opendir by sync(1) (op_opendir): fuse_reply_open with fi */
+	struct fuse_file_info fi;
 };
 
 struct ra_entry {		/* a range read ahead */
@@ -62,7 +64,7 @@ struct avfs_fuse {
 	uint64_t ra_clock;
 	struct avfs_iobuf_pool bufs;	/* data buffers of reads, writes and read-ahead */
 	enum avfs_atime atime;	/* the mount's access-time rule */
-	bool close_async;	/* FLUSH answers at once (no durability on close) */
+	enum avfs_fuse_close close;	/* what FLUSH (a close) waits for */
 	bool kill_suidgid;	/* the write being processed asks to clear setuid/setgid (the
 				 * kernel's FUSE_WRITE_KILL_SUIDGID: a writer without CAP_FSETID) */
 	uint8_t *zeros;		/* ZERO_CHUNK zero bytes: the writes of a punched hole's edges */
@@ -116,6 +118,9 @@ static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t ino)
 /* fi->fh of a FUSE file that holds an open reference of its inode (avfs_fs_open_ref): an
  * unlinked file lives until its last release. */
 #define FH_OPEN_REF 1
+/* ... opened as sync(1) opens its FILE arguments (O_RDONLY | O_NONBLOCK): its close waits for
+ * durability (AVFS_CLOSE_SYNC) */
+#define FH_SYNC_CLOSE 2
 
 /* The file system changed: the engine commits when the transaction grows large. */
 static void after_change(struct avfs_fuse *fu)
@@ -531,7 +536,10 @@ static void answer_fsyncs(struct avfs_fuse *fu, uint64_t done, int err)
 
 		if (err || done > w->after) {
 			*pp = w->next;
-			fuse_reply_err(w->req, err ? EIO : 0);
+			if (w->opendir && !err)
+				fuse_reply_open(w->req, &w->fi);
+			else
+				fuse_reply_err(w->req, err ? EIO : 0);
 			free(w);
 		} else {
 			pp = &w->next;
@@ -544,17 +552,20 @@ void avfs_fuse_committed(struct avfs_fuse *fu, uint64_t n, int err)
 	answer_fsyncs(fu, n, err);
 }
 
-static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+/* Answer req once everything before it is durable (an fsync; an opendir by sync(1) with fi). */
+static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse_file_info *open)
 {
-	struct avfs_fuse *fu = fu_of(req);
 	struct fsync_wait *w = calloc(1, sizeof(*w));
 	unsigned queued;
 	uint64_t done = avfs_engine_commits(fu->e, &queued);
 
-	(void)ino, (void)datasync, (void)fi;
 	if (!w) {
 		fuse_reply_err(req, ENOMEM);
 		return;
+	}
+	if (open) {
+		w->opendir = true;
+		w->fi = *open;
 	}
 	/* data writes are already complete (replies come after the device); the next commit
 	 * makes them reachable and the metadata durable — the one after the commits queued,
@@ -564,6 +575,27 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	w->next = fu->fsyncs;
 	fu->fsyncs = w;
 	avfs_engine_commit(fu->e, fu->now);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino, (void)datasync, (void)fi;
+	wait_durable(fu_of(req), req, NULL);
+}
+
+/* sync(1) opens a directory argument O_RDONLY | O_NONBLOCK and without O_DIRECTORY (opendir(3),
+ * ls and find add O_DIRECTORY): `sync -f DIR` gets its open answered once everything before
+ * it is durable (op_flush says why; a directory's close sends nothing one could wait on). */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct avfs_fuse *fu = fu_of(req);
+
+	(void)ino;
+	if (fu->close != AVFS_CLOSE_ASYNC && (fi->flags & O_ACCMODE) == O_RDONLY &&
+	    (fi->flags & O_NONBLOCK) && !(fi->flags & O_DIRECTORY) && !avfs_engine_durable(fu->e))
+		wait_durable(fu, req, fi);
+	else
+		fuse_reply_open(req, fi);
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -916,25 +948,33 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = FH_OPEN_REF;
+	if ((fi->flags & O_ACCMODE) == O_RDONLY && (fi->flags & O_NONBLOCK))
+		fi->fh |= FH_SYNC_CLOSE;
 	fi->direct_io = 1;
 	fuse_reply_open(req, fi);
 }
 
 /* close(2) of a file on the mount. sync(2) and syncfs(2) reach no FUSE daemon on the kernels
- * of this project's machines (FUSE_SYNCFS goes only to virtiofs: fc->sync_fs), so that `sync
- * -f FILE`, and a `sync` after the writer closed its file, make the data durable, a close
- * answers once everything written before it is on disk: the commit under way or the next
- * one, whose FLUSH covers every completed data write (as fsync). At once when everything
- * already is, or with close_async. */
+ * of this project's machines (the kernel sends FUSE_SYNCFS only where fc->sync_fs is set:
+ * virtiofs; libfuse 3.14 has no syncfs operation either). What does reach us from `sync -f
+ * FILE` is the open and close of FILE, which sync(1) opens O_RDONLY | O_NONBLOCK: such a
+ * close answers once everything written before it is on disk — the commit under way or the
+ * next one, whose FLUSH covers every completed data write (as fsync). Every close waits so
+ * with AVFS_CLOSE_DURABLE (a commit per file written: 11 ms a close on an image file here,
+ * touch of 2,000 files 0.2 s -> 23 s), none with AVFS_CLOSE_ASYNC. At once when everything
+ * already is durable. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct avfs_fuse *fu = fu_of(req);
 
-	if (fu->close_async || avfs_engine_durable(fu->e)) {
+	if (fu->close == AVFS_CLOSE_ASYNC ||
+	    (fu->close == AVFS_CLOSE_SYNC && !(fi->fh & FH_SYNC_CLOSE)) ||
+	    avfs_engine_durable(fu->e)) {
 		fuse_reply_err(req, 0);
 		return;
 	}
-	op_fsync(req, ino, 0, fi);
+	(void)ino;
+	wait_durable(fu, req, NULL);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -943,7 +983,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 	/* the last handle of a file unlinked while open frees it (the kernel sends RELEASE once
 	 * no read or write of this handle is left, so none of its I/O is in flight) */
-	if (fi->fh == FH_OPEN_REF && FS(avfs_fs_open_unref(fu->fs, ino)) == 1) {
+	if ((fi->fh & FH_OPEN_REF) && FS(avfs_fs_open_unref(fu->fs, ino)) == 1) {
 		ra_invalidate(fu, ino);
 		after_change(fu);
 	}
@@ -1055,6 +1095,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.release = op_release,
 	.fsync = op_fsync,
 	.readdir = op_readdir,
+	.opendir = op_opendir,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.getxattr = op_getxattr,
@@ -1077,7 +1118,8 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 	fu->fs = fs;
 	fu->atime = c->atime == AVFS_ATIME_STRICT || c->atime == AVFS_ATIME_NO ? c->atime :
 		    AVFS_ATIME_RELATIME;
-	fu->close_async = c->close_async;
+	fu->close = c->close == AVFS_CLOSE_DURABLE || c->close == AVFS_CLOSE_ASYNC ? c->close :
+		    AVFS_CLOSE_SYNC;
 	snprintf(fu->socket, sizeof(fu->socket), "%s", c->socket ? c->socket : "");
 	/* low level; the kernel checks permissions against our modes */
 	fuse_opt_add_arg(&args, "avfsd");
