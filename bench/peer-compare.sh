@@ -292,7 +292,8 @@ fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
 		FS_KIND=ext4
 	else
 		# shellcheck disable=SC2086 # several options, split on purpose
-		run 1800 "$LOG" "$MKFS" --disk-model "$MODEL" ${AVFS_MKFS_ARGS:-} "$LOOP" ||
+		# -f: the scratch disk may hold the last configuration's ext4
+		run 1800 "$LOG" "$MKFS" -f --disk-model "$MODEL" ${AVFS_MKFS_ARGS:-} "$LOOP" ||
 			{ fail "mkfs.avfs failed"; return 1; }
 		rm -f "$SOCK"
 		"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
