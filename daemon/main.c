@@ -403,7 +403,9 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 					       .view = &a->view };
 		struct avfs_fuse_conf fc = { .mountpoint = a->mnt_path, .allow_other = allow_other,
 					     .ro = m->ro, .fsname = a->dev_path,
-					     .options = m->fuse, .socket = sock };
+					     .options = m->fuse, .socket = sock,
+					     .atime = m->atime >= 0 ? m->atime : a->cfg.atime,
+					     .close = a->cfg.close };
 
 		err = avfs_fuse_new(&a->fu, a->e, a->io->fs, &fc, why, sizeof(why));
 		if (err) {
@@ -595,7 +597,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct avfsd a = { .sig_fd = -1, .lock_fd = -1 };
-	struct avfsd_mount_opts m = { .allow_other = -1 };
+	struct avfsd_mount_opts m = { .allow_other = -1, .atime = -1 };
 	char *olist[16];	/* the -o lists, parsed after the flags */
 	unsigned nolist = 0;
 	bool foreground = false, allow_other;

@@ -5,6 +5,8 @@
  */
 #include "settings.h"
 
+#include "fs.h"	/* enum avfs_atime */
+#include "fuseops.h"	/* enum avfs_fuse_close */
 #include "proto.h"
 #include "units.h"
 
@@ -31,6 +33,31 @@ int avfsd_config_set(struct avfsd_config *c, const char *nv, char *why, size_t w
 	}
 	memcpy(name, nv, (size_t)(eq - nv));
 	name[eq - nv] = 0;
+	/* the FUSE front end's own: the mount's access-time rule, what a close waits for */
+	if (!strcmp(name, "atime")) {
+		static const char *const rules[] = { [AVFS_ATIME_RELATIME] = "relatime",
+			[AVFS_ATIME_STRICT] = "strictatime", [AVFS_ATIME_NO] = "noatime" };
+
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(eq + 1, rules[i])) {
+				c->atime = i;
+				return 0;
+			}
+		snprintf(why, whylen, "atime: '%s' is none of relatime, strictatime, noatime", eq + 1);
+		return -EINVAL;
+	}
+	if (!strcmp(name, "close")) {
+		static const char *const modes[] = { [AVFS_CLOSE_SYNC] = "sync",
+			[AVFS_CLOSE_DURABLE] = "durable", [AVFS_CLOSE_ASYNC] = "async" };
+
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(eq + 1, modes[i])) {
+				c->close = i;
+				return 0;
+			}
+		snprintf(why, whylen, "close: '%s' is none of sync, durable, async", eq + 1);
+		return -EINVAL;
+	}
 	err = avfs_engine_conf_set(&c->ec, name, eq + 1, why, whylen);
 	if (!err)
 		c->depth_set |= !strcmp(name, "depth");
@@ -207,6 +234,12 @@ static int option(struct avfsd_mount_opts *m, char *opt, char *why, size_t whyle
 		return 0;
 	if (listed(fuse_generic, opt)) {
 		add_fuse(m, opt);
+		if (!strcmp(opt, "noatime"))
+			m->atime = AVFS_ATIME_NO;
+		else if (!strcmp(opt, "strictatime"))
+			m->atime = AVFS_ATIME_STRICT;
+		else if (!strcmp(opt, "relatime") || !strcmp(opt, "atime"))
+			m->atime = AVFS_ATIME_RELATIME;
 		return 0;
 	}
 	if (!strcmp(opt, "allow_other") || !strcmp(opt, "noallow_other")) {

@@ -26,6 +26,10 @@ struct avfsd_quota {
 struct avfsd_config {
 	struct avfs_engine_conf ec;	/* the settings land here */
 	bool depth_set;		/* "depth" was given */
+	int atime;		/* the mount's access-time rule: "atime" relatime (default),
+				 * strictatime, noatime (enum avfs_atime) */
+	int close;		/* "close": sync (default), durable, async (enum avfs_fuse_close:
+				 * what a close(2) on the mount waits for) */
 	struct avfsd_quota q[AVFSD_QUOTAS];
 	unsigned nq;
 };
@@ -40,6 +44,9 @@ struct avfsd_mount_opts {
 	bool sloppy;		/* unknown -o options are warned about, not refused */
 	bool verbose;
 	char fuse[512];		/* generic mount options for FUSE ("nosuid,noatime") */
+	int atime;		/* -o noatime, strictatime, relatime (atime): enum avfs_atime, which
+				 * avfsd applies itself (the kernel leaves a FUSE file's atime to
+				 * it); -1: not said (--set atime=, else relatime) */
 };
 
 /*

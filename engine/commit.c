@@ -43,6 +43,69 @@ static void told(struct avfs_engine *e, int err)
 		e->ops.committed(e->ops.ctx, e->cm.done, err);
 }
 
+/* Writes waiting for freed blocks whose commits are done (all of them after a failure) try
+ * again. A retry may commit (cm_now) and wait again: the list is taken first. */
+static void space_ready(struct avfs_engine *e, bool all, int64_t now)
+{
+	struct avfs_fio *f = e->cm.space_head, *go = NULL, **tail = &go;
+
+	e->cm.space_head = NULL;
+	while (f) {
+		struct avfs_fio *next = f->priv.space_next;
+
+		f->priv.space_next = NULL;
+		if (all || e->cm.done >= f->priv.space_after) {
+			*tail = f;
+			tail = &f->priv.space_next;
+		} else {
+			f->priv.space_next = e->cm.space_head;
+			e->cm.space_head = f;
+		}
+		f = next;
+	}
+	while (go) {
+		f = go;
+		go = f->priv.space_next;
+		f->priv.space_next = NULL;
+		e->on_space(e, f, now);
+	}
+}
+
+bool cm_wait_space(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	struct avfs_commit *c = &e->cm;
+
+	/* a few rounds: frees of the running transaction go into a commit here; one that could
+	 * not be queued (a full queue) is caught by the next round */
+	if (!e->fs || f->priv.space_waits >= 3 || !avfs_fs_data_freeing(e->fs))
+		return false;
+	if (avfs_fs_dirty_blocks(e->fs))
+		cm_now(e, now);
+	if (!c->qn)
+		return false;	/* nothing under way would free a block */
+	f->priv.space_waits++;
+	f->priv.space_after = c->done + c->qn;
+	f->priv.space_next = c->space_head;
+	c->space_head = f;
+	return true;
+}
+
+bool cm_unwait_space(struct avfs_engine *e, struct avfs_fio *f)
+{
+	for (struct avfs_fio **pp = &e->cm.space_head; *pp; pp = &(*pp)->priv.space_next)
+		if (*pp == f) {
+			*pp = f->priv.space_next;
+			f->priv.space_next = NULL;
+			return true;
+		}
+	return false;
+}
+
+bool cm_durable(const struct avfs_engine *e)
+{
+	return !e->fs || (!e->cm.qn && !e->cm.unflushed && !avfs_fs_dirty_blocks(e->fs));
+}
+
 /* The plan at the head is done (err 0) or failed: then every plan after it fails unrun. */
 static void plan_end(struct avfs_engine *e, int err, int64_t now)
 {
@@ -62,6 +125,7 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 		elog(e, 0, "commit failed: %s; the file system is read-only until remounted",
 		     strerror(-err));
 		told(e, err);
+		space_ready(e, true, now);
 		return;
 	}
 	if (s > c->max_s)
@@ -72,6 +136,7 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 		step(e, now);
 	else if (c->wanted)
 		cm_request(e, now);
+	space_ready(e, false, now);
 }
 
 /* One operation of the plan is done: the next, or the end on failure. */
@@ -125,6 +190,7 @@ static void step(struct avfs_engine *e, int64_t now)
 		if (c->writes[c->q[c->qhead].gen % AVFS_CM_QUEUE])
 			return;	/* stepped again as those writes complete */
 		c->flushing = true;
+		c->unflushed = 0;	/* this FLUSH covers every data write completed so far */
 		dsp_flush(e, flush_done, now);
 		return;
 	}
@@ -170,6 +236,21 @@ static int commit(struct avfs_engine *e, int64_t now)
 	}
 	if (e->c.commit_period_ns)
 		c->next_at = now + e->c.commit_period_ns;
+	if (!p && c->unflushed) {
+		/* no metadata changed, but data was written in place since the last FLUSH: a plan
+		 * of one FLUSH (after the generation's writes, as any commit's) makes it durable */
+		p = calloc(1, sizeof(*p));
+		if (p && !(p->ops = calloc(1, sizeof(*p->ops)))) {
+			free(p);
+			p = NULL;
+		}
+		if (!p) {
+			told(e, -ENOMEM);
+			return -ENOMEM;
+		}
+		p->ops[0].kind = AVFS_PLAN_FLUSH;
+		p->n = p->cap = 1;
+	}
 	if (!p) {	/* nothing changed: already durable once the queue is */
 		if (!c->qn) {
 			c->done++;
@@ -242,6 +323,7 @@ void cm_write_end(struct avfs_engine *e, unsigned gen, int64_t now)
 
 	if (c->writes[gen % AVFS_CM_QUEUE])
 		c->writes[gen % AVFS_CM_QUEUE]--;
+	c->unflushed++;
 	if (c->qn && !c->writes[gen % AVFS_CM_QUEUE])
 		step(e, now);	/* a commit may be waiting for these */
 }

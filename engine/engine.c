@@ -169,7 +169,7 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	if (!bw_unpark(e, f)) {	/* a parked request is in no queue yet */
 		if (!f->priv.started)
 			return -ENOENT;
-		err = fio_withdraw(e, f, now);
+		err = cm_unwait_space(e, f) ? 0 : fio_withdraw(e, f, now);
 		if (err)
 			return err;
 	}
@@ -210,6 +210,7 @@ int avfs_engine_new(struct avfs_engine **out, const struct avfs_engine_conf *c,
 	e->block_size = fs ? avfs_fs_block_size(fs) : 4u << 20;
 	e->on_be_idle = wake_parked;
 	e->on_fio_done = finish_fio;
+	e->on_space = fio_space_retry;
 	err = dsp_init(e, why, whylen);
 	if (!err)
 		err = bw_init(e, why, whylen);
@@ -277,6 +278,11 @@ int avfs_engine_commit_now(struct avfs_engine *e, int64_t now)
 
 	rearm(e);
 	return err;
+}
+
+bool avfs_engine_durable(const struct avfs_engine *e)
+{
+	return cm_durable(e);
 }
 
 uint64_t avfs_engine_commits(const struct avfs_engine *e, unsigned *queued)

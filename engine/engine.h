@@ -62,6 +62,9 @@ struct avfs_fio {
 		bool started;		/* planned and its parts built */
 		bool canceled;
 		bool touched;		/* a command of it reached the device */
+		uint8_t space_waits;	/* times it waited for freed blocks (ENOSPC) */
+		uint64_t space_after;	/* ... until this many commits are done */
+		struct avfs_fio *space_next;	/* the writes waiting so */
 		struct avfs_fio *park_next;	/* its stream's parked requests */
 		struct avfs_fio *live_prev, *live_next;	/* the engine's, until done */
 	} priv;
@@ -162,6 +165,9 @@ int avfs_engine_commit_now(struct avfs_engine *e, int64_t now);
 	if (__r == -EAGAIN && !avfs_engine_commit_now((e), (now)))			\
 		__r = (call);								\
 	__r; })
+/* Everything the front ends changed and wrote is on disk: no metadata change left, no commit
+ * under way, no completed data write the device has not been told to flush. */
+bool avfs_engine_durable(const struct avfs_engine *e);
 /* Commits done so far, and how many are queued or under way (*queued may be NULL): an fsync
  * that arrives now is durable once commits() exceeds done + queued (the commit it asks for
  * comes after them). */

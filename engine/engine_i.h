@@ -91,6 +91,10 @@ struct avfs_commit {
 	bool flushing;
 	struct avfs_ereq *out;	/* the plan's write that is out (busy) */
 	uint64_t done;		/* commits on disk */
+	uint64_t unflushed;	/* data writes completed since the last FLUSH was issued: a commit
+				 * with no metadata change still flushes them (sync, fsync) */
+	struct avfs_fio *space_head;	/* writes that found no free block while blocks freed by
+					 * a commit under way wait for it (cm_wait_space) */
 	int64_t next_at;	/* the periodic commit */
 	int64_t t0;		/* the head plan began */
 	double max_s;
@@ -122,6 +126,8 @@ struct avfs_engine {
 	/* upward calls (set by engine.c) */
 	void (*on_be_idle)(struct avfs_engine *e, int64_t now);	/* be_pending fell to 0 */
 	void (*on_fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+	/* a write waiting for space may try again (the commits it waited for are done) */
+	void (*on_space)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 };
 
 /* A line for the driver's log (ops.log), from any layer. */
@@ -163,6 +169,14 @@ void cm_request(struct avfs_engine *e, int64_t now);
 int cm_now(struct avfs_engine *e, int64_t now);
 void cm_changed(struct avfs_engine *e, int64_t now);
 void cm_tick(struct avfs_engine *e, int64_t now);
+/* Hold f, a write that found no free data block, until the commits now queued (the running
+ * transaction's included: committed here) are done and their freed blocks reusable; then
+ * e->on_space(f). false when nothing is being freed or f waited before (answer -ENOSPC). */
+bool cm_wait_space(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+/* f waits no more (canceled): true when it was waiting. */
+bool cm_unwait_space(struct avfs_engine *e, struct avfs_fio *f);
+/* Nothing to make durable: no change, no commit under way, no data write unflushed. */
+bool cm_durable(const struct avfs_engine *e);
 /* A data write begins (its generation) / ends (may let a waiting commit go on). */
 unsigned cm_write_begin(struct avfs_engine *e);
 void cm_write_end(struct avfs_engine *e, unsigned gen, int64_t now);
@@ -175,6 +189,8 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 /* Its parts back out of the scheduler (none on the device): 0 (freed, f done with -ECANCELED
  * by the caller), -EBUSY. */
 int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+/* f waited for freed blocks (cm_wait_space): plan it again. */
+void fio_space_retry(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 /* Free its parts, completing nothing (they are all done, or the engine is being freed). */
 void fio_forget(struct avfs_fio *f);
 /* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY (a part

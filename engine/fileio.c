@@ -385,6 +385,12 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 		if (err == -EAGAIN && !cm_now(e, now))	/* the transaction was full: again */
 			err = avfs_fs_plan_write(e->fs, f->ino, f->off, f->len,
 						 now + e->c.wall_offset_ns, &p);
+		/* no free block, but blocks freed by commits not yet done (a file just deleted):
+		 * those commits first, then again, before the front end sees ENOSPC */
+		if (err == -ENOSPC && cm_wait_space(e, f, now)) {
+			avfs_data_plan_free(&p);
+			return;	/* f stays taken (its guard held): fio_space_retry plans it */
+		}
 	} else {
 		err = avfs_fs_plan_read(e->fs, f->ino, f->off, f->len, &p);
 	}
@@ -408,6 +414,11 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 	if (f->ino && f->write)
 		cm_changed(e, now);
 	put(e, f, now);
+}
+
+void fio_space_retry(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	fio_start(e, f, f->sched_deadline, f->priv.spare, now);
 }
 
 int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f, int64_t now)

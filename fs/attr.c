@@ -1,5 +1,6 @@
 /*
- * attr.c — inode attributes: getattr and setattr (mode, owner, times, size). A size change
+ * attr.c — inode attributes: getattr and setattr (mode, owner, times, size), the access time
+ * a read changes under the mount's rule (relatime, strictatime, noatime). A size change
  * goes through data.c; zeroing the stale tail before a size grows is the driver's (a data
  * plan, fs.h).
  */
@@ -27,6 +28,7 @@ int avfs_fs_getattr(struct avfs_fs *fs, uint64_t ino, struct avfs_stat *st)
 	st->mtime_ns = di->mtime_ns;
 	st->ctime_ns = di->ctime_ns;
 	st->generation = di->generation;
+	st->rdev = S_ISCHR(di->mode) || S_ISBLK(di->mode) ? di->rdev : 0;
 	st->blksize = S_ISREG(di->mode) ? (uint32_t)(avfs_fs_block_size(fs) > (1u << 20) ?
 						      (1u << 20) : avfs_fs_block_size(fs)) : AVFS_MBLOCK;
 	st->blocks512 = S_ISDIR(di->mode) ? di->nblocks * (AVFS_MBLOCK / 512) :
@@ -77,4 +79,27 @@ int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct
 	fs_ino_dirty(fs, ino);
 	fs_txn_end(fs);
 	return 0;
+}
+
+#define DAY_NS (24ll * 3600 * 1000000000)
+
+int avfs_fs_touch_atime(struct avfs_fs *fs, uint64_t ino, enum avfs_atime rule, int64_t now)
+{
+	int err = 0;
+	struct avfs_dinode *di = fs_ino_get(fs, ino, &err);
+
+	if (!di)
+		return err;
+	if (rule == AVFS_ATIME_NO || avfs_fs_rdonly(fs) || di->atime_ns == now)
+		return 0;
+	/* relatime (Linux's relatime_need_update): once after each change, and once a day */
+	if (rule == AVFS_ATIME_RELATIME && di->atime_ns > di->mtime_ns &&
+	    di->atime_ns > di->ctime_ns && now - di->atime_ns < DAY_NS)
+		return 0;
+	if ((err = fs_txn_begin(fs, 1, 0)))
+		return err;
+	di->atime_ns = now;
+	fs_ino_dirty(fs, ino);
+	fs_txn_end(fs);
+	return 1;
 }

@@ -133,6 +133,34 @@ uint64_t fs_data_avail(const struct avfs_fs *fs)
 	return fs->sb.data_blocks - fs->dmap.nset;
 }
 
+uint64_t avfs_fs_data_freeing(const struct avfs_fs *fs)
+{
+	const struct avfs_super *sb = avfs_fs_super(fs);
+	uint64_t avail = fs_data_avail(fs);
+
+	/* the superblock counts a block free at once; the allocator once its commit is done */
+	return sb->free_data > avail ? sb->free_data - avail : 0;
+}
+
+int fs_bmap_free_one(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k)
+{
+	struct avfs_bptr *s;
+	uint64_t m;
+	int err = fs_bmap_slot(fs, ino, di, k, false, &s, &m);
+
+	if (err == -ENOENT || (!err && !s->block))
+		return 0;
+	if (err)
+		return err;
+	data_free(fs, s->block - 1);
+	*s = (struct avfs_bptr){ 0 };
+	fs_dirty(fs, m);
+	if (di->nblocks)
+		di->nblocks--;
+	fs_ino_dirty(fs, ino);
+	return 1;
+}
+
 /* Free, below one tree node, every leaf with index >= from (relative to the node's first
  * index); free map blocks left empty. Returns true when the node is now empty. */
 static bool tree_trim(struct avfs_fs *fs, uint32_t node, int level, uint64_t first, uint64_t from,

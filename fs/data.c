@@ -1,7 +1,8 @@
 /*
  * data.c — file data mapping: where a regular file's data lives, block by block; blocks
  * allocated (ZRR) for writes and preallocation, initialized-page counts, sizes shrinking and
- * growing. Where the data is, not the I/O a range needs (dataplan.c).
+ * growing, holes punched and found (SEEK_DATA, SEEK_HOLE). Where the data is, not the I/O a
+ * range needs (dataplan.c).
  */
 #include "fs_i.h"
 
@@ -280,4 +281,122 @@ int fs_file_resize(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uin
 	di->size = size;
 	fs_ino_dirty(fs, ino);
 	return 0;
+}
+
+int64_t avfs_fs_seek(struct avfs_fs *fs, uint64_t ino, uint64_t off, bool hole)
+{
+	struct avfs_dinode *di = NULL;
+	uint64_t bs = avfs_fs_block_size(fs);
+	int err = fs_file_get(fs, ino, &di);
+
+	if (err)
+		return err;
+	if (off >= di->size)
+		return -ENXIO;
+	for (uint64_t k = off / bs; k * bs < di->size; k++) {
+		struct avfs_bext e;
+		uint64_t lo = off > k * bs ? off : k * bs, data_end;
+
+		if ((err = fs_block_read(fs, ino, di, k, &e)))
+			return err;
+		/* the block's data: its initialized pages, [k * bs, data_end) */
+		data_end = k * bs + (e.dev_off ? (uint64_t)e.valid * AVFS_PAGE : 0);
+		if (!hole && lo < data_end)
+			return (int64_t)lo;
+		if (hole && lo >= data_end)
+			return (int64_t)lo;
+		if (hole && data_end < (k + 1) * bs)
+			return (int64_t)min_u64(data_end, di->size);
+	}
+	return hole ? (int64_t)di->size : -ENXIO;
+}
+
+/* The bytes [a, b) of block k, which a punch does not free whole: pages at the end of its
+ * initialized ones are uninitialized (*valid lowered), the rest is left for the driver to
+ * zero (*z). Changes nothing. */
+static int punch_part(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k,
+		      uint64_t a, uint64_t b, uint32_t *valid, struct avfs_range *z)
+{
+	uint64_t bs = avfs_fs_block_size(fs), vend;
+	struct avfs_bext e;
+	int err = fs_block_read(fs, ino, di, k, &e);
+
+	*z = (struct avfs_range){ 0 };
+	if (err)
+		return err;
+	*valid = e.valid;
+	vend = k * bs + (uint64_t)e.valid * AVFS_PAGE;
+	if (!e.dev_off || a >= vend)
+		return 0;	/* reads as zeros already */
+	if (b >= vend || b >= di->size) {
+		/* to the end of its data: the pages from a's next page boundary on are dropped,
+		 * a's own page keeps its head and zeroes the rest */
+		*valid = (uint32_t)((a - k * bs + AVFS_PAGE - 1) / AVFS_PAGE);
+		if (a % AVFS_PAGE)
+			*z = (struct avfs_range){ a, AVFS_PAGE - a % AVFS_PAGE };
+		return 0;
+	}
+	*z = (struct avfs_range){ a, b - a };
+	return 0;
+}
+
+int avfs_fs_punch(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len, int64_t now,
+		  struct avfs_range zero[2], unsigned *nzero)
+{
+	struct avfs_dinode *di = NULL;
+	uint64_t bs = avfs_fs_block_size(fs), end, k0, k1, pk[2], pa[2], pb[2];
+	struct fs_bmap_cost c;
+	struct avfs_range z[2];
+	uint32_t valid[2];
+	unsigned np = 0;
+	int err = fs_write_check(fs, ino, off, len, &di);
+
+	*nzero = 0;
+	if (err)
+		return err;
+	if (!len)
+		return -EINVAL;
+	end = min_u64(off + len, di->size);
+	if (off >= end)
+		return 0;	/* past the end: nothing to free or zero */
+	/* whole blocks [k0, k1); a block the size ends in is whole when the range reaches the
+	 * size (what lies past the size is never read) */
+	k0 = (off + bs - 1) / bs;
+	k1 = end == di->size ? (end + bs - 1) / bs : end / bs;
+	if (k1 <= k0) {		/* inside one block */
+		if (off % bs || end < (off / bs + 1) * bs)
+			pk[np] = off / bs, pa[np] = off, pb[np] = end, np++;
+		k0 = k1 = 0;
+	} else {
+		if (off % bs)
+			pk[np] = off / bs, pa[np] = off, pb[np] = k0 * bs, np++;
+		if (k1 * bs < end)
+			pk[np] = k1, pa[np] = k1 * bs, pb[np] = end, np++;
+	}
+	for (unsigned i = 0; i < np; i++)
+		if ((err = punch_part(fs, ino, di, pk[i], pa[i], pb[i], &valid[i], &z[i])))
+			return err;
+	/* the inode, the superblock's count, the map blocks over the range and the bits of
+	 * the blocks freed */
+	fs_bmap_cost(fs, di, off / bs, (end + bs - 1) / bs, &c);
+	if ((err = fs_txn_begin(fs, 2 + c.nodes + min_u64(c.mapped, fs->sb.dbitmap_blocks), 0)))
+		return err;
+	for (uint64_t k = k0; k < k1 && err >= 0; k++)
+		err = fs_bmap_free_one(fs, ino, di, k);	/* only a corrupt map fails */
+	for (unsigned i = 0; i < np && err >= 0; i++) {
+		struct avfs_bptr *s;
+		uint64_t m;
+
+		if (!fs_bmap_slot(fs, ino, di, pk[i], false, &s, &m) && s->block &&
+		    s->valid > valid[i]) {
+			s->valid = valid[i];
+			fs_dirty(fs, m);
+		}
+		if (z[i].len)
+			zero[(*nzero)++] = z[i];
+	}
+	di->mtime_ns = di->ctime_ns = now;
+	fs_ino_dirty(fs, ino);
+	fs_txn_end(fs);
+	return err < 0 ? err : 0;
 }

@@ -18,7 +18,7 @@
 #define AVFS_BLOCK_DEFAULT_SHIFT 22		/* 4 MiB */
 #define AVFS_ROOT_INO		1u
 #define AVFS_NAME_MAX		255u
-#define AVFS_SYMLINK_MAX	(AVFS_MBLOCK - 64 - 1)	/* bytes of a symlink target */
+#define AVFS_SYMLINK_MAX	4095u		/* bytes of a symlink target (PATH_MAX - 1) */
 #define AVFS_PAGE		4096u		/* unit of "initialized" tracking in data blocks */
 
 /* Metadata block types (avfs_mhdr.type). */
@@ -159,9 +159,20 @@ struct avfs_dinode {
 	uint32_t parent;		/* directories: the parent directory's inode ("..") */
 	uint32_t reserved0;
 	char symlink[48];		/* short symlink target, NUL-terminated */
-	uint8_t reserved[16];
+	uint32_t rdev;			/* character and block devices: the device number, as the
+					 * kernel encodes it in 32 bits (major 12, minor 20 bits:
+					 * new_encode_dev); 0 otherwise (a reserved field before) */
+	uint32_t symlink_block2;	/* a target longer than AVFS_SYMLINK_BLOCK: its bytes
+					 * from AVFS_SYMLINK_BLOCK on (metadata block), or 0 */
+	uint8_t reserved[8];
 };
 _Static_assert(sizeof(struct avfs_dinode) == 256, "dinode");
+/* Symlink targets: up to 47 bytes in the inode (symlink[], NUL-terminated); up to
+ * AVFS_SYMLINK_BLOCK - 1 in one metadata block (symlink_block, NUL-terminated); longer ones
+ * fill that block without a NUL and end, NUL-terminated, in symlink_block2. The size is the
+ * target's length. */
+#define AVFS_SYMLINK_BLOCK ((uint32_t)AVFS_MPAYLOAD)	/* 4032 bytes of a target a block */
+_Static_assert(AVFS_SYMLINK_MAX < 2 * AVFS_MPAYLOAD, "a target fits two blocks");
 #define AVFS_INODES_PER_BLOCK (AVFS_MPAYLOAD / sizeof(struct avfs_dinode))	/* 15 */
 
 /* Directory blocks: 63 slots of 64 bytes. An entry takes 1 + ceil((len - 48) / 64) slots

@@ -166,6 +166,7 @@ struct avfs_stat {
 	int64_t atime_ns, mtime_ns, ctime_ns;
 	uint32_t generation;
 	uint32_t blksize;
+	uint32_t rdev;		/* devices: the kernel's 32-bit device number */
 };
 
 int avfs_fs_getattr(struct avfs_fs *fs, uint64_t ino, struct avfs_stat *st);
@@ -174,6 +175,10 @@ int avfs_fs_lookup(struct avfs_fs *fs, uint64_t dir, const char *name, uint64_t 
 /* Create a regular file (or fifo/socket/device node: mode's type), a directory, a symlink. */
 int avfs_fs_mknod(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
+/* The same with a device number for a character or block device (the kernel's 32-bit
+ * encoding, kept in the inode; ignored for other types). */
+int avfs_fs_mknod_dev(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		      uint32_t rdev, uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
 int avfs_fs_mkdir(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
 int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const char *target,
@@ -230,6 +235,13 @@ int avfs_fs_readdir(struct avfs_fs *fs, uint64_t dir, uint64_t cookie, avfs_fill
  * write's plan does it itself), so that they never show inside the file. */
 int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct avfs_stat *st,
 		    int64_t now);
+/* Access time, as a read of ino at `now` changes it under the mount's rule (mount(8)):
+ * AVFS_ATIME_RELATIME when atime is not after mtime or ctime, or is 24 h old or more (Linux's
+ * default); AVFS_ATIME_STRICT always; AVFS_ATIME_NO never. 1 when atime changed (the inode
+ * joins the running transaction), 0 when not, or -errno (-EAGAIN: credits; a read-only fs
+ * changes nothing and answers 0). */
+enum avfs_atime { AVFS_ATIME_RELATIME, AVFS_ATIME_STRICT, AVFS_ATIME_NO };
+int avfs_fs_touch_atime(struct avfs_fs *fs, uint64_t ino, enum avfs_atime rule, int64_t now);
 /* Where the initialized page holding byte `size` (<= the file size) lives: 0 and *dev_off with
  * *keep bytes of it to keep; 1 when there is nothing to zero (page-aligned, a hole, not
  * initialized, not a regular file). avfs_fs_plan_zero_tail gives the same as a data plan. */
@@ -262,6 +274,28 @@ int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
  * zeroes the stale bytes past the old size (avfs_fs_plan_zero_tail). */
 int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		      bool keep_size, int64_t now);
+
+/* SEEK_DATA (hole false) or SEEK_HOLE (hole true) from off, as lseek(2) answers: data is
+ * the initialized pages of mapped blocks (preallocated, never-written pages and unmapped
+ * blocks are holes), in page units; the end of the file is a hole. The offset found, or
+ * -ENXIO (off at or past the size, or no data after off), -errno. Changes nothing. */
+int64_t avfs_fs_seek(struct avfs_fs *fs, uint64_t ino, uint64_t off, bool hole);
+/* Punch a hole in [off, off + len) of ino (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, the
+ * size unchanged; the range is clamped at it): whole data blocks inside the range are freed
+ * (reusable once the transaction is on disk, as every free), and pages at the end of a
+ * block's initialized ones are uninitialized (they read as zeros, no I/O). What is left to
+ * zero — the bytes of partial blocks that lie before initialized data — is returned in
+ * zero[0..*nzero) (file ranges, at most 2): the driver writes zeros there (a data write,
+ * ordered before the commit like any). mtime and ctime change. 0, or -errno (-EAGAIN: credits;
+ * -ENOSPC: the blocks of one punch do not fit a transaction: punch less at a time). */
+struct avfs_range {
+	uint64_t off, len;
+};
+int avfs_fs_punch(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len, int64_t now,
+		  struct avfs_range zero[2], unsigned *nzero);
+/* Data blocks freed by transactions not yet on disk: free in statfs, but reusable only once
+ * their commit is done (a write that finds no block may wait for that commit). */
+uint64_t avfs_fs_data_freeing(const struct avfs_fs *fs);
 
 /* ---- data plans: the device I/O of a file range (reads, zero-fills, read-modify-writes) ----
  * The rules of file data live here once, for every driver: pages at or past a block's

@@ -142,6 +142,9 @@ int fs_bmap_get(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64
  * metadata blocks (directories). */
 void fs_bmap_trim(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t from,
 		  bool data);
+/* Free the data block at index k of a file (a hole punched), its slot cleared (map blocks
+ * left empty stay). 1 freed, 0 a hole already, -EUCLEAN. */
+int fs_bmap_free_one(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k);
 /* A data block by ZRR after the file's block prev (UINT64_MAX: none). 0 or -ENOSPC. */
 int fs_data_alloc(struct avfs_fs *fs, uint64_t prev, uint32_t *out);
 uint64_t fs_data_avail(const struct avfs_fs *fs);	/* data blocks free now */

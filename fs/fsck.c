@@ -394,13 +394,24 @@ static int64_t symlink_len(struct ck *ck, const struct avfs_dinode *di)
 	size_t n;
 
 	if (di->symlink_block) {
-		uint64_t m = di->symlink_block;
+		uint64_t m = di->symlink_block, m2 = di->symlink_block2;
+		size_t n2;
 
 		if (!meta_ok(ck, m, AVFS_MT_SYMLINK) || avfs_bitmap_test(&ck->mseen, m))
 			return -1;
-		n = strnlen((const char *)ck->fs->blocks[m] + HDR, AVFS_SYMLINK_MAX + 1);
-		return n == 0 || n > AVFS_SYMLINK_MAX ? -1 : (int64_t)n;
+		n = strnlen((const char *)ck->fs->blocks[m] + HDR, AVFS_SYMLINK_BLOCK);
+		if (!m2)	/* one block: NUL-terminated in it */
+			return n == 0 || n == AVFS_SYMLINK_BLOCK ? -1 : (int64_t)n;
+		/* two: the first full, the rest NUL-terminated in the second */
+		if (n < AVFS_SYMLINK_BLOCK || m2 == m || !meta_ok(ck, m2, AVFS_MT_SYMLINK) ||
+		    avfs_bitmap_test(&ck->mseen, m2))
+			return -1;
+		n2 = strnlen((const char *)ck->fs->blocks[m2] + HDR,
+			     AVFS_SYMLINK_MAX - AVFS_SYMLINK_BLOCK + 1);
+		return n + n2 > AVFS_SYMLINK_MAX ? -1 : (int64_t)(n + n2);	/* (n2 0: 4,032) */
 	}
+	if (di->symlink_block2)
+		return -1;	/* a second block without a first */
 	n = strnlen(di->symlink, sizeof(di->symlink));
 	return n == 0 || n == sizeof(di->symlink) ? -1 : (int64_t)n;
 }
@@ -471,12 +482,23 @@ static void pass_inodes(struct ck *ck)
 				}
 				if (di->symlink_block)
 					claim_meta(ck, di->symlink_block, ino);
+				if (di->symlink_block2)
+					claim_meta(ck, di->symlink_block2, ino);
 			}
-		} else if (di->symlink_block) {
-			finding(ck, ck->repair, "%s %llu: has a symlink block (%u)", type_name(di->mode),
-				(unsigned long long)ino, di->symlink_block);
+		} else if (di->symlink_block || di->symlink_block2) {
+			finding(ck, ck->repair, "%s %llu: has a symlink block (%u, %u)",
+				type_name(di->mode), (unsigned long long)ino, di->symlink_block,
+				di->symlink_block2);
 			if (ck->repair) {
-				di->symlink_block = 0;
+				di->symlink_block = di->symlink_block2 = 0;
+				touch_inode(ck, ino);
+			}
+		}
+		if (di->rdev && t != S_IFCHR && t != S_IFBLK) {
+			finding(ck, ck->repair, "%s %llu: has a device number (0x%x)",
+				type_name(di->mode), (unsigned long long)ino, di->rdev);
+			if (ck->repair) {
+				di->rdev = 0;
 				touch_inode(ck, ino);
 			}
 		}

@@ -610,6 +610,26 @@ int avfs_fsio_fallocate(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64
 	return err ? err : avfs_fsio_maybe_commit(io);
 }
 
+int avfs_fsio_punch(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[1 << 16];
+	struct avfs_range z[2];
+	unsigned n = 0;
+	int err = avfs_fs_punch(io->fs, ino, off, len, avfs_fsio_now(), z, &n);
+
+	if (err == -EAGAIN && !(err = avfs_fsio_sync(io)))
+		err = avfs_fs_punch(io->fs, ino, off, len, avfs_fsio_now(), z, &n);
+	for (unsigned i = 0; i < n && !err; i++)
+		for (uint64_t at = 0; at < z[i].len && !err;) {
+			uint64_t k = z[i].len - at < sizeof(zeros) ? z[i].len - at : sizeof(zeros);
+			int64_t r = avfs_fsio_write(io, ino, z[i].off + at, zeros, (size_t)k);
+
+			err = r < 0 ? (int)r : 0;
+			at += k;
+		}
+	return err ? err : avfs_fsio_maybe_commit(io);
+}
+
 int avfs_fsio_resolve(struct avfs_fsio *io, const char *path, uint64_t *out)
 {
 	uint64_t ino = AVFS_ROOT_INO;

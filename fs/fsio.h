@@ -85,6 +85,8 @@ int avfs_fsio_truncate(struct avfs_fsio *io, uint64_t ino, uint64_t size);
 /* avfs_fs_fallocate, zeroing the old last page's stale tail first when the size grows. */
 int avfs_fsio_fallocate(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64_t len,
 			bool keep_size);
+/* avfs_fs_punch, then zeros written over the edges it leaves (FALLOC_FL_PUNCH_HOLE). */
+int avfs_fsio_punch(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64_t len);
 
 /* Resolve an absolute path ("/a/b") to an inode. 0 or -errno. */
 int avfs_fsio_resolve(struct avfs_fsio *io, const char *path, uint64_t *ino);

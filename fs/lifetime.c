@@ -20,8 +20,8 @@ uint64_t fs_ino_free_cost(struct avfs_fs *fs, struct avfs_dinode *di)
 				    c.nodes + c.mapped : fs->sb.mbitmap_blocks)
 				 : (c.mapped < fs->sb.dbitmap_blocks ? c.mapped : fs->sb.dbitmap_blocks) +
 				   (c.nodes < fs->sb.mbitmap_blocks ? c.nodes : fs->sb.mbitmap_blocks);
-	/* and the inode's block, the inode bitmap's, the map blocks, a symlink block's bit */
-	return 2 + c.nodes + bits + !!di->symlink_block;
+	/* and the inode's block, the inode bitmap's, the map blocks, symlink blocks' bits */
+	return 2 + c.nodes + bits + !!di->symlink_block + !!di->symlink_block2;
 }
 
 /* Does dropping one name of ino free it? Not while it is open (POSIX). */
@@ -42,6 +42,8 @@ void fs_ino_free(struct avfs_fs *fs, uint64_t ino)
 	fs_bmap_trim(fs, ino, di, 0, !S_ISDIR(di->mode));
 	if (di->symlink_block)
 		fs_meta_free(fs, di->symlink_block);
+	if (di->symlink_block2)
+		fs_meta_free(fs, di->symlink_block2);
 	fs_dir_forget(fs, ino);
 	fs_ino_release(fs, ino);
 }

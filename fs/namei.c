@@ -80,15 +80,16 @@ int avfs_fs_lookup(struct avfs_fs *fs, uint64_t dir, const char *name, uint64_t 
 /* Create name in dir: an inode of mode, for a symlink pointing at target (tl bytes), and its
  * entry. Everything that can fail comes before the first change. */
 static int create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
-		  uint32_t uid, uint32_t gid, const char *target, size_t tl, int64_t now,
-		  uint64_t *out)
+		  uint32_t uid, uint32_t gid, uint32_t rdev, const char *target, size_t tl,
+		  int64_t now, uint64_t *out)
 {
 	int err = 0;
 	size_t len;
 	struct fs_dir_place at;
 	struct avfs_dinode *pdi = fs_dir_get(fs, dir, &err), *di;
-	bool block = tl >= sizeof(di->symlink);	/* a target too long for the inode */
-	uint64_t ino, m;
+	/* metadata blocks of a target too long for the inode: one, or two past a block */
+	unsigned block = tl < sizeof(di->symlink) ? 0 : tl < AVFS_SYMLINK_BLOCK ? 1 : 2;
+	uint64_t ino, m = 0, m2 = 0;
 
 	RW_CHECK(fs);
 	if (!pdi)
@@ -108,15 +109,28 @@ static int create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t m
 	/* reserved and checked: none of these fails (each undoes what it must if it did) */
 	if (block && (err = fs_meta_alloc(fs, AVFS_MT_SYMLINK, &m)))
 		goto out;
+	if (block > 1 && (err = fs_meta_alloc(fs, AVFS_MT_SYMLINK, &m2))) {
+		fs_meta_free(fs, m);
+		goto out;
+	}
 	if ((err = fs_ino_alloc(fs, mode, uid, gid, now, &ino))) {
+		if (m2)
+			fs_meta_free(fs, m2);
 		if (block)
 			fs_meta_free(fs, m);
 		goto out;
 	}
 	di = fs_ino_raw(fs, ino);
+	di->rdev = rdev;
 	if (block) {
-		memcpy(fs->blocks[m] + HDR, target, tl);
+		size_t first = tl < AVFS_SYMLINK_BLOCK ? tl : AVFS_SYMLINK_BLOCK;
+
+		memcpy(fs->blocks[m] + HDR, target, first);
 		di->symlink_block = (uint32_t)m;
+		if (m2) {
+			memcpy(fs->blocks[m2] + HDR, target + first, tl - first);
+			di->symlink_block2 = (uint32_t)m2;
+		}
 	} else if (target) {
 		memcpy(di->symlink, target, tl);
 	}
@@ -140,19 +154,26 @@ out:
 int avfs_fs_mknod(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino)
 {
+	return avfs_fs_mknod_dev(fs, dir, name, mode, 0, uid, gid, now, ino);
+}
+
+int avfs_fs_mknod_dev(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		      uint32_t rdev, uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino)
+{
 	uint32_t t = mode & S_IFMT;
 
 	if (t == 0)
 		mode |= S_IFREG;
 	else if (t != S_IFREG && t != S_IFIFO && t != S_IFSOCK && t != S_IFCHR && t != S_IFBLK)
 		return -EINVAL;
-	return create(fs, dir, name, mode, uid, gid, NULL, 0, now, ino);
+	return create(fs, dir, name, mode, uid, gid, t == S_IFCHR || t == S_IFBLK ? rdev : 0, NULL,
+		      0, now, ino);
 }
 
 int avfs_fs_mkdir(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino)
 {
-	return create(fs, dir, name, S_IFDIR | (mode & 07777), uid, gid, NULL, 0, now, ino);
+	return create(fs, dir, name, S_IFDIR | (mode & 07777), uid, gid, 0, NULL, 0, now, ino);
 }
 
 int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const char *target,
@@ -164,15 +185,15 @@ int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const ch
 		return -ENOENT;
 	if (tl > AVFS_SYMLINK_MAX)
 		return -ENAMETOOLONG;
-	return create(fs, dir, name, S_IFLNK | 0777, uid, gid, target, tl, now, ino);
+	return create(fs, dir, name, S_IFLNK | 0777, uid, gid, 0, target, tl, now, ino);
 }
 
 int avfs_fs_readlink(struct avfs_fs *fs, uint64_t ino, char *buf, size_t len)
 {
 	int err = 0;
 	struct avfs_dinode *di = fs_ino_get(fs, ino, &err);
-	const char *src;
-	size_t n;
+	const char *src, *src2 = NULL;
+	size_t n, n2 = 0;
 
 	if (!di)
 		return err;
@@ -182,7 +203,14 @@ int avfs_fs_readlink(struct avfs_fs *fs, uint64_t ino, char *buf, size_t len)
 		if (!fs_meta_ok(fs, di->symlink_block, AVFS_MT_SYMLINK))
 			return -EUCLEAN;
 		src = (const char *)fs->blocks[di->symlink_block] + HDR;
-		n = strnlen(src, AVFS_SYMLINK_MAX);
+		n = strnlen(src, AVFS_SYMLINK_BLOCK);
+		if (di->symlink_block2) {	/* the first block is full: the rest is here */
+			if (n < AVFS_SYMLINK_BLOCK ||
+			    !fs_meta_ok(fs, di->symlink_block2, AVFS_MT_SYMLINK))
+				return -EUCLEAN;
+			src2 = (const char *)fs->blocks[di->symlink_block2] + HDR;
+			n2 = strnlen(src2, AVFS_SYMLINK_MAX - AVFS_SYMLINK_BLOCK + 1);
+		}
 	} else {
 		src = di->symlink;
 		n = strnlen(src, sizeof(di->symlink));
@@ -192,8 +220,12 @@ int avfs_fs_readlink(struct avfs_fs *fs, uint64_t ino, char *buf, size_t len)
 	if (n >= len)
 		n = len - 1;
 	memcpy(buf, src, n);
-	buf[n] = 0;
-	return (int)n;
+	if (n2 > len - 1 - n)
+		n2 = len - 1 - n;
+	if (n2)
+		memcpy(buf + n, src2, n2);
+	buf[n + n2] = 0;
+	return (int)(n + n2);
 }
 
 int avfs_fs_link(struct avfs_fs *fs, uint64_t ino, uint64_t dir, const char *name, int64_t now)

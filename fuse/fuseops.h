@@ -16,6 +16,16 @@ struct avfs_engine;
 struct avfs_fs;
 struct avfs_fuse;
 
+/* What close(2) of a file on the mount waits for (sync(2) and syncfs(2) reach no FUSE daemon
+ * here, fuseops.c's op_flush says why). */
+enum avfs_fuse_close {
+	AVFS_CLOSE_SYNC,	/* the default: a handle opened O_RDONLY | O_NONBLOCK, as sync(1)
+				 * opens its FILE arguments (`sync -f FILE`), answers once everything
+				 * written before it is durable; other closes at once */
+	AVFS_CLOSE_DURABLE,	/* every close so (costly: a commit per file written) */
+	AVFS_CLOSE_ASYNC,	/* none: durability through fsync and the periodic commit only */
+};
+
 struct avfs_fuse_conf {
 	const char *mountpoint;
 	bool allow_other;
@@ -23,6 +33,8 @@ struct avfs_fuse_conf {
 	const char *fsname;	/* the mount's source, as mount(8) and df show it (the device) */
 	const char *options;	/* more mount options for FUSE ("nosuid,noatime"), or NULL */
 	const char *socket;	/* shown in the user.avfs.socket attribute of every file */
+	int atime;		/* enum avfs_atime (fs.h): relatime unless set */
+	int close;		/* enum avfs_fuse_close: what a close(2) waits for (op_flush) */
 };
 
 /* Mount the file system at c->mountpoint. 0, or -errno with why. */

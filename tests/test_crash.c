@@ -365,7 +365,7 @@ static void test_crash_streaming(void **state)
 	run_check(&r, "streaming", long_run ? 32 : 12);
 }
 
-/* Truncate and fallocate mixed with writes (a sync after each shrink, before the region is
+/* Truncate, fallocate and punched holes mixed with writes (a sync after each shrink, before the region is
  * written again: data is not journaled, so an overwrite is only ever old-or-new). */
 static void test_crash_truncate_fallocate(void **state)
 {
@@ -383,7 +383,7 @@ static void test_crash_truncate_fallocate(void **state)
 		assert_int_equal(avfs_fs_mknod(r.io->fs, 1, name, 0644, 0, 0, 1, &ino[i]), 0);
 	}
 	for (int i = 0; i < ops; i++) {
-		int f = (int)rnd(&r, 3), op = (int)rnd(&r, 4);
+		int f = (int)rnd(&r, 3), op = (int)rnd(&r, 5);
 
 		if (op == 0) {	/* append */
 			size_t len = 1 + rnd(&r, sizeof(data) - 1);
@@ -398,6 +398,14 @@ static void test_crash_truncate_fallocate(void **state)
 		} else if (op == 2) {	/* grow with a hole */
 			size[f] += rnd(&r, 300000);
 			assert_int_equal(avfs_fsio_truncate(r.io, ino[f], size[f]), 0);
+		} else if (op == 4) {	/* punch a hole: from a page to a block boundary or the end
+					 * (edges inside initialized data would be zeroed in place, an
+					 * overwrite, which is old-or-new at a crash: not compared) */
+			uint64_t a = size[f] ? rnd(&r, size[f]) / AVFS_PAGE * AVFS_PAGE : 0;
+			uint64_t b = rnd(&r, 2) ? size[f] : (a / 65536 + 1 + rnd(&r, 4)) * 65536;
+
+			if (b > a)
+				assert_int_equal(avfs_fsio_punch(r.io, ino[f], a, b - a), 0);
 		} else {		/* preallocate, keeping or extending the size */
 			bool keep = rnd(&r, 2);
 			uint64_t len = 1 + rnd(&r, 400000);

@@ -402,6 +402,42 @@ static void file_write(struct env *v, uint64_t off, uint64_t len, unsigned seed)
 	free(p);
 }
 
+/* Issue 18: a write that finds no free data block while blocks freed by a deletion wait for
+ * their commit gets that commit and the blocks, not ENOSPC; with nothing being freed it still
+ * gets ENOSPC at once. */
+static void test_engine_nospc_waits_for_freed_blocks(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, true);
+	uint8_t *p = pattern(0, BS, 3, 0);
+	struct avfs_statfs sf;
+	struct req w;
+	uint64_t g;
+
+	(void)state;
+	avfs_fs_statfs(v->fs, &sf);
+	assert_int_equal(avfs_fs_fallocate(v->fs, v->f, 0, sf.bfree * BS, false, v->now), 0);
+	assert_int_equal(avfs_fs_mknod(v->fs, AVFS_ROOT_INO, "g", S_IFREG | 0644, 0, 0, v->now, &g),
+			 0);
+	avfs_engine_commit(v->e, v->now);
+	drain(v);
+	assert_int_equal(io(v, fio(&w, g, true, 0, BS, p)), 0);
+	drain(v);
+	assert_int_equal(w.res, -ENOSPC);	/* full, nothing being freed */
+	assert_int_equal(avfs_fs_unlink(v->fs, AVFS_ROOT_INO, "f", v->now), 0);
+	assert_true(avfs_fs_data_freeing(v->fs) > 0);
+	assert_int_equal(io(v, fio(&w, g, true, 0, BS, p)), 0);
+	assert_int_equal(w.ndone, 0);		/* waits for the commit of the unlink */
+	drain(v);
+	assert_int_equal(w.ndone, 1);
+	assert_int_equal(w.res, (int64_t)BS);
+	assert_int_equal(avfs_fs_data_freeing(v->fs), 0);
+	avfs_engine_commit(v->e, v->now);
+	drain(v);
+	free(p);
+	env_free(v);
+}
+
 /* ---- 1. dispatch ---- */
 
 /* A rotating disk has one command at a time: a second request waits for the first. */
@@ -1597,6 +1633,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_engine_rotational_one_in_flight),
+		cmocka_unit_test(test_engine_nospc_waits_for_freed_blocks),
 		cmocka_unit_test(test_engine_nonrot_depth_in_flight),
 		cmocka_unit_test(test_engine_flush_takes_a_slot),
 		cmocka_unit_test(test_engine_fua_last_chunk_only),

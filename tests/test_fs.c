@@ -2,7 +2,8 @@
  * test_fs.c — the file system core through its synchronous driver on a RAM disk: ZRR rules
  * seen through real files, namespace semantics, data mapping, stable readdir cookies, a
  * 100,000-entry directory, repair from the backup region, cheap deletion, and files unlinked
- * while open (orphans: freed at the last close, or at the next mount after a crash).
+ * while open (orphans: freed at the last close, or at the next mount after a crash), issue 18's
+ * POSIX details (device numbers, long symlinks, SEEK_DATA/SEEK_HOLE, punched holes, atime).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -415,6 +416,116 @@ static void test_fs_data(void **state)
 	assert_int_equal(avfs_fsio_sync(f->io), 0);
 	avfs_fs_statfs(f->io->fs, &sfs1);
 	assert_int_equal(sfs1.bfree, sfs0.bfree);
+	assert_fsck_clean(f->io->fs);
+	free(w);
+	free(r);
+	free(z);
+	fx_free(f);
+}
+
+/* Issue 18's POSIX details in the core: device numbers and 4,095-byte symlink targets survive
+ * a remount and check clean; SEEK_DATA/SEEK_HOLE follow the map and the initialized pages; a
+ * punched hole frees whole blocks (reusable after the commit: avfs_fs_data_freeing until
+ * then), uninitializes trailing pages and names the edges to zero; relatime. */
+static void test_fs_posix_details(void **state)
+{
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 4, .seed = 1 };
+	struct fx *f = fx_new(64u << 20, &o);
+	static char t[AVFS_SYMLINK_MAX + 2], back[AVFS_SYMLINK_MAX + 1];
+	static const size_t lens[] = { 47, 48, 4031, 4032, 4033, 4095 };
+	uint8_t *w = malloc(400000), *r = malloc(400000), *z = calloc(1, 400000);
+	uint64_t ino, a, l[6];
+	struct avfs_stat st;
+	struct avfs_range zr[2];
+	unsigned nz;
+	const uint64_t B = 65536;
+
+	(void)state;
+	assert_int_equal(avfs_fs_mknod_dev(f->io->fs, 1, "c", S_IFCHR | 0600, 0x1234567, 0, 0, 1,
+					   &ino), 0);
+	assert_int_equal(avfs_fs_mknod_dev(f->io->fs, 1, "r", S_IFREG | 0600, 77, 0, 0, 1, &a), 0);
+	for (int i = 0; i < 6; i++) {
+		char name[8];
+
+		memset(t, 'a' + i, lens[i]);
+		t[lens[i]] = 0;
+		snprintf(name, sizeof(name), "s%d", i);
+		assert_int_equal(avfs_fs_symlink(f->io->fs, 1, name, t, 0, 0, 1, &l[i]), 0);
+	}
+	memset(t, 'z', AVFS_SYMLINK_MAX + 1);
+	t[AVFS_SYMLINK_MAX + 1] = 0;
+	assert_int_equal(avfs_fs_symlink(f->io->fs, 1, "long", t, 0, 0, 1, &ino),
+			 -ENAMETOOLONG);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	fx_remount(f);
+	assert_int_equal(avfs_fs_lookup(f->io->fs, 1, "c", &ino), 0);
+	assert_int_equal(avfs_fs_getattr(f->io->fs, ino, &st), 0);
+	assert_int_equal(st.rdev, 0x1234567);
+	assert_int_equal(avfs_fs_getattr(f->io->fs, a, &st), 0);
+	assert_int_equal(st.rdev, 0);		/* not a device: none kept */
+	for (int i = 0; i < 6; i++) {
+		memset(t, 'a' + i, lens[i]);
+		t[lens[i]] = 0;
+		assert_int_equal(avfs_fs_readlink(f->io->fs, l[i], back, sizeof(back)), (int)lens[i]);
+		assert_string_equal(back, t);
+	}
+	assert_fsck_clean(f->io->fs);
+	/* unlinking the long ones gives both blocks back */
+	assert_int_equal(avfs_fs_unlink(f->io->fs, 1, "s5", 1), 0);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_fsck_clean(f->io->fs);
+
+	/* data at [2B, 2B + 5000) and [4B, 5B); 4 KiB pages; size 8B */
+	for (int i = 0; i < 400000; i++)
+		w[i] = (uint8_t)(i * 7 + 3);
+	assert_int_equal(avfs_fsio_write(f->io, a, 2 * B, w, 5000), 5000);
+	assert_int_equal(avfs_fsio_write(f->io, a, 4 * B, w, B), (int64_t)B);
+	assert_int_equal(avfs_fsio_truncate(f->io, a, 8 * B), 0);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 0, false), 2 * B);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 0, true), 0);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 2 * B + 10, true), 2 * B + 8192);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 2 * B + 8192, false), 4 * B);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 4 * B, true), 5 * B);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 5 * B, false), -ENXIO);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 8 * B, true), -ENXIO);
+
+	/* punch [2B + 1000, 4B + 100): block 2's trailing pages go (its first page keeps 1000
+	 * bytes: an edge to zero), block 3 is a hole already, block 4 keeps its data after 100
+	 * (an edge); then [4B + 100, 6B): block 4 loses its pages from the second on */
+	assert_int_equal(avfs_fs_punch(f->io->fs, a, 2 * B + 1000, 2 * B - 900, 2, zr, &nz), 0);
+	assert_int_equal(nz, 2);
+	assert_int_equal(zr[0].off, 2 * B + 1000);
+	assert_int_equal(zr[0].len, 4096 - 1000);
+	assert_int_equal(zr[1].off, 4 * B);
+	assert_int_equal(zr[1].len, 100);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 2 * B, true), 2 * B + 4096);
+	assert_int_equal(avfs_fsio_punch(f->io, a, 4 * B + 100, 2 * B - 100), 0);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 4 * B, true), 4 * B + 4096);
+	assert_int_equal(avfs_fsio_read(f->io, a, 4 * B, r, B), (int64_t)B);
+	assert_memory_equal(r, w, 100);	/* the first punch's edge: not zeroed by this test */
+	assert_memory_equal(r + 100, z, B - 100);
+	/* a whole block freed: free in statfs at once, reusable after the commit */
+	assert_int_equal(avfs_fsio_write(f->io, a, 6 * B, w, B), (int64_t)B);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_int_equal(avfs_fs_punch(f->io->fs, a, 6 * B, B, 3, zr, &nz), 0);
+	assert_int_equal(nz, 0);
+	assert_int_equal(avfs_fs_data_freeing(f->io->fs), 1);
+	assert_int_equal(avfs_fs_seek(f->io->fs, a, 6 * B, false), -ENXIO);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
+	assert_int_equal(avfs_fs_data_freeing(f->io->fs), 0);
+	assert_int_equal(avfs_fs_getattr(f->io->fs, a, &st), 0);
+	assert_int_equal(st.size, 8 * B);	/* the size stays */
+	assert_fsck_clean(f->io->fs);
+
+	/* relatime: once after a change, then not within a day, then again */
+	assert_int_equal(avfs_fs_getattr(f->io->fs, a, &st), 0);
+	assert_int_equal(avfs_fs_touch_atime(f->io->fs, a, AVFS_ATIME_NO, st.mtime_ns + 5), 0);
+	assert_int_equal(avfs_fs_touch_atime(f->io->fs, a, AVFS_ATIME_RELATIME, st.mtime_ns + 5), 1);
+	assert_int_equal(avfs_fs_touch_atime(f->io->fs, a, AVFS_ATIME_RELATIME, st.mtime_ns + 9), 0);
+	assert_int_equal(avfs_fs_touch_atime(f->io->fs, a, AVFS_ATIME_STRICT, st.mtime_ns + 9), 1);
+	assert_int_equal(avfs_fs_touch_atime(f->io->fs, a, AVFS_ATIME_RELATIME,
+					     st.mtime_ns + 9 + 24ll * 3600 * 1000000000), 1);
+	assert_int_equal(avfs_fsio_sync(f->io), 0);
 	assert_fsck_clean(f->io->fs);
 	free(w);
 	free(r);
@@ -922,6 +1033,7 @@ int main(void)
 		cmocka_unit_test(test_fs_dir_100k),
 		cmocka_unit_test(test_fs_namespace),
 		cmocka_unit_test(test_fs_orphan_after_crash),
+		cmocka_unit_test(test_fs_posix_details),
 		cmocka_unit_test(test_fs_readdir_stable),
 		cmocka_unit_test(test_fs_rename_over_open_file),
 		cmocka_unit_test(test_fs_unlink_big_file_is_cheap),
