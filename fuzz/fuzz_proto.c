@@ -2,9 +2,9 @@
  * fuzz_proto.c — libFuzzer target: avfsd's protocol server (daemon/server.c) as a client on its
  * socket meets it. Once: a 64 MiB memory disk formatted and mounted with one file, the engine
  * over it, the event loop and the server on a socket of its own. Each input: a connection
- * sends the input's bytes (messages, framed or not) and closes its side; the loop runs (device
- * completions handed back as avfsd does) until the server has dropped the client or nothing
- * moves, the replies read and thrown away. No descriptors are sent (SHM's memfd is not fuzzed).
+ * sends the input's bytes (messages, framed or not); the loop runs (device completions handed
+ * back as avfsd does), the replies read and thrown away, until nothing moves; then it closes
+ * its side and the loop runs until the server has let go of it. No descriptors are sent (SHM's memfd is not fuzzed).
  */
 #include "engine.h"
 #include "fsio.h"
@@ -107,12 +107,18 @@ static void setup(void)
 		fprintf(stderr, "fuzz_proto: %s\n", why);
 		abort();
 	}
+	atexit(cleanup);
 }
 
-/* One loop iteration, at most 1 ms, with the device's completions and the engine's tick. */
+static void cleanup(void)
+{
+	unlink(g.path);
+}
+
+/* One loop iteration (what is ready now), the device's completions, the engine's tick. */
 static void step(void)
 {
-	int64_t t = avfs_loop_run_once(g.l, mono() + 1000000);
+	int64_t t = avfs_loop_run_once(g.l, mono() + 1000);
 
 	if (t > 0)
 		g.now = t;
@@ -138,7 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
 		abort();
 	/* send, read and run until the server is done with us */
-	for (int round = 0; round < 2000 && idle < 20; round++) {
+	for (int round = 0; round < 2000 && (open || idle < 20); round++) {
 		ssize_t n;
 		bool moved = false;
 
@@ -149,9 +155,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			else if (n < 0 && errno != EAGAIN)
 				sent = size;	/* dropped */
 		}
-		if (sent == size && open) {
+		/* half-closed only once the server is done with what was sent: it drops a
+		 * client at end of file without handling what it had buffered */
+		if (sent < size && idle >= 20)
+			sent = size;	/* it stopped reading: give the rest up */
+		if (sent == size && open && idle >= 5) {
 			shutdown(fd, SHUT_WR);
 			open = false;
+			idle = 0;
 		}
 		while ((n = recv(fd, junk, sizeof(junk), 0)) > 0)
 			moved = true;
