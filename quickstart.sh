@@ -8,8 +8,13 @@ set -eu
 
 cd "$(dirname "$0")"
 
+# libblkid-dev: mkfs.avfs asks libblkid what a device holds before formatting it;
+# libsystemd-dev: avfsd's readiness notice and journal lines; man-db and systemd: the tests
+# render every man page and verify the unit; python3-prometheus-client: the test parses
+# `avfs-admin stats --prometheus` with Prometheus's own parser.
 PACKAGES="gcc libc6-dev pkg-config meson ninja-build python3 liburing-dev libfuse3-dev fuse3 \
-libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev util-linux mount fio \
+libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev libblkid-dev libsystemd-dev \
+util-linux mount fio man-db systemd python3-prometheus-client \
 qemu-system-x86 busybox-static kmod cpio xz-utils clang libclang-rt-14-dev"
 
 install_missing() {

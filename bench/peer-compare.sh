@@ -9,6 +9,7 @@
 #          [--fill 0.8] [--be none|greedy] [--be-size 2G] [--file-size 512M] [--seed 1] [--reserve]
 #          [--json] [--out FILE] [--configs ext4-mq-deadline,ext4-bfq,ext4-kyber,ext4-none,avfsd]
 #          [--search [--search-duration 20] [--search-max 32]] [--keep] [--trace] [--smoke]
+#          [--scenario FILE] [--rate 19.39M] [--io 512K] [--depth 8]
 # A configuration is ext4-SCHED or avfsd[-SCHED] (SCHED: the loop device's scheduler,
 # mq-deadline bfq kyber none; avfsd's default is none: it orders its requests itself).
 # --be greedy: a sequential reader of a --be-size file beside the streams (O_DIRECT on ext4, the
@@ -18,14 +19,22 @@
 # --json: the same as JSON on stdout; --out FILE: the JSON into FILE as well as the table.
 # --keep: keep the work directory (logs, results, the last backing file); --trace: hddemu's
 # per-request trace of each configuration there too (docs/HDDEMU.md).
-# env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR (default: ../build, ../tools); work under /var/tmp.
+# --scenario FILE: a scenario file (docs/SCENARIOS.md) gives the disk model, size, fill,
+# duration, seed, allocator (avfsd), the workload (one playback and one recording class alike
+# in rate, request size and buffer: --rate, --io, --depth = buffer / io), reserved or not, and
+# --be greedy for one uncapped sequential best-effort reader of 1M requests; a scenario real
+# time cannot play as written is refused with the key (bench/scenario_rt.py). Options given on
+# the command line override the file's values. --rate/--io/--depth: dvr's stream (bits/s,
+# K/M/G = 10^3..; bytes a request; requests in flight).
+# env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR AVFS_SIM (default: ../build, ../tools); work
+# under /var/tmp.
 # AVFS_MKFS_ARGS: extra mkfs.avfs options for the avfsd configurations (e.g. "--alloc contig").
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/benchlib.sh"
 tool_paths HDDEMU=../build/tools/hddemu HDDEMU_ATTACH=../tools/hddemu-attach \
 	AVFSD=../build/daemon/avfsd MKFS=../build/tools/mkfs.avfs ADMIN=../build/tools/avfs-admin \
-	DVR=../build/examples/dvr
+	DVR=../build/examples/dvr AVFS_SIM=../build/tools/avfs-sim
 
 MODEL=avfs-250g
 SIZE=
@@ -46,12 +55,30 @@ SEARCH=0
 SEARCH_DURATION=20
 SEARCH_MAX=32
 SMOKE=0
-IO=$((512 << 10))	# dvr's defaults: 512 KiB requests, 8 in flight per stream
+RATE=19390000	# dvr's defaults: 19.39 Mbit/s, 512 KiB requests, 8 in flight per stream
+IO=$((512 << 10))
 DEPTH=8
+SCENARIO=
+AVFS_ALLOC=
 
 bad() { echo "peer-compare: $*" >&2; exit 2; }
 VALUE_OPTS="--model --size --workload --duration --fill --be --file-size --seed --be-size --out
-	--configs --search-duration --search-max"
+	--configs --search-duration --search-max --rate --io --depth"
+# --scenario first, wherever it stands, so that the other options override the file
+for ((i = 1; i <= $#; i++)); do
+	if [ "${!i}" = --scenario ]; then
+		j=$((i + 1))
+		[ $j -le $# ] || bad "--scenario needs a value"
+		SCENARIO=${!j}
+	fi
+done
+if [ -n "$SCENARIO" ]; then
+	[ -x "$AVFS_SIM" ] || bad "--scenario: $AVFS_SIM (avfs-sim, the file's parser) is not built"
+	canon=$("$AVFS_SIM" run "$SCENARIO" --print) || bad "--scenario: $SCENARIO refused (above)"
+	assigns=$(python3 "$HERE/scenario_rt.py" "$SCENARIO" <<<"$canon") || exit 2
+	eval "$assigns"
+	[ "$AVFS_ALLOC" = contig ] && AVFS_MKFS_ARGS="${AVFS_MKFS_ARGS:-} --alloc contig"
+fi
 while [ $# -gt 0 ]; do
 	case $1 in
 	--reserve) RESERVE=1 ;;
@@ -63,6 +90,7 @@ while [ $# -gt 0 ]; do
 		SMOKE=1; MODEL=travelstar-20g; SIZE=4G; WORKLOAD=2r0w; DURATION=3; FILL=0.1
 		FILE_SIZE=32M; BE_SIZE=64M; CONFIGS=ext4-mq-deadline,avfsd ;;
 	-h|--help) usage; exit 0 ;;
+	--scenario) shift ;;	# read above
 	*) value_opt "$@" || bad "unknown argument $1 (--help)"; shift ;;
 	esac
 	shift
@@ -79,6 +107,14 @@ positive "$SEARCH_DURATION" || bad "--search-duration: positive seconds"
 is_num "$FILL" && awk -v f="$FILL" 'BEGIN { exit !(f >= 0 && f <= 0.95) }' ||
 	bad "--fill: 0 to 0.95"
 [[ $SEED =~ ^[0-9]+$ ]] || bad "--seed: a number"
+RATE=$(awk -v r="$RATE" 'BEGIN { m = 1; u = substr(r, length(r))
+	if (u == "K" || u == "k") m = 1e3; else if (u == "M") m = 1e6; else if (u == "G") m = 1e9
+	if (m > 1) r = substr(r, 1, length(r) - 1)
+	if (r !~ /^[0-9]+(\.[0-9]+)?$/ || r * m < 1000) exit 1; printf "%.0f", r * m }') ||
+	bad "--rate: bits per second, K/M/G = 10^3..., e.g. 19.39M"
+IO=$(bytes_of "$IO") && [ "$IO" -ge 4096 ] && [ $((IO % 4096)) = 0 ] ||
+	bad "--io: a multiple of 4096 bytes, e.g. 512K"
+[[ $DEPTH =~ ^[0-9]+$ ]] && [ "$DEPTH" -ge 1 ] || bad "--depth: a positive count"
 [[ $SEARCH_MAX =~ ^[0-9]+$ ]] && [ "$SEARCH_MAX" -ge 1 ] || bad "--search-max: a positive count"
 case $BE in none|greedy) ;; *) bad "--be: none or greedy" ;; esac
 FILE_BYTES=$(bytes_of "$FILE_SIZE") && [ "$FILE_BYTES" -ge $((4 << 20)) ] ||
@@ -256,7 +292,8 @@ fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
 		FS_KIND=ext4
 	else
 		# shellcheck disable=SC2086 # several options, split on purpose
-		run 1800 "$LOG" "$MKFS" --disk-model "$MODEL" ${AVFS_MKFS_ARGS:-} "$LOOP" ||
+		# -f: the scratch disk may hold the last configuration's ext4
+		run 1800 "$LOG" "$MKFS" -f --disk-model "$MODEL" ${AVFS_MKFS_ARGS:-} "$LOOP" ||
 			{ fail "mkfs.avfs failed"; return 1; }
 		rm -f "$SOCK"
 		"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
@@ -362,9 +399,11 @@ dvr_run() {
 	rm -f "$out.dvr.json"
 	if [ "$FS_KIND" = ext4 ]; then
 		run "$limit" "$out.dvr.json" "$DVR" --mode posix --workload "$wl" --dir "$FMNT" \
+			--rate "$RATE" --io "$IO" --depth "$DEPTH" \
 			--duration "$dur" --file-size "$FILE_BYTES" --json
 	else
 		AVFS_SOCKET=$SOCK AVFS_SHM_SIZE=$shm run "$limit" "$out.dvr.json" "$DVR" --mode avio \
+			--rate "$RATE" --io "$IO" --depth "$DEPTH" \
 			--workload "$wl" --dir "$FMNT" --duration "$dur" --file-size "$FILE_BYTES" --json \
 			$([ "$RESERVE" = 1 ] && echo --reserve)
 	fi
@@ -461,11 +500,12 @@ PARAMS=$W/params.json
 python3 - "$PARAMS" <<EOF
 import json, sys
 json.dump({"model": "$MODEL", "size_bytes": ${SIZE_BYTES:-None}, "workload": "$WORKLOAD",
-           "rate_bps": 19390000, "io_bytes": $IO, "depth": $DEPTH,
+           "rate_bps": $RATE, "io_bytes": $IO, "depth": $DEPTH,
            "duration_s": $DURATION, "fill": $FILL, "be": "$BE",
            "be_file_bytes": $([ "$BE" = greedy ] && echo "$BE_BYTES" || echo None),
            "play_files": $PLAY, "file_size_bytes": $FILE_BYTES, "seed": $SEED,
            "reserve": bool($RESERVE), "avfs_mkfs_args": "${AVFS_MKFS_ARGS:-}",
+           "scenario": "$SCENARIO" or None,
            "configs": "$CONFIGS".split(","),
            "search": {"duration_s": $SEARCH_DURATION, "max": $SEARCH_MAX} if $SEARCH else None},
           open(sys.argv[1], "w"))
@@ -596,6 +636,8 @@ print("  ext4: mkfs.ext4 defaults, mount -o noinit_itable, dvr --mode posix (io_
       " avfsd: mkfs.avfs --disk-model %s%s, dvr --mode avio%s" % (P["model"],
       " " + P["avfs_mkfs_args"] if P["avfs_mkfs_args"] else "",
       " --reserve" if P["reserve"] else ""))
+if P.get("scenario"):
+    print("  scenario %s (bench/scenario_rt.py; options given beside it override it)" % P["scenario"])
 print("  one fresh emulated disk per configuration; utilization and seeks from hddemu; "
       "margin = deadline - completion")
 print()

@@ -159,6 +159,8 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object *mx = json_object_new_object();
 
 	avfs_metrics_summary(m, now, &s);
+	json_object_object_add(o, "device", json_object_new_string(v->device));
+	json_object_object_add(o, "mountpoint", json_object_new_string(v->mountpoint));
 	json_object_object_add(o, "uptime_s", jd((double)(now - v->since) / NS));
 	json_object_object_add(o, "disk_utilization", jd(s.utilization));
 	json_object_object_add(rt, "requests", json_object_new_int64((int64_t)s.rt_requests));

@@ -4,6 +4,10 @@
  * through the engine (engine/). This file sets the parts up, wires the engine to the device
  * and the loop (loop.c) to the descriptors, runs the loop until unmounted or signalled, and
  * takes everything down in order. The work is in the modules; main only connects them.
+ * Without --foreground it goes to the background as mount(8) expects of a helper: the parent
+ * exits 0 only once the file system is mounted and served (1, with the reason on stderr, if
+ * it could not be); then the lines go to the journal or syslog (log.c). Under systemd it says
+ * READY=1 and STOPPING=1 (sd_notify).
  */
 #include "config.h"
 
@@ -17,6 +21,7 @@
 #include "fsio.h"
 #include "fuseops.h"
 #include "hddmodel.h"
+#include "lock.h"
 #include "log.h"
 #include "loop.h"
 #include "rotpred.h"
@@ -25,16 +30,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#ifdef AVFSD_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #define NS 1000000000ll
 #define LOOK_NS (NS / 2)	/* the loop wakes at least this often (clients, traces) */
@@ -164,11 +173,21 @@ static void wrote(void *ctx, uint64_t ino)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: avfsd [--foreground] [--socket PATH] [--config FILE] [--disk-model NAME]\n"
-		"             [--allow-other] [--verbose] [--set NAME=VALUE] DEVICE MOUNTPOINT\n"
+		"usage: avfsd [--foreground] [-o OPTION[,OPTION...]] [--socket PATH] [--config FILE]\n"
+		"             [--disk-model NAME] [--backend NAME] [--allow-other] [--verbose]\n"
+		"             [--set NAME=VALUE] DEVICE MOUNTPOINT\n"
 		"  Mounts an AVFS file system (made by mkfs.avfs) and serves it through FUSE and to\n"
-		"  libavio clients. SIGTERM, SIGINT or fusermount3 -u: drain, commit, unmount, exit 0.\n"
-		"  --socket PATH      client socket (default /run/avfs/<device name>.sock)\n"
+		"  libavio clients. SIGTERM, SIGINT, umount or fusermount3 -u: drain, commit, exit 0.\n"
+		"  Without --foreground it returns once the file system is mounted (exit 0) or could\n"
+		"  not be (exit 1, the reason on stderr), and logs to the journal or syslog.\n"
+		"  -f, --foreground   stay in the foreground, logging to stderr (or the journal\n"
+		"                     under a systemd service)\n"
+		"  -o OPTIONS         mount options, as in fstab (avfsd(8)): allow_other,\n"
+		"                     noallow_other, ro, rw, socket=PATH, config=FILE, backend=NAME,\n"
+		"                     disk_model=NAME, verbose, and nosuid, nodev, noexec, noatime...\n"
+		"  -s, --sloppy       unknown -o options: a warning, not a failure (mount -s)\n"
+		"  --socket PATH      client socket (default /run/avfs/NAME@DEVICE-NUMBERS.sock,\n"
+		"                     unique per device; every file's user.avfs.socket names it)\n"
 		"  --config FILE      scheduler settings (NAME=VALUE) and admission settings and\n"
 		"                     quotas (docs/ADMIN.md), one per line, # comments\n"
 		"  --disk-model NAME  service-time parameters of a named model instead of the\n"
@@ -179,7 +198,11 @@ static void usage(FILE *f)
 		"                     over SG_IO: READ/WRITE(16) with FUA, SEEK(10) for the\n"
 		"                     sub-seeks of split), nvme (NVMe passthrough on /dev/ngXnY),\n"
 		"                     or auto (default: sg on a SCSI disk when split is set,\n"
-		"                     io_uring otherwise)\n");
+		"                     io_uring otherwise)\n"
+		"  --allow-other      let every user reach the mount (the default when root mounts;\n"
+		"                     -o noallow_other keeps it to root)\n"
+		"  -v, --verbose      debug lines too\n"
+		"  -V, --version      the version\n");
 }
 
 /* One line on what the device is and how it is driven (the same facts avfs-admin status shows). */
@@ -308,30 +331,45 @@ static int trusted(struct avfsd *a)
 	return err;
 }
 
-/* Everything between parsing and the loop. 0, or 1 (a failure, said). */
-static int start(struct avfsd *a, const char *model, enum avfs_backend backend,
-		 const char *sock, bool allow_other)
+/* The default socket: /run/avfs/NAME@MAJ:MIN.sock for a block device (its device number),
+ * /run/avfs/NAME@MAJ:MIN:INO.sock for an image (the file system and inode holding it), so that
+ * two images of one name in two folders get two sockets. NAME is shortened to fit sun_path. */
+static void default_socket(const char *dev, char *buf, size_t len)
 {
+	const char *base = strrchr(dev, '/');
+	char ids[64] = "";
+	struct stat st;
+
+	base = base ? base + 1 : dev;
+	if (!stat(dev, &st) && S_ISBLK(st.st_mode))
+		snprintf(ids, sizeof(ids), "@%u:%u", major(st.st_rdev), minor(st.st_rdev));
+	else if (!stat(dev, &st))
+		snprintf(ids, sizeof(ids), "@%u:%u:%llu", major(st.st_dev), minor(st.st_dev),
+			 (unsigned long long)st.st_ino);
+	snprintf(buf, len, "/run/avfs/%.40s%s.sock", base, ids);
+}
+
+/* Everything between parsing and the loop. 0, or 1 (a failure, said). */
+static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_other)
+{
+	const char *model = m->disk_model, *sock = m->socket;
 	struct avfs_engine_ops ops = { .ctx = a, .submit = ops_submit, .trace = ops_trace,
 				       .committed = ops_committed, .log = ops_log };
 	struct avfs_mount_report rep;
 	struct avfs_engine_conf ec = a->cfg.ec;
-	char why[256] = "", sockbuf[108];
+	char why[512] = "", sockbuf[108];
 	sigset_t mask;
 	int err;
 
-	/* one daemon per device: an exclusive lock, held while we live */
-	a->lock_fd = open(a->dev_path, O_RDONLY | O_CLOEXEC);
+	/* one daemon per device (disk/lock.h: mkfs.avfs and fsck.avfs -y take the same lock),
+	 * held while we live */
+	a->lock_fd = avfs_disk_lock(a->dev_path, why, sizeof(why));
 	if (a->lock_fd < 0) {
-		avfsd_log(AVFSD_ERROR, "cannot open %s: %s", a->dev_path, strerror(errno));
+		avfsd_log(AVFSD_ERROR, "%s", why);
 		return 1;
 	}
-	if (flock(a->lock_fd, LOCK_EX | LOCK_NB)) {
-		avfsd_log(AVFSD_ERROR, "%s is in use by another avfsd (locked): refusing", a->dev_path);
-		return 1;
-	}
-	err = avfs_disk_open(a->dev_path, backend, ec.sched.split_bytes ? AVFS_OPEN_SEEK : 0, &a->d,
-			     why, sizeof(why));
+	err = avfs_disk_open(a->dev_path, m->backend, (ec.sched.split_bytes ? AVFS_OPEN_SEEK : 0) |
+			     (m->ro ? AVFS_OPEN_RDONLY : 0), &a->d, why, sizeof(why));
 	if (err) {
 		avfsd_log(AVFSD_ERROR, "%s", why);
 		return 1;
@@ -343,14 +381,15 @@ static int start(struct avfsd *a, const char *model, enum avfs_backend backend,
 		return 1;
 	}
 	/* orphans are freed only once the check below trusts the image */
-	err = avfs_fsio_mount(a->d, AVFS_MOUNT_KEEP_ORPHANS, &a->io, &rep, why, sizeof(why));
+	err = avfs_fsio_mount(a->d, (m->ro ? AVFS_MOUNT_RDONLY : 0) | AVFS_MOUNT_KEEP_ORPHANS, &a->io,
+			      &rep, why, sizeof(why));
 	if (err) {
 		avfsd_log(AVFSD_ERROR, "cannot mount %s: %s", a->dev_path, why);
 		return 1;
 	}
 	if (trusted(a))
 		return 1;
-	{
+	if (!m->ro) {
 		int64_t n = avfs_fsio_free_orphans(a->io);
 
 		if (n < 0) {
@@ -383,10 +422,8 @@ static int start(struct avfsd *a, const char *model, enum avfs_backend backend,
 		return 1;
 	}
 	if (!sock) {
-		const char *base = strrchr(a->dev_path, '/');
-
-		mkdir("/run/avfs", 0755);
-		snprintf(sockbuf, sizeof(sockbuf), "/run/avfs/%s.sock", base ? base + 1 : a->dev_path);
+		mkdir("/run/avfs", 0755);	/* where no tmpfiles.d made it */
+		default_socket(a->dev_path, sockbuf, sizeof(sockbuf));
 		sock = sockbuf;
 	}
 	err = avfs_loop_new(&a->l, 4 + 2 * 1024);
@@ -401,7 +438,8 @@ static int start(struct avfsd *a, const char *model, enum avfs_backend backend,
 		struct avfs_server_conf sc = { .path = sock, .wrote = wrote, .wrote_ctx = a,
 					       .view = &a->view };
 		struct avfs_fuse_conf fc = { .mountpoint = a->mnt_path, .allow_other = allow_other,
-					     .socket = sock };
+					     .ro = m->ro, .fsname = a->dev_path,
+					     .options = m->fuse, .socket = sock };
 
 		err = avfs_fuse_new(&a->fu, a->e, a->io->fs, &fc, why, sizeof(why));
 		if (err) {
@@ -429,7 +467,8 @@ static int start(struct avfsd *a, const char *model, enum avfs_backend backend,
 		avfsd_log(AVFSD_ERROR, "cannot watch the daemon's descriptors");
 		return 1;
 	}
-	avfsd_log(AVFSD_INFO, "serving %s on %s, clients on %s", a->dev_path, a->mnt_path,
+	avfsd_log(AVFSD_INFO, "serving %s on %s%s%s, clients on %s", a->dev_path, a->mnt_path,
+		  m->ro ? " read-only" : "", allow_other ? " for every user" : "",
 		  avfs_server_path(a->srv));
 	return 0;
 }
@@ -483,46 +522,148 @@ static void stop(struct avfsd *a)
 		close(a->sig_fd);
 }
 
+/* What a daemon tells systemd (a no-op where no systemd listens: no $NOTIFY_SOCKET). */
+static void notify(const char *state)
+{
+#ifdef AVFSD_SYSTEMD
+	sd_notify(0, state);
+#else
+	(void)state;
+#endif
+}
+
+/*
+ * Into the background, before any ring exists (rings belong to their creator): the parent
+ * waits on a pipe until the child says the mount is served ('R', exit 0) or closes it (the
+ * child's exit status). The child gets a session of its own; returns the pipe's write end.
+ */
+static int background(void)
+{
+	int p[2], status;
+	char c;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		avfsd_log(AVFSD_ERROR, "cannot go to the background: %s", strerror(errno));
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		avfsd_log(AVFSD_ERROR, "cannot go to the background: %s", strerror(errno));
+		exit(1);
+	}
+	if (pid) {
+		close(p[1]);
+		if (read(p[0], &c, 1) == 1 && c == 'R')
+			_exit(0);
+		if (waitpid(pid, &status, 0) == pid && WIFEXITED(status))
+			_exit(WEXITSTATUS(status) ? WEXITSTATUS(status) : 1);
+		_exit(1);
+	}
+	close(p[0]);
+	setsid();
+	if (chdir("/"))	/* the paths are absolute by now */
+		avfsd_log(AVFSD_WARNING, "cannot change to /: %s", strerror(errno));
+	return p[1];
+}
+
+/* Served: the parent may go, and stderr with it; the log moves to the journal or syslog. */
+static void detach(int ready_fd)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	if (write(ready_fd, "R", 1) != 1)
+		avfsd_log(AVFSD_WARNING, "the parent went before the mount was served");
+	close(ready_fd);
+	avfsd_log_echo(-1);
+}
+
+/* The device and mount point as absolute paths (the daemon changes to / in the background),
+ * with what is wrong with them said. 0, or the exit status. */
+static int paths(struct avfsd *a, const char *dev, const char *mnt, char *rdev, char *rmnt)
+{
+	struct stat st;
+
+	if (!realpath(dev, rdev) || stat(rdev, &st)) {
+		avfsd_log(AVFSD_ERROR, "%s: %s", dev, errno == ENOENT ? "no such device or image "
+			  "(mkfs.avfs --size SIZE makes an image)" : strerror(errno));
+		return 1;
+	}
+	if (S_ISREG(st.st_mode) && !st.st_size) {
+		avfsd_log(AVFSD_ERROR, "%s is empty (0 bytes), not an AVFS file system: format it "
+			  "first (mkfs.avfs --size SIZE %s)", dev, dev);
+		return 1;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode) && !S_ISCHR(st.st_mode)) {
+		avfsd_log(AVFSD_ERROR, "%s is not a block device or image file", dev);
+		return 1;
+	}
+	if (!realpath(mnt, rmnt) || stat(rmnt, &st) || !S_ISDIR(st.st_mode)) {
+		avfsd_log(AVFSD_ERROR, "mount point %s is not a directory", mnt);
+		return 2;
+	}
+	a->dev_path = rdev;
+	a->mnt_path = rmnt;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	enum { OPT_SOCKET = 256, OPT_CONFIG, OPT_MODEL, OPT_BACKEND, OPT_ALLOW_OTHER, OPT_SET };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "disk-model", required_argument, NULL, 'm' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "allow-other", no_argument, NULL, 'o' },
+		{ "sloppy", no_argument, NULL, 's' },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "disk-model", required_argument, NULL, OPT_MODEL },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "set", required_argument, NULL, 'S' },
+		{ "set", required_argument, NULL, OPT_SET },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct avfsd a = { .sig_fd = -1, .lock_fd = -1 };
-	const char *sock = NULL, *config = NULL, *model = NULL;
-	enum avfs_backend backend = AVFS_BACKEND_AUTO;
-	bool foreground = false, allow_other = false;
-	char why[256];
-	struct stat st;
-	int c, ret;
+	struct avfsd_mount_opts m = { .allow_other = -1 };
+	char *olist[16];	/* the -o lists, parsed after the flags */
+	unsigned nolist = 0;
+	bool foreground = false, allow_other;
+	char why[512], rdev[PATH_MAX], rmnt[PATH_MAX];
+	int c, ret, ready_fd = -1;
 
 	avfsd_config_default(&a.cfg);
-	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fo:svhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': foreground = true; break;
-		case 's': sock = optarg; break;
-		case 'c': config = optarg; break;
-		case 'm': model = optarg; break;
-		case 'b':
-			if (avfs_backend_parse(optarg, &backend)) {
+		case 'o':
+			if (nolist == sizeof(olist) / sizeof(olist[0])) {
+				avfsd_log(AVFSD_ERROR, "-o: more than %u lists: join them with commas",
+					  nolist);
+				return 2;
+			}
+			olist[nolist++] = optarg;
+			break;
+		case 's': m.sloppy = true; break;
+		case OPT_SOCKET: m.socket = optarg; break;
+		case OPT_CONFIG: m.config = optarg; break;
+		case OPT_MODEL: m.disk_model = optarg; break;
+		case OPT_BACKEND:
+			if (avfs_backend_parse(optarg, &m.backend)) {
 				avfsd_log(AVFSD_ERROR, "--backend %s: one of auto, uring, sg, nvme",
 					  optarg);
 				return 2;
 			}
 			break;
-		case 'o': allow_other = true; break;
-		case 'v': avfsd_log_level(AVFSD_DEBUG); break;
-		case 'S':
+		case OPT_ALLOW_OTHER: m.allow_other = 1; break;
+		case 'v': m.verbose = true; break;
+		case OPT_SET:
 			if (avfsd_config_set(&a.cfg, optarg, why, sizeof(why))) {
 				avfsd_log(AVFSD_ERROR, "%s", why);
 				return 2;
@@ -533,29 +674,61 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	/* -o after the flags, whatever the order: -s may come after it (mount(8) order) */
+	for (unsigned i = 0; i < nolist; i++) {
+		/* a copy, cut in place and kept for the process's life (m points into it); argv
+		 * stays as it was, for ps */
+		static char copy[16][2048];
+
+		if ((size_t)snprintf(copy[i], sizeof(copy[i]), "%s", olist[i]) >= sizeof(copy[i])) {
+			avfsd_log(AVFSD_ERROR, "-o: a list longer than %zu bytes", sizeof(copy[i]) - 1);
+			return 2;
+		}
+		if (avfsd_mount_options(&m, copy[i], why, sizeof(why))) {
+			avfsd_log(AVFSD_ERROR, "%s", why);
+			return 2;
+		}
+		if (why[0])
+			avfsd_log(AVFSD_WARNING, "%s", why);
+	}
+	if (m.verbose)
+		avfsd_log_level(AVFSD_DEBUG);
 	if (optind + 2 != argc) {
+		avfsd_log(AVFSD_ERROR, "%s", optind + 2 > argc ? "say the DEVICE and the MOUNTPOINT" :
+			  "one DEVICE and one MOUNTPOINT only");
 		usage(stderr);
 		return 2;
 	}
-	a.dev_path = argv[optind];
-	a.mnt_path = argv[optind + 1];
-	if (config && avfsd_config_file(&a.cfg, config, why, sizeof(why))) {
+	ret = paths(&a, argv[optind], argv[optind + 1], rdev, rmnt);
+	if (ret)
+		return ret;
+	if (m.config && avfsd_config_file(&a.cfg, m.config, why, sizeof(why))) {
 		avfsd_log(AVFSD_ERROR, "%s", why);
 		return 2;
 	}
-	if (stat(a.mnt_path, &st) || !S_ISDIR(st.st_mode)) {
-		avfsd_log(AVFSD_ERROR, "mount point %s is not a directory", a.mnt_path);
-		return 2;
+	/* root's mounts serve every user (the kernel checks each against the modes) */
+	allow_other = m.allow_other >= 0 ? m.allow_other : geteuid() == 0;
+	if (foreground) {
+		avfsd_log_open(false, a.dev_path);
+	} else {
+		ready_fd = background();
+		/* from here on the journal or syslog; errors on stderr too until mounted */
+		avfsd_log(AVFSD_DEBUG, "in the background, logging to %s",
+			  avfsd_log_open(true, a.dev_path));
+		avfsd_log_echo(AVFSD_WARNING);
 	}
-	/* into the background before any ring exists (rings belong to their creator); logs
-	 * stay on stderr */
-	if (!foreground && daemon(0, 1)) {
-		avfsd_log(AVFSD_ERROR, "cannot go to the background: %s", strerror(errno));
-		return 1;
-	}
-	ret = start(&a, model, backend, sock, allow_other);
-	if (!ret)
+	ret = start(&a, &m, allow_other);
+	if (!ret) {
+		char state[600];
+
+		if (ready_fd >= 0)
+			detach(ready_fd);
+		snprintf(state, sizeof(state), "READY=1\nSTATUS=serving %s on %s", a.dev_path,
+			 a.mnt_path);
+		notify(state);
 		ret = run(&a);
+		notify("STOPPING=1");
+	}
 	if (!ret) {
 		/* drained and committed: leave an empty journal and a clean mount */
 		avfs_server_free(a.srv);

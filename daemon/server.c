@@ -884,6 +884,18 @@ static void accept_clients(void *ctx, int64_t now)
 
 /* ---- the server ---- */
 
+/* Something listens at a: another daemon's socket, which must not be taken over (its clients
+ * would reach the wrong device). */
+static bool listening(const struct sockaddr_un *a)
+{
+	int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool yes = t >= 0 && !connect(t, (const struct sockaddr *)a, sizeof(*a));
+
+	if (t >= 0)
+		close(t);
+	return yes;
+}
+
 int avfs_server_new(struct avfs_server **out, struct avfs_loop *l, struct avfs_engine *e,
 		    struct avfs_fs *fs, const struct avfs_server_conf *c, char *why, size_t whylen)
 {
@@ -909,7 +921,15 @@ int avfs_server_new(struct avfs_server **out, struct avfs_loop *l, struct avfs_e
 		err = -errno;
 		goto fail;
 	}
-	unlink(c->path);	/* a stale socket of a dead daemon (the device lock says none runs) */
+	if (listening(&a)) {
+		snprintf(why, whylen, "socket %s is in use by another avfsd: give this one its own "
+			 "(--socket, -o socket=PATH, or leave it to the default, which is unique per "
+			 "device)", c->path);
+		close(s->fd);
+		free(s);
+		return -EADDRINUSE;
+	}
+	unlink(c->path);	/* a stale socket of a dead daemon */
 	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) || listen(s->fd, 64)) {
 		err = -errno;
 		goto fail;

@@ -154,3 +154,97 @@ int avfsd_config_file(struct avfsd_config *c, const char *path, char *why, size_
 	fclose(f);
 	return err;
 }
+
+/* ---- -o: mount options ---- */
+
+/* Passed to FUSE as they are: the kernel's generic mount flags that libfuse knows. */
+static const char *const fuse_generic[] = {
+	"nosuid", "suid", "nodev", "dev", "noexec", "exec", "noatime", "atime", "nodiratime",
+	"diratime", "relatime", "norelatime", "strictatime", "lazytime", "nolazytime", "sync",
+	"async", "dirsync", NULL,
+};
+
+/* Kept by mount(8), systemd or fstab for themselves; nothing to do here. */
+static const char *const ignored[] = {
+	"defaults", "auto", "noauto", "nofail", "user", "users", "nouser", "owner", "group",
+	"_netdev", "comment", "loop", "nobootwait", "bg", "fg", NULL,
+};
+
+static bool listed(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, name))
+			return true;
+	return false;
+}
+
+static void add_fuse(struct avfsd_mount_opts *m, const char *opt)
+{
+	size_t n = strlen(m->fuse);
+
+	snprintf(m->fuse + n, sizeof(m->fuse) - n, "%s%s", n ? "," : "", opt);
+}
+
+/* name=value: value, or NULL when opt is not name=... */
+static const char *value_of(const char *opt, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(opt, name, n) && opt[n] == '=' ? opt + n + 1 : NULL;
+}
+
+static int option(struct avfsd_mount_opts *m, char *opt, char *why, size_t whylen)
+{
+	const char *v;
+
+	if (!*opt || listed(ignored, opt) || !strncmp(opt, "x-", 2) || value_of(opt, "comment") ||
+	    value_of(opt, "uhelper"))
+		return 0;
+	if (listed(fuse_generic, opt)) {
+		add_fuse(m, opt);
+		return 0;
+	}
+	if (!strcmp(opt, "allow_other") || !strcmp(opt, "noallow_other")) {
+		m->allow_other = opt[0] == 'a';
+	} else if (!strcmp(opt, "default_permissions")) {
+		/* always on: the kernel checks permissions against the modes */
+	} else if (!strcmp(opt, "ro") || !strcmp(opt, "rw")) {
+		m->ro = opt[1] == 'o';
+	} else if (!strcmp(opt, "verbose")) {
+		m->verbose = true;
+	} else if ((v = value_of(opt, "socket")) && *v) {
+		m->socket = v;
+	} else if ((v = value_of(opt, "config")) && *v) {
+		m->config = v;
+	} else if (((v = value_of(opt, "disk_model")) || (v = value_of(opt, "disk-model"))) && *v) {
+		m->disk_model = v;
+	} else if ((v = value_of(opt, "backend"))) {
+		if (avfs_backend_parse(v, &m->backend)) {
+			snprintf(why, whylen, "-o backend=%s: one of auto, uring, sg, nvme", v);
+			return -EINVAL;
+		}
+	} else if (m->sloppy) {
+		snprintf(why, whylen, "-o %s: not an AVFS mount option, ignored (sloppy)", opt);
+	} else {
+		snprintf(why, whylen, "-o %s: not an AVFS mount option (allow_other, ro, rw, "
+			 "socket=PATH, config=FILE, backend=NAME, disk_model=NAME, verbose, or a "
+			 "generic one: nosuid, nodev, noexec, noatime, ...; see avfsd(8))", opt);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int avfsd_mount_options(struct avfsd_mount_opts *m, char *opts, char *why, size_t whylen)
+{
+	char *save = NULL;
+
+	if (why && whylen)
+		why[0] = 0;
+	for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		int err = option(m, o, why, whylen);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}

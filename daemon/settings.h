@@ -1,8 +1,9 @@
 /*
  * settings.h — avfsd's settings: --set NAME=VALUE and the --config file (docs/ADMIN.md): the
  * engine's and the scheduler's settings (NAME=VALUE, the names avfs-sim --help lists) and the
- * admission settings and per-user quotas (be-floor, isolation, io, quota). It parses and
- * checks; it applies nothing to a running daemon.
+ * admission settings and per-user quotas (be-floor, isolation, io, quota); and the mount
+ * options of -o (an fstab line's, through mount.avfs), which map to avfsd's flags or go to
+ * FUSE. It parses and checks; it applies nothing to a running daemon.
  */
 #ifndef AVFSD_SETTINGS_H
 #define AVFSD_SETTINGS_H
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "disk.h"
 #include "engine.h"
 
 #define AVFSD_QUOTAS 64
@@ -27,6 +29,28 @@ struct avfsd_config {
 	struct avfsd_quota q[AVFSD_QUOTAS];
 	unsigned nq;
 };
+
+/* What the command line and -o say about the mount (strings borrowed from argv or from the
+ * -o text, which must outlive this). */
+struct avfsd_mount_opts {
+	const char *socket, *config, *disk_model;
+	enum avfs_backend backend;
+	int allow_other;	/* 1, 0, or -1: the default (on when root mounts) */
+	bool ro;		/* read-only: nothing written, writes fail with EROFS */
+	bool sloppy;		/* unknown -o options are warned about, not refused */
+	bool verbose;
+	char fuse[512];		/* generic mount options for FUSE ("nosuid,noatime") */
+};
+
+/*
+ * One -o list, comma-separated, into m: avfsd's own options (allow_other, noallow_other,
+ * default_permissions (always on), ro, rw, socket=PATH, config=FILE, backend=NAME,
+ * disk_model=NAME, verbose), the generic ones FUSE takes (nosuid, nodev, noexec, noatime, ...)
+ * and the ones mount(8) and systemd keep for themselves (defaults, auto, noauto, nofail, user,
+ * _netdev, x-*), which are ignored. opts is cut into pieces in place. 0, or -EINVAL with why
+ * (an unknown option, unless m->sloppy: then a warning in why and 0).
+ */
+int avfsd_mount_options(struct avfsd_mount_opts *m, char *opts, char *why, size_t whylen);
 
 /* Engine defaults, no quota. */
 void avfsd_config_default(struct avfsd_config *c);

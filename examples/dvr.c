@@ -26,6 +26,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#ifndef AVFS_VERSION	/* the build gives it; a copy built elsewhere has none */
+#define AVFS_VERSION "unknown"
+#endif
+
 #define EXIT_ARGS 2
 #define ALIGN 4096
 #define START_DELAY_NS 100000000	/* threads are up before the first issue time */
@@ -447,6 +451,7 @@ static double quantile_ms(const int64_t *v, size_t n, double q)
 
 struct summary {
 	uint64_t requests, misses, errors;
+	int first_err;		/* -errno of the first failed request; 0: short ones only */
 	double p0, min, p001, p01, p50, read_mbs, write_mbs, elapsed;
 };
 
@@ -472,10 +477,16 @@ static int summarize(struct stream *ss, int n, int64_t t0, const struct cfg *c,
 				continue;	/* abandoned after a fatal error */
 			sum->requests++;
 			margins[m++] = r->deadline - r->complete;
-			if (r->result == -ETIME || r->complete > r->deadline)
+			/* a failure is an error whenever it comes: counted as a miss when late, a
+			 * run whose every request failed would pass for a slow one (issue 17) */
+			if (r->result < 0 && r->result != -ETIME) {
+				if (!sum->errors++)
+					sum->first_err = (int)r->result;
+			} else if (r->result == -ETIME || r->complete > r->deadline) {
 				sum->misses++;
-			else if (r->result != (int64_t)c->io)
-				sum->errors++;
+			} else if (r->result != (int64_t)c->io) {
+				sum->errors++;	/* short */
+			}
 			if (r->result > 0)
 				bytes[ss[i].write] += (uint64_t)r->result;
 			if (r->complete > last)
@@ -616,6 +627,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{ "json", no_argument, NULL, 'j' },
 		{ "reserve", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	uint64_t size;
@@ -696,6 +708,9 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'V':
+			printf("dvr (AVFS %s)\n", AVFS_VERSION);
+			exit(0);
 		default:
 			usage(stderr);
 			return -EINVAL;
@@ -734,6 +749,12 @@ int main(int argc, char **argv)
 	if (period <= 0) {
 		fprintf(stderr, "dvr: --rate too high for --io\n");
 		return EXIT_ARGS;
+	}
+	/* before any file is made: libavio needs an AVFS mount (its files name their daemon) */
+	if (c.mode == MODE_AVIO && getxattr(c.dir, "user.avfs.socket", NULL, 0) <= 0) {
+		fprintf(stderr, "dvr: %s is not on an AVFS mount (%s): --mode avio needs one; "
+			"--mode posix runs on any folder\n", c.dir, strerror(errno));
+		return 1;
 	}
 	ss = calloc((size_t)n, sizeof(*ss));
 	tids = calloc((size_t)n, sizeof(*tids));
@@ -805,8 +826,12 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (sum.errors)
+	if (sum.errors) {
+		fprintf(stderr, "dvr: %" PRIu64 " of %" PRIu64 " requests failed%s%s\n", sum.errors,
+			sum.requests, sum.first_err ? ", the first with: " : " (short transfers)",
+			sum.first_err ? strerror(-sum.first_err) : "");
 		ret = 1;
+	}
 	if (c.csv) {
 		err = write_csv(c.csv, ss, n, t0);
 		if (err) {

@@ -21,6 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifndef AVFS_VERSION	/* the build gives it; a copy built elsewhere has none */
+#define AVFS_VERSION "unknown"
+#endif
+
 #define EXIT_ARGS 2
 #define ALIGN 4096
 
@@ -81,6 +85,7 @@ int main(int argc, char **argv)
 		{ "io", required_argument, NULL, 'i' },
 		{ "duration", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	double rate = 0, duration = 0;
@@ -119,6 +124,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("rdrt (AVFS %s)\n", AVFS_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -17,6 +17,7 @@
 
 #define MB AVFS_MBLOCK
 #define CHUNK (1u << 20)
+#define PROGRESS_SLICE (16ull << 20)	/* run_plan reports progress this often */
 
 int64_t avfs_fsio_now(void)
 {
@@ -55,20 +56,43 @@ static int dev_flush(struct avfs_disk *d)
 	return res < 0 ? (int)res : 0;
 }
 
-int avfs_fsio_run(struct avfs_disk *d, const struct avfs_plan *p)
+static int run_plan(struct avfs_disk *d, const struct avfs_plan *p,
+		    const struct avfs_fsio_progress *pg, const char *step)
 {
+	uint64_t total = 0, done = 0;
+
+	for (size_t i = 0; pg && p && i < p->n; i++)
+		total += p->ops[i].kind == AVFS_PLAN_FLUSH ? 0 : p->ops[i].len;
 	for (size_t i = 0; p && i < p->n; i++) {
 		const struct avfs_plan_op *o = &p->ops[i];
-		int err;
+		int err = 0;
 
-		if (o->kind == AVFS_PLAN_FLUSH)
+		if (o->kind == AVFS_PLAN_FLUSH) {
 			err = dev_flush(d);
-		else
-			err = dev_io(d, AVFS_DISK_WRITE, o->off, (void *)o->buf, o->len, o->fua);
+			if (err)
+				return err;
+			continue;
+		}
+		/* in slices, so that progress moves through a large op too (mkfs writes the
+		 * inode table and the backup region in few of them); FUA on the last slice */
+		for (uint64_t at = 0; at < o->len && !err; at += PROGRESS_SLICE) {
+			uint64_t n = o->len - at < PROGRESS_SLICE ? o->len - at : PROGRESS_SLICE;
+
+			err = dev_io(d, AVFS_DISK_WRITE, o->off + at, (uint8_t *)o->buf + at, n,
+				     o->fua && at + n == o->len);
+			done += n;
+			if (pg)
+				pg->fn(pg->arg, step, done, total);
+		}
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+int avfs_fsio_run(struct avfs_disk *d, const struct avfs_plan *p)
+{
+	return run_plan(d, p, NULL, NULL);
 }
 
 static void *abuf(size_t len)
@@ -80,6 +104,13 @@ static void *abuf(size_t len)
 
 int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct avfs_super *out,
 		   char *w, size_t wlen)
+{
+	return avfs_fsio_mkfs_progress(d, o, out, NULL, w, wlen);
+}
+
+int avfs_fsio_mkfs_progress(struct avfs_disk *d, const struct avfs_mkfs_opts *o,
+			    struct avfs_super *out, const struct avfs_fsio_progress *pg, char *w,
+			    size_t wlen)
 {
 	struct avfs_mkfs_opts opts = *o;
 	struct avfs_super sb;
@@ -99,12 +130,14 @@ int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct a
 	err = avfs_fs_geometry(&opts, &sb, w, wlen);
 	if (err)
 		return err;
+	if (pg)
+		pg->fn(pg->arg, "building the metadata", 0, 0);
 	err = avfs_fs_format(&sb, opts.now_ns, &fs, &p);
 	if (err) {
 		avfs_why(w, wlen, "cannot build the format in memory: %s", strerror(-err));
 		return err;
 	}
-	err = avfs_fsio_run(d, p);
+	err = run_plan(d, p, pg, "writing the metadata");
 	if (err)
 		avfs_why(w, wlen, "writing the format failed: %s", strerror(-err));
 	if (out)
@@ -151,6 +184,11 @@ static int load_range(struct avfs_fsio *io, uint64_t first, uint64_t n, unsigned
 	for (uint64_t at = first; at < first + n;) {
 		uint64_t cnt = first + n - at < CHUNK / MB ? first + n - at : CHUNK / MB;
 		bool any = false, read_ok;
+
+		if (io->pg)	/* the metadata blocks after the superblock and the journal */
+			io->pg->fn(io->pg->arg, "loading the metadata",
+				   (at - io->fs->sb.mbitmap_start) * MB,
+				   (io->fs->sb.meta_blocks - io->fs->sb.mbitmap_start) * MB);
 
 		for (uint64_t i = 0; i < cnt && !any; i++)
 			any = avfs_fs_block_live(io->fs, at + i) && !avfs_fs_replayed(io->fs, at + i);
@@ -321,6 +359,13 @@ out:
 int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		    struct avfs_mount_report *rep_out, char *w, size_t wlen)
 {
+	return avfs_fsio_mount_progress(d, flags, NULL, out, rep_out, w, wlen);
+}
+
+int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
+			     const struct avfs_fsio_progress *pg, struct avfs_fsio **out,
+			     struct avfs_mount_report *rep_out, char *w, size_t wlen)
+{
 	struct avfs_mount_report rep = { 0 };
 	struct avfs_fsio *io = calloc(1, sizeof(*io));
 	uint8_t *sbuf = abuf(MB);
@@ -331,6 +376,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 	if (!io || !sbuf)
 		goto fail;
 	io->d = d;
+	io->pg = pg;
 	if (d->info.size < 2 * MB) {
 		avfs_why(w, wlen, "device of %llu bytes is too small to hold a file system",
 			 (unsigned long long)d->info.size);
@@ -409,6 +455,7 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		rep.orphans_freed = (uint64_t)n;
 	}
 	io->autocommit = io->fs->log_blocks / 8;
+	io->pg = NULL;	/* the caller's, for the mount only */
 	free(sbuf);
 	if (rep_out)
 		*rep_out = rep;

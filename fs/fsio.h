@@ -25,8 +25,16 @@ struct avfs_mount_report {
 	char journal_why[200];
 };
 
+/* How far long work is, for a tool's progress line: fn(arg, step, done, total) with done and
+ * total in bytes, called as the work goes (often: the tool decides when to show it). */
+struct avfs_fsio_progress {
+	void (*fn)(void *arg, const char *step, uint64_t done, uint64_t total);
+	void *arg;
+};
+
 struct avfs_fsio {
 	struct avfs_disk *d;
+	const struct avfs_fsio_progress *pg;	/* while mounting; NULL: none */
 	struct avfs_fs *fs;
 	uint64_t commits;		/* transactions committed through this driver */
 	void (*on_commit)(void *arg, uint64_t n);	/* after each commit is on disk (tests) */
@@ -45,6 +53,10 @@ int avfs_fsio_run(struct avfs_disk *d, const struct avfs_plan *p);
 /* Format d. o->size 0 = the whole device. 0 or -errno with why. */
 int avfs_fsio_mkfs(struct avfs_disk *d, const struct avfs_mkfs_opts *o, struct avfs_super *sb,
 		   char *why, size_t whylen);
+/* The same, saying how far the writing is through pg (NULL: as avfs_fsio_mkfs). */
+int avfs_fsio_mkfs_progress(struct avfs_disk *d, const struct avfs_mkfs_opts *o,
+			    struct avfs_super *sb, const struct avfs_fsio_progress *pg, char *why,
+			    size_t whylen);
 
 /* Mount: superblock (or its backup), journal replay, load with repair from the backup region,
  * then (unless AVFS_MOUNT_RDONLY) write the repairs and the replayed blocks home, and free
@@ -55,6 +67,10 @@ int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 /* Free the orphans a crash left (after a mount with AVFS_MOUNT_KEEP_ORPHANS, e.g. once a check
  * passed), committing. How many, or -errno (-EROFS on a read-only mount). */
 int64_t avfs_fsio_free_orphans(struct avfs_fsio *io);
+/* The same, saying how far the loading of the metadata is through pg (NULL: none). */
+int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
+			     const struct avfs_fsio_progress *pg, struct avfs_fsio **out,
+			     struct avfs_mount_report *rep, char *why, size_t whylen);
 /* Free the orphans still open (nothing can use them after this), commit, empty the journal,
  * free memory. The disk stays open (the caller's). */
 int avfs_fsio_unmount(struct avfs_fsio *io);

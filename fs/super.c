@@ -201,7 +201,8 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 	uint64_t bs, meta;
 
 	if (s->hdr.magic != AVFS_MAGIC) {
-		avfs_why(why, whylen, "no AVFS superblock (bad magic)");
+		avfs_why(why, whylen, "no AVFS superblock (bad magic): not an AVFS file system, or "
+			 "not formatted (mkfs.avfs makes one)");
 		return -EINVAL;
 	}
 	if (fs_verify_img(NULL, 0, img, AVFS_MT_SUPER)) {

@@ -906,10 +906,32 @@ static const struct fuse_lowlevel_ops ops = {
 
 /* ---- the mount ---- */
 
+/* The -o list for FUSE: the kernel checks permissions against our modes; the source shown is
+ * the device (',' and '\\' escaped for libfuse's option parser); subtype "avfs" makes the
+ * type fuse.avfs. */
+static void mount_options(const struct avfs_fuse_conf *c, char *o, size_t len)
+{
+	const char *src = c->fsname ? c->fsname : "avfs";
+	size_t n;
+
+	n = (size_t)snprintf(o, len, "default_permissions,subtype=avfs,max_read=1048576%s%s%s%s,"
+			     "fsname=", c->allow_other ? ",allow_other" : "", c->ro ? ",ro" : "",
+			     c->options && *c->options ? "," : "", c->options ? c->options : "");
+	if (n >= len)
+		n = len - 1;
+	for (; *src && n + 3 < len; src++) {
+		if (*src == ',' || *src == '\\')
+			o[n++] = '\\';
+		o[n++] = *src;
+	}
+	o[n < len ? n : len - 1] = 0;
+}
+
 int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs *fs,
 		  const struct avfs_fuse_conf *c, char *why, size_t whylen)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	char opts[4096 + 1024];
 	struct avfs_fuse *fu = calloc(1, sizeof(*fu));
 
 	if (!fu)
@@ -920,9 +942,8 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 	/* low level; the kernel checks permissions against our modes */
 	fuse_opt_add_arg(&args, "avfsd");
 	fuse_opt_add_arg(&args, "-o");
-	fuse_opt_add_arg(&args, c->allow_other ? "default_permissions,allow_other,fsname=avfs,"
-				"subtype=avfs,max_read=1048576" :
-				"default_permissions,fsname=avfs,subtype=avfs,max_read=1048576");
+	mount_options(c, opts, sizeof(opts));
+	fuse_opt_add_arg(&args, opts);
 	fu->se = fuse_session_new(&args, &ops, sizeof(ops), fu);
 	fuse_opt_free_args(&args);
 	if (!fu->se || fuse_session_mount(fu->se, c->mountpoint)) {

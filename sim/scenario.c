@@ -200,7 +200,7 @@ static int set_size(uint64_t *dst, const char *v, uint64_t lo, uint64_t hi, uint
 
 static int set_io(uint32_t *dst, const char *v, char *r)
 {
-	uint64_t b;
+	uint64_t b = 0;	/* set_size sets it on success; gcc -O3 cannot tell (release build) */
 	int err = set_size(&b, v, 4096, 16u << 20, 4096, r);
 
 	if (!err)

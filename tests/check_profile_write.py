@@ -4,15 +4,20 @@ progress lines (SPEC §6.4, issue 8), run as a user runs them.
 
 --write measures sequential writes (against request size, and at a few points across the disk):
 always on sim:, on a zeroed image file, and with --force over what it recognises; refused with
-exit 1 and the image unchanged on one that holds AVFS (primary or backup superblock), an ext4,
-XFS or btrfs signature, a GPT header or an MBR with a used entry. Exits non-zero on any miss.
+exit 1 and the image unchanged on one that holds AVFS (primary or backup superblock) or what
+libblkid recognises: a real ext4 (mkfs.ext4) and swap area (mkswap), a GPT (built here with its
+CRCs), an MBR with a Linux partition, and an empty MBR (an empty dos partition table is one).
+Exits non-zero on any miss.
 """
 import json
 import os
 import pty
 import subprocess
 import sys
+import struct
 import tempfile
+import uuid
+import zlib
 
 from checklib import check, digest, fails, run as run_cmd, verdict
 
@@ -41,6 +46,28 @@ def tty_stderr(argv):
     proc.wait()
     os.close(master)
     return out.decode(errors="replace")
+
+
+def gpt_image(path, size=128 * MIB):
+    """A GPT with one partition, as sfdisk writes it: protective MBR, header and entries with
+    their CRCs, and the backup header and entries at the end."""
+    lbas = size // 512
+    entry = uuid.UUID("0fc63daf-8483-4772-8e79-3d69d8477de4").bytes_le + uuid.uuid4().bytes_le + \
+        struct.pack("<QQQ", 2048, 206847, 0) + "linux".encode("utf-16-le").ljust(72, b"\0")
+    entries = entry.ljust(128 * 128, b"\0")
+    ecrc = zlib.crc32(entries)
+    disk = uuid.uuid4().bytes_le
+
+    def header(mine, other, first_entry):
+        h = struct.pack("<8sIIIIQQQQ16sQIII", b"EFI PART", 0x10000, 92, 0, 0, mine, other, 34,
+                        lbas - 34, disk, first_entry, 128, 128, ecrc)
+        return h[:16] + struct.pack("<I", zlib.crc32(h)) + h[20:]
+    pmbr = bytearray(512)
+    pmbr[446:462] = bytes([0, 0, 2, 0, 0xee, 0xff, 0xff, 0xff]) + struct.pack("<II", 1, lbas - 1)
+    pmbr[510:512] = b"\x55\xaa"
+    return image(path, size, marks=[(0, bytes(pmbr)), (512, header(1, lbas - 1, 2)),
+                                    (1024, entries), ((lbas - 33) * 512, entries),
+                                    ((lbas - 1) * 512, header(lbas - 1, 1, lbas - 33))])
 
 
 def profile(args):
@@ -113,27 +140,28 @@ with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
     if r:
         write_figures(r, "zeroed image")
         check("zeroed image: backend uring", r["backend"] == "uring")
-    # a boot sector signature without a used entry is not a partition table
-    empty_mbr = image(os.path.join(tmp, "mbr0.img"), marks=[(510, b"\x55\xaa")])
-    profile(["--quick", "--write", empty_mbr])
-
     avfs = os.path.join(tmp, "avfs.img")
     subprocess.run([mkfs, "-q", "--size", "128M", avfs], check=True)
     backup_only = os.path.join(tmp, "avfs-backup.img")
     subprocess.run([mkfs, "-q", "--size", "128M", backup_only], check=True)
     with open(backup_only, "r+b") as f:     # the primary superblock gone, the backup left
         f.write(bytes(4096))
-    mbr = bytearray(512)
-    mbr[446 + 4] = 0x83                     # one used entry: a Linux partition
+    ext4 = image(os.path.join(tmp, "ext4.img"))
+    subprocess.run(["mkfs.ext4", "-q", "-F", ext4], check=True)
+    swap = image(os.path.join(tmp, "swap.img"))
+    subprocess.run(["mkswap", swap], check=True, capture_output=True)
+    mbr = bytearray(512)                    # one Linux partition, sectors 2048..206847
+    mbr[446:462] = bytes([0, 0x20, 0x21, 0, 0x83, 0x2a, 0xac, 0x0c]) + \
+        struct.pack("<II", 2048, 204800)
     mbr[510:512] = b"\x55\xaa"
     refused = {
         "AVFS": avfs,
         "AVFS (backup superblock)": backup_only,
-        "ext2/3/4": image(os.path.join(tmp, "ext4.img"), marks=[(1080, b"\x53\xef")]),
-        "XFS": image(os.path.join(tmp, "xfs.img"), marks=[(0, b"XFSB")]),
-        "btrfs": image(os.path.join(tmp, "btrfs.img"), marks=[(65600, b"_BHRfS_M")]),
-        "GPT": image(os.path.join(tmp, "gpt.img"), marks=[(512, b"EFI PART")]),
-        "MBR": image(os.path.join(tmp, "mbr.img"), marks=[(0, bytes(mbr))]),
+        "ext4": ext4,
+        "swap": swap,
+        "dos (an MBR with a partition)": image(os.path.join(tmp, "mbr.img"), marks=[(0, bytes(mbr))]),
+        "dos (an empty MBR)": image(os.path.join(tmp, "mbr0.img"), marks=[(510, b"\x55\xaa")]),
+        "gpt": gpt_image(os.path.join(tmp, "gpt.img")),
     }
     for what, img in refused.items():
         before = digest(img)
@@ -141,7 +169,7 @@ with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
         check(f"--write refused on {what}, image unchanged, said why",
               digest(img) == before and "refused" in p.stderr and not p.stdout.strip() and
               what.split()[0].split("/")[0] in p.stderr)
-    for what in ("AVFS", "ext2/3/4"):
+    for what in ("AVFS", "ext4"):
         r, p = profile(["--quick", "--write", "--force", refused[what]])
         if r:
             write_figures(r, f"--force over {what}")
@@ -154,8 +182,8 @@ with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
 
     # ---- progress: on a terminal only (SPEC §10) ----
     shown = tty_stderr([admin, "profile", "--quick", "sim:avfs-250g"])
-    check("progress on a terminal: 'profile: STEP DONE/TOTAL', redrawn in place",
-          "\rprofile: " in shown and "/" in shown)
+    check("progress on a terminal: 'avfs-admin: profile: STEP [bar] N%', redrawn in place",
+          "\ravfs-admin: profile: " in shown and "%" in shown and "[" in shown)
     shown = tty_stderr([admin, "profile", "--quick", "--quiet", "sim:avfs-250g"])
     check("--quiet on a terminal: no progress", "profile: " not in shown)
     p = run(["--quick", "sim:avfs-250g"])

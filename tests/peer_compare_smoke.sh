@@ -2,7 +2,10 @@
 # peer_compare_smoke.sh — bench/peer-compare.sh --smoke end to end (issue 9): ext4 with
 # mq-deadline and avfsd, each on a fresh small hddemu disk for a few seconds; the table must
 # list both with a numeric RT-requests column > 0, and --out's JSON must agree with it.
-# Env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR (the built binaries). It judges no figure.
+# A scenario file (issue 15) the same way: its workload, rate and greedy reader reach the run
+# (the smoke's disk and a smaller mix given beside it), and a scenario real time cannot play
+# is refused with the key. Env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR AVFS_SIM (the built
+# binaries). It judges no figure.
 # Exits 77 (SKIP) without root, /dev/fuse or losetup, or when hddemu is not built.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -34,4 +37,23 @@ rows = {l.split()[0]: l.split()[1] for l in open(sys.argv[2]) if l.split()}
 r = {e["configuration"]: e for e in d["results"]}
 sys.exit(0 if all(str(r[c]["rt_requests"]) == rows[c] and r[c]["disk_utilization"] > 0
                   for c in ("ext4-mq-deadline", "avfsd")) else 1)' "$T/out.json" "$T/table"
+
+S=$HERE/../scenarios
+bash "$HERE/../bench/peer-compare.sh" --scenario "$S/peer-mix-3to1-be.scn" --smoke \
+	--workload 3r1w --rate 8M --configs avfsd --out "$T/scn.json" >"$T/scn" 2>"$T/err"
+rc=$?
+cat "$T/scn"
+[ $rc = 0 ] || { echo "peer-compare.sh --scenario exit status $rc; its stderr:"; cat "$T/err"; }
+check "--scenario: exits 0" test $rc = 0
+check "--scenario: the file's greedy reader, the given mix and rate ran" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+p, r = d["params"], d["results"][0]
+sys.exit(0 if p["be"] == "greedy" and p["workload"] == "3r1w" and p["rate_bps"] == 8000000
+         and p["scenario"].endswith("peer-mix-3to1-be.scn") and r["rt_requests"] > 0 else 1)' "$T/scn.json"
+bash "$HERE/../bench/peer-compare.sh" --scenario "$S/papers004-table3.1.scn" --smoke \
+	>/dev/null 2>"$T/err"
+rc=$?
+check "--scenario: per-round deadlines refused (exit 2, the key named)" \
+	eval 'test $rc = 2 && grep -q "round" "$T/err"'
 avfs_summary

@@ -3,7 +3,8 @@
 # avfs-admin reserve/streams/release/status/stats --json, over-subscription refused with a
 # reason, per-user quotas from --config, a client killed while holding a reservation frees
 # it, a dvr run with reservations traced and plotted (one series per stream), a malformed
-# configuration refused. Env: AVFSD MKFS FSCK ADMIN DVR (the built binaries).
+# configuration refused, stats --prometheus parsed by prometheus_client. Env: AVFSD MKFS FSCK
+# ADMIN DVR (the built binaries).
 set -u
 . "$(dirname "$0")/daemon_env.sh"
 avfs_require
@@ -56,6 +57,39 @@ check "status: $n streams, load within 1 - be_floor" test "$(json "$AVFS_T/st.js
 	"d['streams'] == $n and 0 < d['admission']['load'] <= 1 - d['admission']['be_floor'] + 1e-9")" = True
 admin reserve "$MNT/movie" --rate fast --buffer 1M 2>/dev/null
 check "a bad rate is bad usage (exit 2)" test $? = 2
+# messages that say what is wrong (issue 17)
+says() {	# says RC TEXT CMD...: CMD exits RC and says TEXT on stderr
+	local rc=$1 text=$2 err got
+	shift 2
+	err=$("$@" 2>&1 >/dev/null)
+	got=$?
+	[ $got = "$rc" ] && case "$err" in *"$text"*) true ;; *) false ;; esac && return 0
+	echo "  '$*': exit $got, '$err'; want $rc, '$text'"
+	return 1
+}
+check "reserve --read --write: they exclude each other (exit 2)" \
+	says 2 "--read and --write exclude each other" "$ADMIN" reserve "$MNT/movie" --rate 1M --buffer 1M --read --write
+check "reserve on a file off any AVFS mount: says so" \
+	says 1 "/etc/passwd is not on an AVFS mount" "$ADMIN" reserve /etc/passwd --rate 1M --buffer 1M
+check "reserve on another file system's file through --socket: says so (was EXDEV)" \
+	says 1 "is not on the file system this avfsd serves" admin reserve /etc/passwd --rate 1M --buffer 1M
+check "release -1: not a reservation id (exit 2)" says 2 "'-1' is not a reservation id" admin release -1
+mkdir "$AVFS_T/plain"
+check "dvr --mode avio on a folder off AVFS: refused before it writes anything" \
+	bash -c "'$DVR' --mode avio --workload 1r0w --dir '$AVFS_T/plain' --duration 1 2>&1 | grep -q 'is not on an AVFS mount' && [ -z \"\$(ls -A '$AVFS_T/plain')\" ]"
+# every write failing (a full tmpfs), each failure late (a 1 us period): errors, not misses
+mkdir "$AVFS_T/full"
+if mount -t tmpfs -o size=1M tmpfs "$AVFS_T/full"; then
+	dd if=/dev/zero of="$AVFS_T/full/fill" bs=64K count=32 status=none 2>/dev/null
+	"$DVR" --mode posix --workload 0r1w --dir "$AVFS_T/full" --duration 0.01 --rate 32G --io 4K \
+		--depth 1 --json >"$AVFS_T/full.json" 2>"$AVFS_T/full.err"
+	rc=$?
+	umount "$AVFS_T/full"
+	check "dvr whose every request fails, late: exit 1, every one an I/O error, the errno said (was: misses, exit 0)" \
+		test "$rc $(json "$AVFS_T/full.json" "d['io_errors'] == d['rt_requests'] > 0 and d['deadline_misses'] == 0") $(grep -c 'requests failed, the first with: No space left on device' "$AVFS_T/full.err")" = "1 True 1"
+else
+	echo "(no tmpfs to fill: dvr's I/O errors are not checked)"
+fi
 admin reserve "$MNT/movie" --rate 1M --buffer 256K >/dev/null 2>"$AVFS_T/err"
 check "a buffer not larger than one request: refused as invalid" grep -q "Invalid argument" "$AVFS_T/err"
 
@@ -122,6 +156,20 @@ check "stats --json: every documented field" test "$(json "$AVFS_T/stats.json" "
 check "stats --json: consistent (RT requests = dvr's, no misses, utilization in (0, 1], seeks counted)" \
 	test "$(json "$AVFS_T/stats.json" "d['rt']['requests'] >= $(json "$AVFS_T/dvr.json" "d['rt_requests']") and d['rt']['misses'] == 0 and 0 < d['disk_utilization'] <= 1 and sum(d['seek_distance']['counts']) > 0 and d['model']['rotation_ms'] > 0 and d['rt']['margin_ms']['min'] <= d['rt']['margin_ms']['p50']")" = True
 check "stats (table) runs" bash -c "'$ADMIN' --socket '$SOCK' stats | grep -q 'disk utilization'"
+# a reservation to show per stream, then the Prometheus exposition read by Prometheus's parser
+admin reserve "$MNT/movie" --rate 1M --buffer 1M >/dev/null
+# the python that has Prometheus's parser: PATH's, or Debian's (python3-prometheus-client
+# installs for /usr/bin/python3 only); neither: a failure that says what to install
+PROM_PY=
+for py in python3 /usr/bin/python3; do
+	"$py" -c 'import prometheus_client.parser' 2>/dev/null && PROM_PY=$py && break
+done
+prometheus_parses() {
+	[ -n "$PROM_PY" ] || { echo "  no prometheus_client for python3 (apt-get install" \
+		"python3-prometheus-client, or pip install prometheus-client)"; return 1; }
+	"$PROM_PY" "$AVFS_ENV_DIR/check_prometheus.py" "$ADMIN" "$SOCK"
+}
+check "stats --prometheus: Prometheus's parser reads it; the JSON's figures" prometheus_parses
 check "reset refused to another user (exit 1)" bash -c "! $NOBODY '$ADMIN' --socket '$SOCK' reset 2>/dev/null"
 check "reset by root: a new measurement, no RT request in it yet" bash -c "'$ADMIN' --socket '$SOCK' reset >/dev/null && '$ADMIN' --socket '$SOCK' stats --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d[\"rt\"][\"requests\"] == 0 else 1)'"
 wait $trace_pid

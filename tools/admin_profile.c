@@ -24,8 +24,11 @@
 #include "hddmodel.h"
 #include "iosched.h"
 #include "jsonout.h"
+#include "lock.h"
 #include "profile.h"
 #include "profile_json.h"
+#include "progress.h"
+#include "signature.h"
 #include "simdisk.h"
 #include "simengine.h"
 #include "units.h"
@@ -157,89 +160,30 @@ static int open_target(struct target *t, uint64_t seed)
 
 /* ---- --write: on a scratch device only ---- */
 
-#define HEAD_BYTES (128u << 10)	/* the start of the device: holds every signature below */
-
-/* Signatures at fixed byte offsets from the start (the common ones of blkid's table). */
-static const struct {
-	const char *what;
-	uint32_t off;
-	const char *magic;
-	uint32_t len;
-} signatures[] = {
-	{ "an ext2/3/4 file system", 1080, "\x53\xef", 2 },	/* s_magic 0xEF53, little-endian */
-	{ "an XFS file system", 0, "XFSB", 4 },
-	{ "a btrfs file system", 65600, "_BHRfS_M", 8 },
-	{ "a GPT partition table", 512, "EFI PART", 8 },
-	{ "a GPT partition table", 4096, "EFI PART", 8 },	/* 4 KiB logical blocks */
-	{ "a FAT file system", 54, "FAT1", 4 },
-	{ "a FAT32 file system", 82, "FAT32   ", 8 },
-	{ "an NTFS file system", 3, "NTFS    ", 8 },
-	{ "an ISO 9660 file system", 32769, "CD001", 5 },
-	{ "a swap area", 4086, "SWAPSPACE2", 10 },
-	{ "a LUKS volume", 0, "LUKS\xba\xbe", 6 },
-	{ "an LVM2 physical volume", 512, "LABELONE", 8 },
-};
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* What the device holds that --write would destroy, or NULL: head is its first HEAD_BYTES, tail
- * its last tail_len bytes (whole logical blocks), holding the AVFS backup superblock at byte
- * backup of it (avfs_fs_backup_super_off()) and in its last logical block GPT's backup header. */
-static const char *recognise(const uint8_t *head, const uint8_t *tail, uint32_t backup,
-			     uint32_t tail_len, uint32_t lbs)
-{
-	/* AVFS: the superblock header's magic, in the primary or the backup copy (a damaged
-	 * primary is still somebody's file system: fsck.avfs repairs it from the backup) */
-	if (le32(head) == AVFS_MAGIC || le32(tail + backup) == AVFS_MAGIC)
-		return "an AVFS file system";
-	for (size_t i = 0; i < sizeof(signatures) / sizeof(signatures[0]); i++)
-		if (!memcmp(head + signatures[i].off, signatures[i].magic, signatures[i].len))
-			return signatures[i].what;
-	if (!memcmp(tail + tail_len - lbs, "EFI PART", 8))
-		return "a GPT partition table (its backup header)";
-	/* MBR: the boot signature and at least one used entry of the four at byte 446 */
-	if (head[510] == 0x55 && head[511] == 0xaa)
-		for (int i = 0; i < 4; i++)
-			if (head[446 + 16 * i + 4])	/* the partition type; 0 = unused */
-				return "an MBR partition table";
-	return NULL;
-}
-
 /* Before --write on a real device: 0 to go on, 1 refused or failed (the reason printed). */
 static int scratch_check(const struct target *t, bool force)
 {
-	struct avfs_disk *d = t->d;
-	uint64_t backup = avfs_fs_backup_super_off(d->info.size);
-	uint64_t tail_off = backup - backup % d->info.lbs;	/* logical blocks, whatever lbs */
-	uint32_t tail_len = (uint32_t)(d->info.size - tail_off);
-	uint8_t *buf = avfs_disk_alloc_buf(d, HEAD_BYTES + tail_len);
-	struct avfs_disk_req head = { .op = AVFS_DISK_READ, .len = HEAD_BYTES, .buf = buf,
-				      .buf_index = -1 };
-	struct avfs_disk_req tail = { .op = AVFS_DISK_READ, .lba = tail_off / d->info.lbs,
-				      .len = tail_len, .buf = buf + HEAD_BYTES, .buf_index = -1 };
-	const char *what = NULL;
-	int64_t res = buf ? avfs_disk_io_sync(d, &head) : -ENOMEM;
+	char what[256], why[512];
+	int err;
 
-	if (res >= 0)
-		res = avfs_disk_io_sync(d, &tail);
-	if (res >= 0)
-		what = recognise(buf, buf + HEAD_BYTES, (uint32_t)(backup - tail_off), tail_len,
-				 d->info.lbs);
-	free(buf);
-	if (res < 0) {
-		fprintf(stderr, "avfs-admin: profile: %s: cannot read it to see whether it is a "
-			"scratch device: %s\n", t->name, strerror((int)-res));
+	/* in use (an avfsd serves it, the kernel has it mounted): never, --force or not */
+	err = avfs_disk_in_use(t->name, why, sizeof(why));
+	if (err == -EBUSY) {
+		fprintf(stderr, "avfs-admin: profile: %s: --write refused, nothing written\n", why);
 		return 1;
 	}
-	if (what && !force) {
+	err = avfs_signature_disk(t->d, what, sizeof(what));
+	if (err < 0) {
+		fprintf(stderr, "avfs-admin: profile: %s: cannot tell whether it is a scratch device "
+			"(%s)\n", t->name, what);
+		return 1;
+	}
+	if (err && !force) {
 		fprintf(stderr, "avfs-admin: profile: %s holds %s, which --write would destroy: "
 			"refused, nothing written (--force writes anyway)\n", t->name, what);
 		return 1;
 	}
-	if (what)
+	if (err)
 		fprintf(stderr, "avfs-admin: profile: %s holds %s: overwriting it (--force)\n",
 			t->name, what);
 	return 0;
@@ -247,25 +191,9 @@ static int scratch_check(const struct target *t, bool force)
 
 /* ---- progress ---- */
 
-/* On a terminal, one line redrawn in place at most every `every` ns: the profiler reports
- * every percent, thousands of times a second on a fast device. */
-struct progress {
-	bool tty;
-	uint64_t every, last;	/* ns, CLOCK_MONOTONIC */
-	bool shown;		/* a line is out (on a terminal, to clear at the end) */
-};
-
 static void progress(void *arg, const char *step, unsigned done, unsigned total)
 {
-	struct progress *g = arg;
-	uint64_t t = (uint64_t)avfs_clock_ns();
-
-	if (g->shown && t - g->last < g->every)
-		return;
-	g->last = t;
-	g->shown = true;
-	fprintf(stderr, "\rprofile: %-38s %6u/%-6u", step, done, total);
-	fflush(stderr);
+	avfs_progress_show(arg, step, done, total);
 }
 
 /* ---- output ---- */
@@ -561,7 +489,7 @@ int admin_profile(int argc, char **argv)
 	struct avfs_profile_clock clk;
 	struct avfs_profile_geom geom, *g = NULL;
 	struct avfs_profile *r = NULL;
-	struct progress pg = { .tty = isatty(2) };
+	struct avfs_progress pg;
 	struct target t = { 0 };
 	json_object *doc = NULL;	/* the --json and --out document */
 	const char *out = NULL;
@@ -634,8 +562,8 @@ int admin_profile(int argc, char **argv)
 		avfs_profile_real_clock(&clk);
 	}
 	po.steps = t.write ? AVFS_PROFILE_WRITE : 0;	/* and every read step */
-	if (!quiet && pg.tty) {	/* SPEC §10: progress on a terminal, quiet elsewhere */
-		pg.every = 200000000ull;
+	avfs_progress_init(&pg, "avfs-admin: profile", STDERR_FILENO, quiet);
+	if (pg.fd >= 0) {	/* SPEC §10: progress on a terminal, quiet elsewhere */
 		po.progress = progress;
 		po.progress_arg = &pg;
 		if (!t.sim)
@@ -645,8 +573,7 @@ int admin_profile(int argc, char **argv)
 	}
 	r = malloc(sizeof(*r));
 	err = r ? avfs_profile_run(t.d, &clk, g, &po, r) : -ENOMEM;
-	if (pg.tty && pg.shown)
-		fprintf(stderr, "\r%-70s\r", "");
+	avfs_progress_clear(&pg);
 	if (err) {
 		fprintf(stderr, "avfs-admin: profile: %s: %s\n", t.name,
 			err == -ENOSPC ? "too small to profile" : strerror(-err));

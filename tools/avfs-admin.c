@@ -32,6 +32,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: avfs-admin [--socket PATH] COMMAND [ARGS]\n"
+		"       avfs-admin --version | --help\n"
 		"  status [--json]            the daemon, its device and its admission load\n"
 		"  streams [--json]           every reservation\n"
 		"  reserve FILE --rate R --buffer B [--read|--write] [--io S]\n"
@@ -39,7 +40,8 @@ static void usage(FILE *f)
 		"                             R in bytes/s (k, M, G: powers of 1000; or 19.39Mbit),\n"
 		"                             B and S in bytes (K, M, G: powers of 1024)\n"
 		"  release ID                 end reservation ID\n"
-		"  stats [--json]             QoS statistics: margins, misses, utilization, seeks\n"
+		"  stats [--json|--prometheus]  QoS statistics: margins, misses, utilization,\n"
+		"                             seeks; --prometheus: Prometheus's text format\n"
 		"  reset                      begin a new measurement of the statistics, root\n"
 		"  trace --duration S --out FILE   record the request trace (docs/TRACE.md), root\n"
 		"  plot TRACE --out FILE.svg  draw a trace\n"
@@ -69,8 +71,9 @@ static int find_socket(const char *file, char *path, size_t len)
 
 		if (!err)
 			return 0;
-		fprintf(stderr, "avfs-admin: %s: not on an AVFS mount (%s)\n", file,
-			strerror(-err));
+		fprintf(stderr, "avfs-admin: %s is not on an AVFS mount (%s): name a file on "
+			"the mount of an avfsd\n", file, err == -ENODATA || err == -EOPNOTSUPP ?
+			"it carries no user.avfs.socket attribute" : strerror(-err));
 		return -ENOENT;
 	}
 	if (env && *env) {
@@ -200,11 +203,13 @@ static void print_streams(json_object *arr)
 static int cmd_query(int argc, char **argv)
 {
 	bool json = argc == 2 && !strcmp(argv[1], "--json");
+	bool prom = argc == 2 && !strcmp(argv[1], "--prometheus") && !strcmp(argv[0], "stats");
 	json_object *o;
-	int s;
+	int s, ret = 0;
 
-	if (argc > 2 || (argc == 2 && !json)) {
-		fprintf(stderr, "usage: avfs-admin %s [--json]\n", argv[0]);
+	if (argc > 2 || (argc == 2 && !json && !prom)) {
+		fprintf(stderr, "usage: avfs-admin %s [--json%s]\n", argv[0],
+			strcmp(argv[0], "stats") ? "" : "|--prometheus");
 		return 2;
 	}
 	if (!strcmp(argv[0], "reset") && argc != 1) {
@@ -221,6 +226,10 @@ static int cmd_query(int argc, char **argv)
 	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 								  JSON_C_TO_STRING_SPACED));
+	} else if (prom) {
+		ret = admin_prometheus(stdout, o);
+		if (ret)
+			fprintf(stderr, "avfs-admin: stats --prometheus: cannot write the output\n");
 	} else if (!strcmp(argv[0], "status")) {
 		printf("device        %s\n", avfs_json_str(o, "device"));
 		printf("mountpoint    %s\n", avfs_json_str(o, "mountpoint"));
@@ -283,7 +292,7 @@ static int cmd_query(int argc, char **argv)
 		print_streams(json_object_object_get(o, "streams"));
 	}
 	json_object_put(o);
-	return 0;
+	return ret;
 }
 
 /* ---- reserve, release ---- */
@@ -303,7 +312,7 @@ static int cmd_reserve(int argc, char **argv)
 	struct avfs_msg_open om = { 0 };
 	struct avfs_msg_open_reply orp;
 	uint64_t rate = 0, buffer = 0, io = 0;
-	const char *file;
+	const char *file, *dir = NULL;
 	struct stat st;
 	double v;
 	int c, s;
@@ -330,8 +339,16 @@ static int cmd_reserve(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'R': m.write = 0; break;
-		case 'W': m.write = 1; break;
+		case 'R':
+		case 'W':
+			if (dir && strcmp(dir, c == 'W' ? "--write" : "--read")) {
+				fprintf(stderr, "avfs-admin: reserve: --read and --write exclude each "
+					"other: a reservation is for reading or for writing\n");
+				return 2;
+			}
+			dir = c == 'W' ? "--write" : "--read";
+			m.write = c == 'W';
+			break;
 		default: return 2;
 		}
 	}
@@ -352,6 +369,13 @@ static int cmd_reserve(int argc, char **argv)
 	om.ino = st.st_ino;
 	om.access = m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ;
 	if (call(s, AVFS_MSG_OPEN, &om, sizeof(om), &orp, sizeof(orp), NULL, NULL)) {
+		close(s);
+		return 1;
+	}
+	if (orp.res == -EXDEV) {
+		fprintf(stderr, "avfs-admin: %s is not on the file system this avfsd serves: name a "
+			"file on its mount (or leave --socket out: the file's own mount names its "
+			"daemon)\n", file);
 		close(s);
 		return 1;
 	}
@@ -397,6 +421,9 @@ static int cmd_release(int argc, char **argv)
 	int s;
 
 	if (argc != 2 || avfs_parse_uint(argv[1], &m.id) || !m.id) {
+		if (argc == 2)
+			fprintf(stderr, "avfs-admin: release: '%s' is not a reservation id (a "
+				"positive number)\n", argv[1]);
 		fprintf(stderr, "usage: avfs-admin release ID (a number from `avfs-admin streams`)\n");
 		return 2;
 	}
@@ -529,6 +556,10 @@ int main(int argc, char **argv)
 	argv += i;
 	if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help") || !strcmp(argv[0], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[0], "-V") || !strcmp(argv[0], "--version")) {
+		printf("avfs-admin %s\n", AVFS_VERSION);
 		return 0;
 	}
 	if (!strcmp(argv[0], "status") || !strcmp(argv[0], "streams") || !strcmp(argv[0], "stats") ||

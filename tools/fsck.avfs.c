@@ -2,13 +2,18 @@
  * fsck.avfs — check (and with -y repair) an AVFS file system on a device or image
  * (SPEC §10, §14). It drives the mount (replay, backup repair) and the core's checker
  * (fs/fsck.c) and turns their findings into text or JSON and an fsck(8) exit code; the
- * checks themselves live in the core.
+ * checks themselves live in the core. A repair (-y) is refused on a device in use (disk/lock.h:
+ * an avfsd serves it, the kernel has it mounted); a check (-n) of one goes on with a warning.
  */
+#include "config.h"
+
 #include "disk.h"
 #include "fsck.h"
 #include "fsio.h"
 #include "grow.h"
 #include "jsonout.h"
+#include "lock.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -29,15 +34,20 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: fsck.avfs [-n|-y] [--json] DEVICE_OR_IMAGE\n"
+		"usage: fsck.avfs [-n|-y|-p|-a] [-f] [--json] DEVICE_OR_IMAGE\n"
 		"Check an AVFS file system; with -y, repair it.\n"
 		"  -n          check only, write nothing (the default); a journal is replayed in\n"
-		"              memory only\n"
+		"              memory only. On a device in use (an avfsd serves it) it warns: what\n"
+		"              a live file system has not committed yet can show as findings\n"
 		"  -y          repair: replay the journal, rewrite damaged metadata from the backup\n"
 		"              region, fix what the check finds; unreachable inodes are linked\n"
-		"              into /lost+found as #INODE\n"
+		"              into /lost+found as #INODE. Refused on a device in use\n"
+		"  -p, -a      the same as -y (what fsck(8) passes for an automatic repair: every\n"
+		"              repair of AVFS is safe without a question)\n"
+		"  -f          accepted (fsck(8)'s \"force\"): AVFS is always checked in full\n"
 		"  --json      one JSON object on stdout (geometry, counts, findings, exit_code)\n"
-		"  -h, --help  this text\n"
+		"  -h, --help  this text; -V, --version: the version\n"
+		"On a terminal a progress line shows how far it is.\n"
 		"Files unlinked while still open when the file system stopped (nlink 0, no name)\n"
 		"are expected leftovers, not errors: reported, freed by -y or by the next\n"
 		"read-write mount.\n"
@@ -74,16 +84,20 @@ static void free_lines(struct lines *l)
 	free(l->v);
 }
 
-static bool progress_on;
+static struct avfs_progress bar;	/* on a terminal */
 
 static void progress(const char *what)
 {
-	if (!progress_on)
-		return;
-	fprintf(stderr, "\rfsck.avfs: %-40s", what);
-	if (!*what)
-		fprintf(stderr, "\r");
-	fflush(stderr);
+	if (*what)
+		avfs_progress_show(&bar, what, 0, 0);
+	else
+		avfs_progress_clear(&bar);
+}
+
+static void fsio_progress(void *arg, const char *step, uint64_t done, uint64_t total)
+{
+	(void)arg;
+	avfs_progress_show(&bar, step, done, total);
 }
 
 static int commit_cb(void *arg)
@@ -110,8 +124,10 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct avfs_fsio_progress pg = { .fn = fsio_progress };
 	bool repair = false, check_only = false, json = false;
 	struct avfs_mount_report mrep = { 0 };
 	struct avfs_fsck_report rep = { 0 }, verify = { 0 };
@@ -122,16 +138,18 @@ int main(int argc, char **argv)
 	json_object *doc = NULL;	/* --json: the report, printed at the end */
 	uint64_t errors = 0, fixed = 0, left, bs, free_blocks, ninodes;
 	const char *path;
-	char why[256] = "", hb[16], hf[16];
+	char why[512] = "", hb[16], hf[16];
 	unsigned mflags;
-	int c, err, code;
+	int c, err, code, lock = -1;
 
-	while ((c = getopt_long(argc, argv, "nyh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nypafhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': check_only = true; break;
-		case 'y': repair = true; break;
+		case 'y': case 'p': case 'a': repair = true; break;
+		case 'f': break;
 		case 'j': json = true; break;
 		case 'h': usage(stdout); return EXIT_CLEAN;
+		case 'V': printf("fsck.avfs %s\n", AVFS_VERSION); return EXIT_CLEAN;
 		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
@@ -142,7 +160,19 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	path = argv[optind];
-	progress_on = isatty(STDERR_FILENO);
+	avfs_progress_init(&bar, "fsck.avfs", STDERR_FILENO, false);
+
+	/* the lock avfsd holds: a repair needs it, a check goes on without it */
+	lock = avfs_disk_lock(path, why, sizeof(why));
+	if (lock == -EBUSY && repair) {
+		fprintf(stderr, "fsck.avfs: %s: -y refused, nothing written\n", why);
+		code = EXIT_OPERATIONAL;
+		goto fail;
+	}
+	if (lock == -EBUSY)
+		fprintf(stderr, "fsck.avfs: warning: %s; checking it all the same, read-only: what "
+			"it has not committed yet can show as findings\n", why);
+	why[0] = 0;
 
 	err = avfs_uring_open(path, repair ? 0 : AVFS_URING_RDONLY, 0, &d);
 	if (err) {
@@ -156,7 +186,7 @@ int main(int argc, char **argv)
 	mflags = AVFS_MOUNT_FORCE | AVFS_MOUNT_CHECK_BACKUP | AVFS_MOUNT_KEEP_ORPHANS |
 		 (repair ? 0 : AVFS_MOUNT_RDONLY);
 	progress("mounting");
-	err = avfs_fsio_mount(d, mflags, &io, &mrep, why, sizeof(why));
+	err = avfs_fsio_mount_progress(d, mflags, &pg, &io, &mrep, why, sizeof(why));
 	if (err) {
 		progress("");
 		fprintf(stderr, "fsck.avfs: %s: cannot mount: %s\n", path, why);
@@ -348,5 +378,7 @@ out:
 	free_lines(&lines);
 	if (d)
 		avfs_disk_close(d);
+	if (lock >= 0)
+		close(lock);
 	return code;
 }

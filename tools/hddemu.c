@@ -966,6 +966,7 @@ int main(int argc, char **argv)
 		{ "trace", required_argument, NULL, 't' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -987,7 +988,7 @@ int main(int argc, char **argv)
 	sigaddset(&usr1, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
 	e->queue = 1;
-	while ((c = getopt_long(argc, argv, "fh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fhV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': model = optarg; break;
 		case 'b': backing = optarg; break;
@@ -1011,6 +1012,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("hddemu %s\n", AVFS_VERSION);
 			return 0;
 		default:
 			usage(stderr);

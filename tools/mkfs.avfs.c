@@ -1,35 +1,49 @@
 /*
  * mkfs.avfs — format a block device or an image file with the AVFS file system (SPEC §10).
- * An image file is created or extended to --size. Prints the geometry (or JSON). Formatting
- * itself is the core's avfs_fs_format, written through the io_uring backend. The service-time
- * model recorded is a named model's, or with --profile one measured by disk/profile.c (read-only,
- * through the backend --backend names) or loaded from `avfs-admin profile --out FILE`.
- * Exit status: 0 formatted, 1 failed (nothing usable was written), 2 usage error.
+ * An image file is created or extended to --size. Before writing it refuses a device that is in
+ * use (disk/lock.h: an avfsd serves it, the kernel has it mounted, a loop device backs it) and,
+ * without --force, one that holds anything (tools/signature.h: AVFS or what libblkid knows);
+ * on failure it removes the image it created (or shrinks back the one it extended). Prints the
+ * geometry (or JSON). Formatting itself is the core's avfs_fs_format, written through the
+ * io_uring backend. The service-time model recorded is a named model's, or with --profile one
+ * measured by disk/profile.c (read-only, through the backend --backend names) or loaded from
+ * `avfs-admin profile --out FILE`. Exit status as mkfs(8): 0 formatted, 1 not (usage error,
+ * refused, or failed: nothing usable was written).
  */
 #include "config.h"
 #include "disk.h"
 #include "fs.h"
 #include "fsio.h"
 #include "jsonout.h"
+#include "lock.h"
 #include "profile.h"
+#include "progress.h"
+#include "signature.h"
 #include "units.h"
 #include "zrr.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/fs.h>
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mkfs.avfs [options] DEVICE_OR_IMAGE\n"
+		"Format a block device, or an image file (created or extended to --size), with AVFS.\n"
+		"A device in use (served by an avfsd, mounted, attached to a loop device) is refused;\n"
+		"so is one that holds a file system or partition table, unless --force.\n"
+		"  -f, --force         format even over a file system or partition table found there\n"
 		"  --block-size SIZE   data block size, a power of two from 64K to 4G (default 4M)\n"
 		"  --zones N           ZRR zone count (default: at most 32 zones of >= 16 GiB)\n"
 		"  --size BYTES        image size (creates or extends an image file; K/M/G/T)\n"
@@ -51,8 +65,10 @@ static void usage(FILE *f)
 		"  --json              print the geometry as JSON (with the recorded model: model_source\n"
 		"                      named|measured|file, rate_max, rate_min in bytes/s, seek_avg_ns,\n"
 		"                      rotation_ns)\n"
-		"  -q, --quiet         print nothing on success\n"
-		"--profile and --disk-model exclude each other.\n");
+		"  -q, --quiet         print nothing on success (and no progress line)\n"
+		"  -V, --version       the version\n"
+		"--profile and --disk-model exclude each other. Exit status (mkfs(8)): 0 formatted,\n"
+		"1 not formatted (usage error, refused, or failed).\n");
 }
 
 /* The service-time model to record (SPEC §5.2: struct avfs_svc_model's figures) when it is not
@@ -159,21 +175,30 @@ static int check_lmax(const char *file, const struct svc *m, const char *path, u
 	return 1;
 }
 
-static void progress(void *arg, const char *step, unsigned done, unsigned total)
+static struct avfs_progress bar;	/* on a terminal, unless --quiet */
+
+static void profile_progress(void *arg, const char *step, unsigned done, unsigned total)
+{
+	char s[40];
+
+	(void)arg;
+	snprintf(s, sizeof(s), "profiling: %s", step);
+	avfs_progress_show(&bar, s, done, total);
+}
+
+static void fsio_progress(void *arg, const char *step, uint64_t done, uint64_t total)
 {
 	(void)arg;
-	fprintf(stderr, "\rmkfs.avfs: profiling: %-38s %3u%%", step,
-		(unsigned)((uint64_t)done * 100 / total));
-	fflush(stderr);
+	avfs_progress_show(&bar, step, done, total);
 }
 
 /* Measure path with a quick read-only profile (the steps the model needs: the rate across the
  * disk, random reads, the mechanics) through backend b. 0, or 1 with the reason printed. */
-static int measure(const char *path, enum avfs_backend b, bool show, struct svc *m)
+static int measure(const char *path, enum avfs_backend b, struct svc *m)
 {
 	struct avfs_profile_opts po = {
 		.steps = AVFS_PROFILE_ZONES | AVFS_PROFILE_RANDOM | AVFS_PROFILE_MECH,
-		.quick = true, .seed = 1, .progress = show ? progress : NULL,
+		.quick = true, .seed = 1, .progress = profile_progress,
 	};
 	struct avfs_profile_clock clk;
 	struct avfs_profile *r = malloc(sizeof(*r));
@@ -194,8 +219,7 @@ static int measure(const char *path, enum avfs_backend b, bool show, struct svc 
 	}
 	avfs_profile_real_clock(&clk);
 	err = avfs_profile_run(d, &clk, NULL, &po, r);
-	if (show)
-		fprintf(stderr, "\r%-70s\r", "");
+	avfs_progress_clear(&bar);
 	snprintf(m->backend, sizeof(m->backend), "%s", d->ident.backend);
 	avfs_disk_close(d);
 	if (err == -ENOSPC)
@@ -268,6 +292,165 @@ static void print_json(const char *path, const struct avfs_super *sb, const char
 			strerror(-err));
 }
 
+/* The device or image, and what mkfs did to it (undone when it fails). */
+struct target {
+	const char *path;
+	bool blockdev;
+	bool created;		/* the image did not exist: removed on failure */
+	bool extended;		/* grown to --size: shrunk back to old_size on failure */
+	off_t old_size;
+	uint64_t size;		/* bytes there now (a new image: --size) */
+	int lock;		/* disk/lock.h's, held from the checks to the end; -1 */
+};
+
+/* What path is, before anything is touched. 0, or 1 with the reason printed. */
+static int examine(struct target *t, uint64_t size)
+{
+	struct stat st;
+
+	if (stat(t->path, &st)) {
+		char *copy = strdup(t->path), *dir = copy ? dirname(copy) : NULL;
+		struct stat ds;
+		int ret = 1;
+
+		if (errno != ENOENT)
+			fprintf(stderr, "mkfs.avfs: %s: %s\n", t->path, strerror(errno));
+		else if (!dir || stat(dir, &ds) || !S_ISDIR(ds.st_mode))
+			fprintf(stderr, "mkfs.avfs: cannot create the image %s: there is no folder %s\n",
+				t->path, dir ? dir : "");
+		else if (!size)
+			fprintf(stderr, "mkfs.avfs: %s does not exist: give --size to create an image "
+				"file of that size, or name a block device\n", t->path);
+		else
+			ret = 0;
+		free(copy);
+		return ret;	/* t->size 0: a new image */
+	}
+	if (S_ISBLK(st.st_mode)) {
+		t->blockdev = true;
+		return 0;	/* its size once it is locked */
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "mkfs.avfs: %s is neither a block device nor a regular file\n",
+			t->path);
+		return 1;
+	}
+	if (!st.st_size && !size) {
+		fprintf(stderr, "mkfs.avfs: %s is empty: give --size to make it an image of that "
+			"size\n", t->path);
+		return 1;
+	}
+	t->old_size = st.st_size;
+	t->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* Take the device (creating a new image), and look at what it holds. 0, or 1 printed. */
+static int take(struct target *t, bool force)
+{
+	char why[512] = "", what[256];
+	int fd, found;
+
+	if (!t->old_size && !t->blockdev && access(t->path, F_OK)) {
+		fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "mkfs.avfs: cannot create %s: %s\n", t->path, strerror(errno));
+			return 1;
+		}
+		close(fd);
+		t->created = true;
+	}
+	t->lock = avfs_disk_lock(t->path, why, sizeof(why));
+	if (t->lock < 0) {
+		fprintf(stderr, "mkfs.avfs: %s: refused, nothing written\n", why);
+		return 1;
+	}
+	if (t->blockdev && ioctl(t->lock, BLKGETSIZE64, &t->size)) {
+		fprintf(stderr, "mkfs.avfs: %s: cannot read its size: %s\n", t->path, strerror(errno));
+		return 1;
+	}
+	if (t->created)
+		return 0;
+	found = avfs_signature_fd(t->lock, t->size, what, sizeof(what));
+	if (found < 0) {
+		fprintf(stderr, "mkfs.avfs: %s: cannot tell what it holds (%s): refused, nothing "
+			"written (--force formats it anyway)\n", t->path, what);
+		return 1;
+	}
+	if (found && !force) {
+		fprintf(stderr, "mkfs.avfs: %s holds %s: refused, nothing written (--force formats "
+			"it anyway, destroying what is there)\n", t->path, what);
+		return 1;
+	}
+	if (found)
+		fprintf(stderr, "mkfs.avfs: %s holds %s: formatting over it (--force)\n", t->path,
+			what);
+	return 0;
+}
+
+/* Grow an image to size (the device stays as it is). 0, or 1 printed. */
+static int extend(struct target *t, uint64_t size)
+{
+	int fd;
+
+	if (t->blockdev || t->size >= size)
+		return 0;
+	fd = open(t->path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)size)) {
+		fprintf(stderr, "mkfs.avfs: %s: cannot extend to %" PRIu64 " bytes: %s\n", t->path,
+			size, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	t->extended = !t->created;
+	t->size = size;
+	return 0;
+}
+
+/* After a failure: leave no file that mkfs created, nor the growth it gave one. */
+static void undo(struct target *t)
+{
+	if (t->created && unlink(t->path))
+		fprintf(stderr, "mkfs.avfs: cannot remove %s, which it created: %s\n", t->path,
+			strerror(errno));
+	if (t->extended && truncate(t->path, t->old_size))
+		fprintf(stderr, "mkfs.avfs: cannot shrink %s back to %lld bytes: %s\n", t->path,
+			(long long)t->old_size, strerror(errno));
+}
+
+static void print_text(const char *path, const struct avfs_super *sb, bool profile,
+		       const char *profile_file, const struct svc *m)
+{
+	printf("mkfs.avfs: formatted %s (%.2f GB)\n", path, (double)sb->dev_size / 1e9);
+	printf("  data blocks      %" PRIu64 " x %" PRIu64 " KiB = %.2f GB, from byte %" PRIu64 "\n",
+	       sb->data_blocks, (uint64_t)(1ull << sb->block_shift) >> 10,
+	       (double)(sb->data_blocks << sb->block_shift) / 1e9, sb->data_off);
+	printf("  zones            %u of about %" PRIu64 " blocks (%s), first zone %u\n",
+	       sb->nzones, sb->zone_blocks,
+	       sb->alloc_policy ? "contiguous first-fit baseline" : "Zone-Round-Robin",
+	       (sb->last_zone + 1) % sb->nzones);
+	printf("  inodes           %" PRIu64 "\n", sb->ninodes);
+	printf("  metadata         %" PRIu64 " blocks of 4 KiB (journal %" PRIu64 "), backup at "
+	       "byte %" PRIu64 "\n", sb->meta_blocks, sb->journal_blocks, sb->backup_off);
+	if (!profile)
+		printf("  disk model       %s\n", sb->disk_model);
+	else if (profile_file)
+		printf("  disk model       %s, from %s\n", sb->disk_model, profile_file);
+	else
+		printf("  disk model       %s: measured now (a quick read-only profile through %s)\n",
+		       sb->disk_model, m->backend);
+	printf("  service time     %.2f MB/s at LBA 0 to %.2f MB/s at the end, mean %s %.3f ms\n",
+	       (double)sb->rate_max / 1e6, (double)sb->rate_min / 1e6,
+	       sb->rotation_ns ? "seek" : "access", (double)sb->seek_avg_ns / 1e6);
+	if (sb->rotation_ns)
+		printf("  rotation         %.3f ms (%.0f rpm)\n", (double)sb->rotation_ns / 1e6,
+		       60e9 / (double)sb->rotation_ns);
+	else
+		printf("  rotation         none measured\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -281,6 +464,7 @@ int main(int argc, char **argv)
 		{ "disk-model", required_argument, NULL, 'm' },
 		{ "profile", optional_argument, NULL, 'P' },
 		{ "backend", required_argument, NULL, 'B' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -289,26 +473,26 @@ int main(int argc, char **argv)
 	};
 	struct avfs_mkfs_opts o = { .seed = 1 };
 	uint64_t size = 0, v;
-	bool json = false, quiet = false, profile = false, backend_given = false;
+	bool json = false, quiet = false, profile = false, backend_given = false, force = false;
 	enum avfs_backend backend = AVFS_BACKEND_AUTO;
 	const char *profile_file = NULL;
 	struct avfs_disk *d = NULL;
 	struct svc m = { 0 };
 	struct avfs_mkfs_measured measured;
+	struct avfs_fsio_progress pg = { .fn = fsio_progress };
+	struct target t = { .lock = -1 };
 	struct avfs_super sb;
-	struct stat st;
 	char why[256] = "";
-	const char *path;
-	int c, err;
+	int c, err, ret = 1;
 
-	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			if (avfs_parse_size(optarg, &v) || v == 0 || (v & (v - 1)) || v < (1u << 16) ||
 			    v > (1ull << 32)) {
 				fprintf(stderr, "mkfs.avfs: --block-size '%s': a power of two from 64K "
 					"to 4G\n", optarg);
-				return 2;
+				return 1;
 			}
 			o.block_shift = (uint32_t)__builtin_ctzll(v);
 			break;
@@ -316,32 +500,35 @@ int main(int argc, char **argv)
 			if (avfs_parse_size(optarg, &v) || v == 0 || v > AVFS_ZONES_MAX) {
 				fprintf(stderr, "mkfs.avfs: --zones '%s': 1 to %u\n", optarg,
 					(unsigned)AVFS_ZONES_MAX);
-				return 2;
+				return 1;
 			}
 			o.zones = (uint32_t)v;
 			break;
 		case 's':
 			if (avfs_parse_size(optarg, &size) || !size) {
-				fprintf(stderr, "mkfs.avfs: --size '%s': not a size\n", optarg);
-				return 2;
+				fprintf(stderr, "mkfs.avfs: --size '%s': not a size (bytes, or with K, M, "
+					"G, T)\n", optarg);
+				return 1;
 			}
 			break;
 		case 'S':
 			if (avfs_parse_size(optarg, &o.seed)) {
 				fprintf(stderr, "mkfs.avfs: --seed '%s': not a number\n", optarg);
-				return 2;
+				return 1;
 			}
 			break;
 		case 'i':
 			if (avfs_parse_size(optarg, &o.inodes) || !o.inodes) {
-				fprintf(stderr, "mkfs.avfs: --inodes '%s': not a count\n", optarg);
-				return 2;
+				fprintf(stderr, "mkfs.avfs: --inodes '%s': not a count of 1 or "
+					"more\n", optarg);
+				return 1;
 			}
 			break;
 		case 'J':
 			if (avfs_parse_size(optarg, &o.journal_blocks) || !o.journal_blocks) {
-				fprintf(stderr, "mkfs.avfs: --journal-blocks '%s': not a count\n", optarg);
-				return 2;
+				fprintf(stderr, "mkfs.avfs: --journal-blocks '%s': not a count of 1 or "
+					"more\n", optarg);
+				return 1;
 			}
 			break;
 		case 'a':
@@ -351,7 +538,7 @@ int main(int argc, char **argv)
 				o.alloc_policy = AVFS_ALLOC_CONTIG;
 			} else {
 				fprintf(stderr, "mkfs.avfs: --alloc '%s': zrr or contig\n", optarg);
-				return 2;
+				return 1;
 			}
 			break;
 		case 'm': o.disk_model = optarg; break;
@@ -363,82 +550,67 @@ int main(int argc, char **argv)
 			if (avfs_backend_parse(optarg, &backend)) {
 				fprintf(stderr, "mkfs.avfs: --backend '%s': auto, uring, sg or nvme\n",
 					optarg);
-				return 2;
+				return 1;
 			}
 			backend_given = true;
 			break;
+		case 'f': force = true; break;
 		case 'j': json = true; break;
 		case 'q': quiet = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("mkfs.avfs %s\n", AVFS_VERSION); return 0;
-		default: usage(stderr); return 2;
+		default: usage(stderr); return 1;
 		}
 	}
 	/* --profile takes its FILE as the next word: the one before DEVICE_OR_IMAGE */
 	if (profile && !profile_file && optind + 2 == argc)
 		profile_file = argv[optind++];
 	if (optind + 1 != argc) {
+		fprintf(stderr, "mkfs.avfs: %s\n", optind >= argc ? "say which DEVICE_OR_IMAGE to "
+			"format" : "one DEVICE_OR_IMAGE only");
 		usage(stderr);
-		return 2;
+		return 1;
 	}
-	path = argv[optind];
+	t.path = argv[optind];
 	if (profile && o.disk_model) {
 		fprintf(stderr, "mkfs.avfs: --profile and --disk-model exclude each other: the model "
 			"recorded is either measured or named\n");
-		return 2;
+		return 1;
 	}
 	if (backend_given && (!profile || profile_file)) {
 		fprintf(stderr, "mkfs.avfs: --backend says how --profile measures the device: give "
 			"it with --profile (without FILE)\n");
-		return 2;
+		return 1;
 	}
-	/* a profile file is read and checked before anything is written, even before an image
-	 * is created or extended (to the larger of its size and --size) */
+	avfs_progress_init(&bar, "mkfs.avfs", STDERR_FILENO, quiet);
+	/* everything that can be checked is, before anything is created or written: a profile
+	 * file, the target, the geometry the options ask for */
 	if (profile_file && load_profile(profile_file, &m))
 		return 1;
-	if (profile_file && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    check_lmax(profile_file, &m, path, size > (uint64_t)st.st_size ? size :
-		       (uint64_t)st.st_size))
+	if (examine(&t, size))
 		return 1;
-	if (profile_file && stat(path, &st) && errno == ENOENT && size &&
-	    check_lmax(profile_file, &m, path, size))
-		return 1;
-	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode)) {
-		/* a device: --size may only restrict the format to its start */
-	} else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "mkfs.avfs: %s: not a block device or regular file\n", path);
-		return 1;
-	} else {
-		int fd;
+	if (!t.blockdev) {
+		uint64_t bytes = size > t.size ? size : t.size;
 
-		if (!size && (errno == ENOENT || st.st_size == 0)) {
-			fprintf(stderr, "mkfs.avfs: %s: no such image: give --size to create it\n", path);
-			return 2;
-		}
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			fprintf(stderr, "mkfs.avfs: %s: %s\n", path, strerror(errno));
+		o.size = size ? size : t.size;
+		if ((profile_file && check_lmax(profile_file, &m, t.path, bytes)) ||
+		    avfs_fs_geometry(&o, &sb, why, sizeof(why))) {
+			if (why[0])
+				fprintf(stderr, "mkfs.avfs: %s: %s: nothing written\n", t.path, why);
 			return 1;
 		}
-		if (size && fstat(fd, &st) == 0 && (uint64_t)st.st_size < size && ftruncate(fd, (off_t)size)) {
-			fprintf(stderr, "mkfs.avfs: %s: cannot extend to %" PRIu64 " bytes: %s\n", path,
-				size, strerror(errno));
-			close(fd);
-			return 1;
-		}
-		close(fd);
 	}
-	if (profile && !profile_file && measure(path, backend, isatty(2) && !quiet, &m))
-		return 1;
-	err = avfs_uring_open(path, 0, 0, &d);
+	if (take(&t, force) || extend(&t, size))
+		goto out;
+	if (profile && !profile_file && measure(t.path, backend, &m))
+		goto out;
+	err = avfs_uring_open(t.path, 0, 0, &d);
 	if (err) {
-		fprintf(stderr, "mkfs.avfs: cannot open %s: %s\n", path, strerror(-err));
-		return 1;
+		fprintf(stderr, "mkfs.avfs: cannot open %s: %s\n", t.path, strerror(-err));
+		goto out;
 	}
-	if (profile && check_lmax(profile_file ? profile_file : path, &m, path, d->info.size)) {
-		avfs_disk_close(d);
-		return 1;
-	}
+	if (profile && check_lmax(profile_file ? profile_file : t.path, &m, t.path, d->info.size))
+		goto out;
 	o.size = size ? size : d->info.size;
 	if (profile)
 		o.measured = &measured;
@@ -446,42 +618,25 @@ int main(int argc, char **argv)
 						 .rate_min = (uint64_t)llround(m.dmin),
 						 .seek_avg_ns = (uint64_t)llround(m.tk_ns),
 						 .rotation_ns = (uint64_t)llround(m.tr_ns) };
-	err = avfs_fsio_mkfs(d, &o, &sb, why, sizeof(why));
-	avfs_disk_close(d);
+	err = avfs_fsio_mkfs_progress(d, &o, &sb, &pg, why, sizeof(why));
+	avfs_progress_clear(&bar);
 	if (err) {
-		fprintf(stderr, "mkfs.avfs: %s: %s\n", path, why[0] ? why : strerror(-err));
-		return 1;
+		fprintf(stderr, "mkfs.avfs: %s: %s\n", t.path, why[0] ? why : strerror(-err));
+		goto out;
 	}
+	ret = 0;
 	if (quiet)
-		return 0;
-	if (json) {
-		print_json(path, &sb, profile ? m.source : "named");
-		return 0;
-	}
-	printf("mkfs.avfs: formatted %s (%.2f GB)\n", path, (double)sb.dev_size / 1e9);
-	printf("  data blocks      %" PRIu64 " x %" PRIu64 " KiB = %.2f GB, from byte %" PRIu64 "\n",
-	       sb.data_blocks, (uint64_t)(1ull << sb.block_shift) >> 10,
-	       (double)(sb.data_blocks << sb.block_shift) / 1e9, sb.data_off);
-	printf("  zones            %u of about %" PRIu64 " blocks (%s), first zone %u\n", sb.nzones,
-	       sb.zone_blocks, sb.alloc_policy ? "contiguous first-fit baseline" : "Zone-Round-Robin",
-	       (sb.last_zone + 1) % sb.nzones);
-	printf("  inodes           %" PRIu64 "\n", sb.ninodes);
-	printf("  metadata         %" PRIu64 " blocks of 4 KiB (journal %" PRIu64 "), backup at byte %"
-	       PRIu64 "\n", sb.meta_blocks, sb.journal_blocks, sb.backup_off);
-	if (!profile)
-		printf("  disk model       %s\n", sb.disk_model);
-	else if (profile_file)
-		printf("  disk model       %s, from %s\n", sb.disk_model, profile_file);
+		goto out;
+	if (json)
+		print_json(t.path, &sb, profile ? m.source : "named");
 	else
-		printf("  disk model       %s: measured now (a quick read-only profile through %s)\n",
-		       sb.disk_model, m.backend);
-	printf("  service time     %.2f MB/s at LBA 0 to %.2f MB/s at the end, mean %s %.3f ms\n",
-	       (double)sb.rate_max / 1e6, (double)sb.rate_min / 1e6,
-	       sb.rotation_ns ? "seek" : "access", (double)sb.seek_avg_ns / 1e6);
-	if (sb.rotation_ns)
-		printf("  rotation         %.3f ms (%.0f rpm)\n", (double)sb.rotation_ns / 1e6,
-		       60e9 / (double)sb.rotation_ns);
-	else
-		printf("  rotation         none measured\n");
-	return 0;
+		print_text(t.path, &sb, profile, profile_file, &m);
+out:
+	if (d)
+		avfs_disk_close(d);
+	if (ret)
+		undo(&t);
+	if (t.lock >= 0)
+		close(t.lock);
+	return ret;
 }

@@ -145,9 +145,11 @@ dev=$(block_device $SERIAL) || { check 1 $SERIAL "no SCSI disk with serial $SERI
 lbs=$(cat /sys/block/${dev#/dev/}/queue/logical_block_size)
 say "$SERIAL is $dev, $(($(cat /sys/block/${dev#/dev/}/size) / 2048)) MiB, $lbs-byte blocks"
 mkdir -p $MNT /run	# avfsd makes /run/avfs for its client socket
+# the daemon's socket: /run/avfs/NAME@MAJ:MIN.sock (NAME@MAJ:MIN:INO.sock for a char node)
+sock_of() { ls /run/avfs/"${1#/dev/}"@*.sock 2>/dev/null | head -n 1; }
 
 # 4 zones of 1 MiB blocks: a file's consecutive blocks are a zone apart, so reads and writes seek
-out=$(mkfs.avfs --block-size 1M --zones 4 "$dev" 2>&1)
+out=$(mkfs.avfs -f --block-size 1M --zones 4 "$dev" 2>&1)	# -f: guest_fs.sh formatted it
 rc=$?
 echo "$out" | sed 's/^/  /'
 check $rc $SERIAL "mkfs.avfs --block-size 1M --zones 4 $dev"
@@ -181,7 +183,7 @@ if start plain; then
 	check 0 $SERIAL "avfsd --backend sg mounted $dev on $MNT"
 	dvr_run 1r1w --rate 8M --io 256K --depth 8 --duration 10 --file-size 8M
 	say "avfs-admin status"
-	avfs-admin --socket /run/avfs/${dev#/dev/}.sock status >/tmp/status.out 2>&1
+	avfs-admin --socket "$(sock_of $dev)" status >/tmp/status.out 2>&1
 	rc=$?
 	sed 's/^/  /' /tmp/status.out
 	grep -q '^backend  *sg$' /tmp/status.out && grep -q 'QEMU HARDDISK' /tmp/status.out || rc=1
@@ -207,11 +209,11 @@ io_check /tmp/avfsd-plain.log "the sg backend carried the run"
 # not rotate, so the waits only show that the path works.
 if start spio --disk-model avfs-250g --set chunk=256K --set jit=on --set split=32M; then
 	dvr_run 1r1w --rate 8M --io 1M --depth 4 --duration 6 --file-size 8M
-	mode=$(avfs-admin --socket /run/avfs/${dev#/dev/}.sock status 2>&1 | grep '^mixer mode')
+	mode=$(avfs-admin --socket "$(sock_of $dev)" status 2>&1 | grep '^mixer mode')
 	say "avfs-admin status: $mode"
 	echo "$mode" | grep -q 'jit on'
 	check $? $SERIAL "avfs-admin status: $(echo $mode)"
-	spio=$(avfs-admin --socket /run/avfs/${dev#/dev/}.sock stats 2>&1 | grep '^semi-preemptive')
+	spio=$(avfs-admin --socket "$(sock_of $dev)" stats 2>&1 | grep '^semi-preemptive')
 	say "avfs-admin stats: $spio"
 	echo "$spio" | grep -q ' [1-9][0-9]* chunk commands, [1-9][0-9]* JIT waits'
 	check $? $SERIAL "the mixer chunked and waited out predicted rotational slack (JIT)"
@@ -240,9 +242,9 @@ SERIAL=nvme0
 BACKEND=nvme
 blk=$(block_device $SERIAL) || { check 1 $SERIAL "no NVMe namespace with serial $SERIAL"; blk=none; }
 dev=/dev/ng${blk#/dev/nvme}
-if [ -c "$dev" ] && mkfs.avfs --block-size 1M "$blk" >/dev/null 2>&1 && start nvme; then
+if [ -c "$dev" ] && mkfs.avfs -f --block-size 1M "$blk" >/dev/null 2>&1 && start nvme; then
 	dvr_run 1r1w --rate 8M --io 256K --depth 8 --duration 5 --file-size 8M
-	avfs-admin --socket /run/avfs/${dev#/dev/}.sock status >/tmp/status.out 2>&1
+	avfs-admin --socket "$(sock_of $dev)" status >/tmp/status.out 2>&1
 	rc=$?
 	sed 's/^/  /' /tmp/status.out
 	grep -q '^backend  *nvme$' /tmp/status.out && grep -q 'identity  *nvme 0x1b36 QEMU NVMe Ctrl' \

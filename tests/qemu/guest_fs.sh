@@ -38,7 +38,7 @@ for serial in vscsi0 lsi0 nvme0; do
 	sys=/sys/block/${dev#/dev/}/queue
 	echo "$serial: $dev, rotational $(cat $sys/rotational), logical block" \
 		"$(cat $sys/logical_block_size), max_sectors_kb $(cat $sys/max_sectors_kb)"
-	out=$(mkfs.avfs --block-size 1M "$dev" 2>&1)
+	out=$(mkfs.avfs -f --block-size 1M "$dev" 2>&1)	# -f: scratch disks of the guest
 	rc=$?
 	echo "$out" | sed 's/^/  /'
 	check $rc $serial "mkfs.avfs $dev: $(echo "$out" | grep 'data blocks' | tr -s ' ' | sed 's/^ //')"

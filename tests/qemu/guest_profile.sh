@@ -41,7 +41,7 @@ dd if=/dev/zero of="$lsi" bs=1M seek=$(($(cat /sys/block/${lsi#/dev/}/size) / 20
 	2>/dev/null
 profile lsi0 '"write": true' --backend sg --write --json "$lsi"
 
-out=$(mkfs.avfs --profile --backend sg --block-size 1M "$vscsi" 2>&1)
+out=$(mkfs.avfs -f --profile --backend sg --block-size 1M "$vscsi" 2>&1)	# -f: scratch
 rc=$?
 echo "$out" | grep -E 'model|service time' | sed 's/^/  /'
 echo "$out" | grep -q 'profiled: measured now .*through sg' || rc=1
@@ -49,7 +49,7 @@ check $rc vscsi0 "mkfs.avfs --profile --backend sg: the measured model in the su
 fsck.avfs -n "$vscsi" >/dev/null 2>&1
 check $? vscsi0 "fsck.avfs -n after mkfs.avfs --profile"
 
-out=$(mkfs.avfs --profile /tmp/nvme.json --block-size 1M "$nvme" 2>&1)
+out=$(mkfs.avfs -f --profile /tmp/nvme.json --block-size 1M "$nvme" 2>&1)
 rc=$?
 echo "$out" | grep -E 'model|service time' | sed 's/^/  /'
 check $rc nvme0 "mkfs.avfs --profile FILE (avfs-admin profile --out of the same namespace)"
