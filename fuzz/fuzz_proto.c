@@ -72,6 +72,11 @@ static int64_t mono(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static void cleanup(void)
+{
+	unlink(g.path);
+}
+
 static void setup(void)
 {
 	struct avfs_mkfs_opts mo = { .block_shift = 16, .zones = 4, .seed = 9 };
@@ -108,11 +113,6 @@ static void setup(void)
 		abort();
 	}
 	atexit(cleanup);
-}
-
-static void cleanup(void)
-{
-	unlink(g.path);
 }
 
 /* One loop iteration (what is ready now), the device's completions, the engine's tick. */
