@@ -98,7 +98,7 @@ static struct avfs_disk *fresh(void)
 static void populate(struct avfs_fsio *io)
 {
 	static uint8_t buf[150000];
-	uint64_t d1, d2, f1, f2, ino;
+	uint64_t d1 = 0, d2 = 0, f1 = 0, f2 = 0, ino;
 	char name[200], target[300];
 
 	memset(buf, 0x33, sizeof(buf));
