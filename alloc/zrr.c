@@ -1,11 +1,28 @@
 /*
- * zrr.c — Zone-Round-Robin and contiguous first-fit block allocation over a borrowed
- * bitmap. It decides which block; it does not persist the bitmap or last_zone, and it
- * keeps no cached state about the bitmap, which the file system may change directly.
+ * zrr.c — Zone-Round-Robin (per block, or in runs) and contiguous first-fit block allocation
+ * over a borrowed bitmap. It decides which block; it does not persist the bitmap or last_zone,
+ * and it keeps no cached state about the bitmap, which the file system may change directly.
  */
 #include "zrr.h"
 
 #include <errno.h>
+#include <string.h>
+
+/* indexed by enum avfs_alloc_policy */
+static const char *const policy_names[] = { "zrr", "contig", "zrr-run" };
+
+const char *avfs_alloc_policy_name(uint32_t policy)
+{
+	return policy < 3 ? policy_names[policy] : "?";
+}
+
+int avfs_alloc_policy_parse(const char *name)
+{
+	for (int i = 0; i < 3; i++)
+		if (name && !strcmp(name, policy_names[i]))
+			return i;
+	return -EINVAL;
+}
 
 int avfs_alloc_zone_count(uint64_t nblocks, uint64_t block_size, uint32_t requested)
 {
@@ -32,11 +49,11 @@ int avfs_alloc_zone_count(uint64_t nblocks, uint64_t block_size, uint32_t reques
 }
 
 int avfs_alloc_init(struct avfs_alloc *a, enum avfs_alloc_policy p, struct avfs_bitmap *map,
-		    uint32_t nzones, uint32_t last_zone)
+		    uint32_t nzones, uint32_t last_zone, uint32_t run)
 {
 	if (!a || !map || !map->words || map->nbits == 0)
 		return -EINVAL;
-	if (p != AVFS_ALLOC_ZRR && p != AVFS_ALLOC_CONTIG)
+	if (p != AVFS_ALLOC_ZRR && p != AVFS_ALLOC_CONTIG && p != AVFS_ALLOC_ZRR_RUN)
 		return -EINVAL;
 	if (nzones == 0 || nzones > AVFS_ZONES_MAX || nzones > map->nbits)
 		return -EINVAL;
@@ -48,6 +65,7 @@ int avfs_alloc_init(struct avfs_alloc *a, enum avfs_alloc_policy p, struct avfs_
 	a->zone_blocks = map->nbits / nzones;
 	a->zone_extra = map->nbits % nzones;
 	a->last_zone = last_zone;
+	a->run = run ? run : 1;
 	return 0;
 }
 
@@ -119,6 +137,56 @@ static uint64_t zrr_pick(const struct avfs_alloc *a, uint64_t prev)
 	return UINT64_MAX;
 }
 
+uint32_t avfs_alloc_next_zone(const struct avfs_alloc *a, uint32_t z)
+{
+	uint32_t n = a->nzones, i;
+
+	/* z's place in 0, n-1, 1, n-2, ...: the even places count up from 0, the odd ones
+	 * down from n-1 */
+	i = 2 * z <= n - 1 ? 2 * z : 2 * (n - 1 - z) + 1;
+	i = i + 1 == n ? 0 : i + 1;
+	return i % 2 == 0 ? i / 2 : n - 1 - (i - 1) / 2;
+}
+
+/* ZRR_RUN in zone z: the first free block that starts a run (a multiple of run blocks from
+ * the zone's start), else the first free block; UINT64_MAX when the zone is full. */
+static uint64_t run_start(const struct avfs_alloc *a, uint32_t z)
+{
+	uint64_t first = avfs_alloc_zone_first(a, z), end = avfs_alloc_zone_end(a, z);
+	uint64_t any = avfs_bitmap_find_zero(a->map, first, end), b = any;
+
+	while (b != UINT64_MAX && (b - first) % a->run) {
+		uint64_t next = first + ((b - first) / a->run + 1) * a->run;
+
+		b = next < end ? avfs_bitmap_find_zero(a->map, next, end) : UINT64_MAX;
+	}
+	return b != UINT64_MAX ? b : any;
+}
+
+/*
+ * ZRR in runs: a stream reading a file seeks to another zone once a run, not once a block,
+ * and zone balance still holds over run x zones blocks; going from both ends inwards, two
+ * runs in a row cost a reader the same as any other two.
+ */
+static uint64_t zrr_run_pick(const struct avfs_alloc *a, uint64_t prev)
+{
+	uint32_t z = prev != UINT64_MAX ? avfs_alloc_zone_of(a, prev) : a->last_zone;
+
+	if (prev != UINT64_MAX && prev + 1 < avfs_alloc_zone_end(a, z) &&
+	    (prev + 1 - avfs_alloc_zone_first(a, z)) % a->run &&
+	    !avfs_bitmap_test(a->map, prev + 1))
+		return prev + 1;
+	for (uint32_t k = 0; k < a->nzones; k++) {
+		uint64_t b;
+
+		z = avfs_alloc_next_zone(a, z);
+		b = run_start(a, z);
+		if (b != UINT64_MAX)
+			return b;
+	}
+	return UINT64_MAX;
+}
+
 static uint64_t contig_pick(const struct avfs_alloc *a, uint64_t prev)
 {
 	uint64_t b;
@@ -141,7 +209,8 @@ int64_t avfs_alloc_block(struct avfs_alloc *a, uint64_t prev)
 	/* nset is exact, so a full map fails in O(1) instead of scanning every zone. */
 	if (a->map->nset >= a->map->nbits)
 		return -ENOSPC;
-	b = a->policy == AVFS_ALLOC_ZRR ? zrr_pick(a, prev) : contig_pick(a, prev);
+	b = a->policy == AVFS_ALLOC_ZRR ? zrr_pick(a, prev) :
+	    a->policy == AVFS_ALLOC_ZRR_RUN ? zrr_run_pick(a, prev) : contig_pick(a, prev);
 	if (b == UINT64_MAX)
 		return -ENOSPC;
 	err = avfs_bitmap_set(a->map, b);

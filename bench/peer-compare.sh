@@ -77,7 +77,8 @@ if [ -n "$SCENARIO" ]; then
 	canon=$("$AVFS_SIM" run "$SCENARIO" --print) || bad "--scenario: $SCENARIO refused (above)"
 	assigns=$(python3 "$HERE/scenario_rt.py" "$SCENARIO" <<<"$canon") || exit 2
 	eval "$assigns"
-	[ "$AVFS_ALLOC" = contig ] && AVFS_MKFS_ARGS="${AVFS_MKFS_ARGS:-} --alloc contig"
+	# the file's allocator (zrr-run, zrr or contig; canonical form names it) for mkfs.avfs
+	[ -n "$AVFS_ALLOC" ] && AVFS_MKFS_ARGS="${AVFS_MKFS_ARGS:-} --alloc $AVFS_ALLOC"
 fi
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -203,7 +203,10 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object_object_add(mx, "margin_ms", jd((double)c->margin_ns / 1e6));
 	json_object_object_add(mx, "urgent_ms", jd((double)c->urgent_ns / 1e6));
 	json_object_object_add(mx, "chunk", json_object_new_int64(c->chunk));
+	json_object_object_add(mx, "hold", json_object_new_string(c->sweep ? "sweep" : "batch"));
+	json_object_object_add(mx, "coalesce", json_object_new_int64(c->coalesce));
 	avfs_sched_counters(sched, &k);
+	json_object_object_add(mx, "coalesced", json_object_new_int64((int64_t)k.coalesced));
 	json_object_object_add(mx, "chunks", json_object_new_int64((int64_t)k.chunks));
 	json_object_object_add(mx, "jit_waits", json_object_new_int64((int64_t)k.jit_waits));
 	json_object_object_add(mx, "jit_wait_ms", jd((double)k.jit_wait_ns / 1e6));

@@ -31,8 +31,25 @@ int avfs_disk_check(const struct avfs_disk *d, const struct avfs_disk_req *req)
 	}
 	if (req->len == 0 || req->len > AVFS_DISK_MAX_IO || req->len % in->lbs)
 		return -EINVAL;
-	if (!req->buf || (uintptr_t)req->buf % in->mem_align)
+	if (req->iovcnt || req->iov) {
+		uint64_t sum = 0;
+
+		if (req->buf || req->buf_index >= 0 || !req->iov || !req->iovcnt ||
+		    req->iovcnt > AVFS_DISK_MAX_IOV)
+			return -EINVAL;
+		for (unsigned i = 0; i < req->iovcnt; i++) {
+			const struct iovec *v = &req->iov[i];
+
+			if (!v->iov_base || (uintptr_t)v->iov_base % in->mem_align ||
+			    !v->iov_len || v->iov_len % in->lbs)
+				return -EINVAL;
+			sum += v->iov_len;
+		}
+		if (sum != req->len)
+			return -EINVAL;
+	} else if (!req->buf || (uintptr_t)req->buf % in->mem_align) {
 		return -EINVAL;
+	}
 	/* beyond the end, written so that it cannot overflow */
 	if (req->lba > in->size / in->lbs ||
 	    (uint64_t)req->len / in->lbs > in->size / in->lbs - req->lba)
@@ -52,20 +69,91 @@ int avfs_disk_check(const struct avfs_disk *d, const struct avfs_disk_req *req)
 	return 0;
 }
 
+/* A vectored request on a backend that takes only one buffer: through a bounce buffer. */
+struct avfs_disk_bounce {
+	uint64_t cookie;
+	uint8_t *buf;
+	const struct iovec *iov;	/* the caller's, valid until the completion */
+	unsigned iovcnt;
+	bool read;
+};
+
+static int submit_bounced(struct avfs_disk *d, const struct avfs_disk_req *req)
+{
+	struct avfs_disk_req lin = *req;
+	struct avfs_disk_bounce *b;
+	size_t at = 0;
+	int err;
+
+	if (d->nbnc == d->capbnc) {
+		size_t cap = d->capbnc ? 2 * d->capbnc : 8;
+
+		b = realloc(d->bnc, cap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		d->bnc = b;
+		d->capbnc = cap;
+	}
+	b = &d->bnc[d->nbnc];
+	*b = (struct avfs_disk_bounce){ .cookie = req->cookie, .iov = req->iov,
+					.iovcnt = req->iovcnt, .read = req->op == AVFS_DISK_READ };
+	b->buf = avfs_disk_alloc_buf(d, req->len);
+	if (!b->buf)
+		return -ENOMEM;
+	if (!b->read)
+		for (unsigned i = 0; i < req->iovcnt; at += req->iov[i++].iov_len)
+			memcpy(b->buf + at, req->iov[i].iov_base, req->iov[i].iov_len);
+	lin.buf = b->buf;
+	lin.iov = NULL;
+	lin.iovcnt = 0;
+	err = d->ops->submit(d->ctx, &lin);
+	if (err) {
+		free(b->buf);
+		return err;
+	}
+	d->nbnc++;
+	return 0;
+}
+
+/* A completion of a bounced request: the data out to the caller's pieces, the bounce freed. */
+static void reap_bounced(struct avfs_disk *d, const struct avfs_disk_cqe *c)
+{
+	for (size_t k = 0; k < d->nbnc; k++) {
+		struct avfs_disk_bounce *b = &d->bnc[k];
+		size_t at = 0;
+
+		if (b->cookie != c->cookie)
+			continue;
+		if (b->read && c->res > 0)
+			for (unsigned i = 0; i < b->iovcnt; at += b->iov[i++].iov_len)
+				memcpy(b->iov[i].iov_base, b->buf + at, b->iov[i].iov_len);
+		free(b->buf);
+		d->bnc[k] = d->bnc[--d->nbnc];
+		return;
+	}
+}
+
 int avfs_disk_submit(struct avfs_disk *d, const struct avfs_disk_req *req)
 {
 	int err = avfs_disk_check(d, req);
 
 	if (err)
 		return err;
+	if (req->iovcnt && !d->vectored)
+		return submit_bounced(d, req);
 	return d->ops->submit(d->ctx, req);
 }
 
 int avfs_disk_reap(struct avfs_disk *d, struct avfs_disk_cqe *cqes, unsigned max)
 {
+	int n;
+
 	if (!cqes && max)
 		return -EINVAL;
-	return d->ops->reap(d->ctx, cqes, max);
+	n = d->ops->reap(d->ctx, cqes, max);
+	for (int i = 0; i < n && d->nbnc; i++)
+		reap_bounced(d, &cqes[i]);
+	return n;
 }
 
 int avfs_disk_wait(struct avfs_disk *d)
@@ -107,9 +195,17 @@ unsigned avfs_disk_inflight(struct avfs_disk *d)
 
 void avfs_disk_close(struct avfs_disk *d)
 {
+	struct avfs_disk_bounce *b;
+	size_t n;
+
 	if (!d)
 		return;
+	b = d->bnc;	/* bounces of requests never reaped: free once the backend is done */
+	n = d->nbnc;
 	d->ops->close(d->ctx);	/* frees d too: the backend owns the handle */
+	for (size_t i = 0; i < n; i++)
+		free(b[i].buf);
+	free(b);
 }
 
 int64_t avfs_disk_io_sync(struct avfs_disk *d, const struct avfs_disk_req *req)

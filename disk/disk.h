@@ -52,6 +52,9 @@ struct avfs_disk_ident {
 	uint32_t rotation_rate;	/* 0 not reported, 1 non-rotating, else rpm (SCSI VPD B1) */
 };
 
+/* Most pieces one vectored request may have (the kernel's UIO_MAXIOV). */
+#define AVFS_DISK_MAX_IOV 1024
+
 struct avfs_disk_req {
 	enum avfs_disk_op op;
 	uint32_t flags;		/* AVFS_DISK_FUA */
@@ -59,6 +62,14 @@ struct avfs_disk_req {
 	uint32_t len;		/* bytes, a multiple of info.lbs, 0 < len <= AVFS_DISK_MAX_IO */
 	void *buf;		/* info.mem_align aligned; inside registered buffer buf_index if >= 0 */
 	int buf_index;		/* registered buffer index, or -1 */
+	/* READ/WRITE, instead of buf (then NULL, and buf_index -1): the transfer scattered over
+	 * iov[0..iovcnt), in order — each piece info.mem_align aligned and a non-zero multiple of
+	 * info.lbs, together len bytes, at most AVFS_DISK_MAX_IOV of them. The array and the
+	 * pieces stay valid until the completion. A backend that does not take vectors gets one
+	 * bounce buffer instead (disk.c copies, see struct avfs_disk.vectored; it finds the
+	 * request again by its cookie, which must then be unique among those in flight). */
+	const struct iovec *iov;
+	unsigned iovcnt;
 	uint64_t cookie;	/* returned untouched in the completion */
 };
 
@@ -85,6 +96,8 @@ struct avfs_disk_ops {
 	void (*close)(void *ctx);
 };
 
+struct avfs_disk_bounce;
+
 struct avfs_disk {
 	const struct avfs_disk_ops *ops;
 	void *ctx;
@@ -92,10 +105,16 @@ struct avfs_disk {
 	struct avfs_disk_ident ident;	/* filled by the backend's open or by avfs_disk_open */
 	const struct iovec *reg;	/* registered buffers (for validation) */
 	unsigned nreg;
+	bool vectored;		/* set by the backend: its submit takes req.iov itself */
+	/* disk.c's: vectored requests in flight on a backend that is not, each through one
+	 * bounce buffer (written: copied in at submit; read: copied out when reaped) */
+	struct avfs_disk_bounce *bnc;
+	size_t nbnc, capbnc;
 };
 
-/* Validate a request against the device: alignment, bounds, size, registered buffer.
- * 0 or -EINVAL (-EOPNOTSUPP for SEEK on a device without it). Used by every backend. */
+/* Validate a request against the device: alignment, bounds, size, registered buffer, the
+ * pieces of a vectored one. 0 or -EINVAL (-EOPNOTSUPP for SEEK on a device without it). Used
+ * by every backend. */
 int avfs_disk_check(const struct avfs_disk *d, const struct avfs_disk_req *req);
 
 /* Thin wrappers: check, then call the backend. Same return conventions as the ops. */

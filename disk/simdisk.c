@@ -251,13 +251,22 @@ static void complete(void *arg, uint64_t now)
 		res = q->len;
 		if (off >= s->nostore_lo && off + q->len <= s->nostore_hi) {
 			/* timing only: not even the buffer is touched */
-		} else if (s->flags & AVFS_SIMDISK_NODATA) {
-			if (q->op == AVFS_DISK_READ)
-				memset(q->buf, 0, q->len);
-		} else if (q->op == AVFS_DISK_READ) {
-			store_read(s, off, q->buf, q->len);
-		} else if (store_write(s, off, q->buf, q->len)) {
-			res = -ENOMEM;
+		} else {
+			/* the buffer, or each piece of a vectored request in turn */
+			struct iovec one = { .iov_base = q->buf, .iov_len = q->len };
+			const struct iovec *v = q->iovcnt ? q->iov : &one;
+			unsigned nv = q->iovcnt ? q->iovcnt : 1;
+
+			for (unsigned i = 0; i < nv; off += v[i++].iov_len) {
+				if (s->flags & AVFS_SIMDISK_NODATA) {
+					if (q->op == AVFS_DISK_READ)
+						memset(v[i].iov_base, 0, v[i].iov_len);
+				} else if (q->op == AVFS_DISK_READ) {
+					store_read(s, off, v[i].iov_base, v[i].iov_len);
+				} else if (store_write(s, off, v[i].iov_base, v[i].iov_len)) {
+					res = -ENOMEM;
+				}
+			}
 		}
 	}
 	record(s, res);
@@ -393,6 +402,7 @@ int avfs_simdisk_open(struct avfs_sim_engine *eng, const struct avfs_hdd_params 
 	s->eng = eng;
 	s->flags = flags;
 	s->disk.ops = &simdisk_ops;
+	s->disk.vectored = true;	/* the pieces are copied when the request completes */
 	s->disk.ctx = s;
 	s->disk.info = (struct avfs_disk_info){
 		.size = avfs_hdd_sectors(s->hdd) * AVFS_HDD_SECTOR,

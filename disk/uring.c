@@ -140,13 +140,17 @@ static int uring_submit(void *ctx, const struct avfs_disk_req *req)
 
 	switch (req->op) {
 	case AVFS_DISK_READ:
-		if (req->buf_index >= 0)
+		if (req->iovcnt)	/* O_DIRECT readv: each piece aligned (disk.c checked) */
+			io_uring_prep_readv(sqe, u->fd, req->iov, req->iovcnt, off);
+		else if (req->buf_index >= 0)
 			io_uring_prep_read_fixed(sqe, u->fd, req->buf, req->len, off, req->buf_index);
 		else
 			io_uring_prep_read(sqe, u->fd, req->buf, req->len, off);
 		break;
 	case AVFS_DISK_WRITE:
-		if (req->buf_index >= 0)
+		if (req->iovcnt)
+			io_uring_prep_writev(sqe, u->fd, req->iov, req->iovcnt, off);
+		else if (req->buf_index >= 0)
 			io_uring_prep_write_fixed(sqe, u->fd, req->buf, req->len, off, req->buf_index);
 		else
 			io_uring_prep_write(sqe, u->fd, req->buf, req->len, off);
@@ -353,6 +357,7 @@ int avfs_uring_open(const char *path, unsigned flags, unsigned depth, struct avf
 		goto err_close;
 
 	u->disk.ops = &uring_ops;
+	u->disk.vectored = true;	/* readv/writev; the kernel copies the iovec array at submit */
 	u->disk.ctx = u;
 	*out = &u->disk;
 	return 0;

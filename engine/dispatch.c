@@ -2,9 +2,11 @@
  * dispatch.c — the engine's bottom layer: the scheduler and the device. Device requests go
  * into the scheduler; whenever a slot is free (one on a rotating disk, `depth` on others) the
  * scheduler's next command goes to the device through ops.submit, a FLUSH before it when one is
- * wanted. Completions come back by slot; the scheduler says when a request is whole, and its
- * owner's done() runs. The predictor hears of every command; the metrics count each one. It
- * knows nothing of files, streams or commits.
+ * wanted. A command that carries several requests (the mixer's coalescing) goes as one
+ * device request over their buffers. Completions come back by slot; the scheduler says when a
+ * request is whole, and its owner's done() runs — for each request a command carried. The
+ * predictor hears of every command; the metrics count each one. It knows nothing of files,
+ * streams or commits.
  */
 #include "engine_i.h"
 
@@ -32,7 +34,8 @@ int dsp_init(struct avfs_engine *e, char *why, size_t whylen)
 	d->nslots = d->sched.max_inflight + 1;
 	d->slots = calloc(d->nslots, sizeof(*d->slots));
 	d->slot_at = calloc(d->nslots, sizeof(*d->slot_at));
-	if (!d->slots || !d->slot_at) {
+	d->slot_iov = calloc(d->nslots, sizeof(*d->slot_iov));
+	if (!d->slots || !d->slot_at || !d->slot_iov) {
 		if (why)
 			snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
@@ -44,6 +47,9 @@ void dsp_fini(struct avfs_engine *e)
 {
 	if (e->d.sched.ops)
 		avfs_sched_destroy(&e->d.sched);
+	for (unsigned i = 0; e->d.slot_iov && i < e->d.nslots; i++)
+		free(e->d.slot_iov[i]);
+	free(e->d.slot_iov);
 	free(e->d.slots);
 	free(e->d.slot_at);
 }
@@ -75,6 +81,20 @@ static void finish(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t 
 	}
 	be_uncount(e, q, now);
 	q->done(e, q, res, now);
+}
+
+/* The requests of a command the scheduler says are whole (or failed): the first and those it
+ * carried, each to its owner. The chain is read before each is finished: its owner may free
+ * it. */
+static void finish_cmd(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now)
+{
+	while (q) {
+		struct avfs_ereq *next = (struct avfs_ereq *)q->io.more;
+
+		q->io.more = NULL;
+		finish(e, q, res, now);
+		q = next;
+	}
 }
 
 int dsp_submit(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
@@ -115,6 +135,40 @@ int dsp_withdraw(struct avfs_engine *e, struct avfs_ereq *q)
 	return 0;
 }
 
+/* A coalesced command's buffers: one when they follow each other in memory (then r->buf
+ * stays), else one piece a request in the slot's iovec array. 0 or -ENOMEM. */
+static int gather(struct avfs_engine *e, unsigned slot, struct avfs_ereq *q,
+		  struct avfs_disk_req *r)
+{
+	struct iovec *v = e->d.slot_iov[slot];
+	uint8_t *end = q->buf + (q->io.orig_len - q->io.len) + q->io.len;
+	unsigned n = 1;
+	bool linear = true;
+
+	for (struct avfs_ereq *x = (struct avfs_ereq *)q->io.more; x;
+	     x = (struct avfs_ereq *)x->io.more) {
+		linear = linear && x->buf == end;
+		end = x->buf + x->io.len;
+		n++;
+	}
+	if (linear)
+		return 0;
+	if (!v) {
+		v = malloc(AVFS_SCHED_COALESCE_MAX * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		e->d.slot_iov[slot] = v;
+	}
+	n = 0;
+	for (struct avfs_ereq *x = q; x; x = (struct avfs_ereq *)x->io.more, n++)
+		v[n] = (struct iovec){ .iov_base = x->buf + (x->io.orig_len - x->io.len),
+				       .iov_len = x->io.len };
+	r->buf = NULL;
+	r->iov = v;
+	r->iovcnt = n;
+	return 0;
+}
+
 static int issue(struct avfs_engine *e, unsigned slot, const struct avfs_sched_cmd *cmd,
 		 int64_t now)
 {
@@ -126,22 +180,34 @@ static int issue(struct avfs_engine *e, unsigned slot, const struct avfs_sched_c
 		.buf = cmd->seek ? NULL : q->buf + (cmd->off - q->io.orig_off), .buf_index = -1,
 		.cookie = slot,
 	};
-	int err;
+	int err = 0;
 
+	if (q->io.more)
+		err = gather(e, slot, q, &r);
 	d->slots[slot] = *cmd;
 	d->slot_at[slot] = now;
-	err = e->ops.submit(e->ops.ctx, &r);
+	if (!err)
+		err = e->ops.submit(e->ops.ctx, &r);
 	if (err) {
 		d->slots[slot].io = NULL;
 		return err;
 	}
-	q->dispatched = true;
-	if (q->f)
-		q->f->priv.touched = true;
+	for (struct avfs_ereq *x = q; x; x = (struct avfs_ereq *)x->io.more) {
+		x->dispatched = true;
+		if (x->f)
+			x->f->priv.touched = true;
+	}
 	/* SPEC §12: the seek distance between consecutively executed *requests*; the chunks of one
 	 * request are not requests of their own */
 	avfs_metrics_cmd_start(&e->m, cmd->off, cmd->len, cmd->off == q->io.orig_off && !cmd->seek,
 			       !cmd->seek, now);
+	if (q->io.more) {
+		unsigned n = 0;
+
+		for (const struct avfs_io *x = q->io.more; x; x = x->more)
+			n++;
+		avfs_metrics_carried(&e->m, n);
+	}
 	if (!cmd->seek && e->c.sched.pred.issued)	/* the transport, learned */
 		e->c.sched.pred.issued(e->c.sched.pred.ctx, now, cmd->off, cmd->len);
 	return 0;
@@ -209,7 +275,7 @@ void dsp_kick(struct avfs_engine *e, int64_t now)
 				/* the device refused the command: the request fails whole (the
 				 * scheduler forgets a request whose command failed) */
 				avfs_sched_done(&d->sched, &cmd, now, err);
-				finish(e, (struct avfs_ereq *)cmd.io, err, now);
+				finish_cmd(e, (struct avfs_ereq *)cmd.io, err, now);
 			}
 		}
 	} while (d->again);
@@ -238,13 +304,17 @@ void dsp_complete(struct avfs_engine *e, uint64_t cookie, int64_t res, int64_t n
 	d->slots[cookie].io = NULL;
 	q = (struct avfs_ereq *)cmd.io;
 	avfs_metrics_cmd_end(&e->m, d->slot_at[cookie], now);
-	if (now > d->slot_at[cookie])
-		q->service_ns += now - d->slot_at[cookie];
+	if (now > d->slot_at[cookie]) {	/* a coalesced command's time, shared by bytes */
+		for (struct avfs_ereq *x = q; x; x = (struct avfs_ereq *)x->io.more)
+			x->service_ns += (now - d->slot_at[cookie]) *
+					 (int64_t)(x == q && !x->io.more ? cmd.len : x->io.len) /
+					 (int64_t)cmd.len;
+	}
 	/* as close to the completion as the driver knows it: the predictor's phase */
 	if (res >= 0 && e->c.sched.pred.observe)
 		e->c.sched.pred.observe(e->c.sched.pred.ctx, now, cmd.off + cmd.len, !cmd.seek);
 	if (avfs_sched_done(&d->sched, &cmd, now, (int)res))
-		finish(e, q, res < 0 ? (int)res : 0, now);
+		finish_cmd(e, q, res < 0 ? (int)res : 0, now);
 	dsp_kick(e, now);
 }
 

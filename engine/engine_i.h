@@ -61,6 +61,8 @@ struct avfs_dispatch {
 	struct avfs_sched sched;
 	struct avfs_sched_cmd *slots;	/* commands on the device, by cookie */
 	int64_t *slot_at;		/* when each went */
+	struct iovec **slot_iov;	/* a coalesced command's pieces, by cookie (grown once to
+					 * AVFS_SCHED_COALESCE_MAX, kept until the engine is freed) */
 	unsigned nslots;
 	int64_t hold_at;		/* the scheduler's WAIT, 0: none */
 	uint64_t be_pending;

@@ -172,6 +172,13 @@ void avfs_metrics_cmd_start(struct avfs_metrics *m, uint64_t off, uint32_t len, 
 		m->busy_from = now;	/* the device was idle until now */
 }
 
+void avfs_metrics_carried(struct avfs_metrics *m, unsigned n)
+{
+	m->seek_class[seek_class(0)] += n;
+	m->seek_bins[seek_bin(0)] += n;
+	m->seeks += n;
+}
+
 void avfs_metrics_cmd_end(struct avfs_metrics *m, int64_t start, int64_t now)
 {
 	double t;

@@ -72,6 +72,9 @@ void avfs_metrics_reset(struct avfs_metrics *m, int64_t now);
  * SEEK or FLUSH: those move no data and do not move the head's end). */
 void avfs_metrics_cmd_start(struct avfs_metrics *m, uint64_t off, uint32_t len, bool first,
 			    bool transfer, int64_t now);
+/* A command carried n more requests than its first (coalescing), each starting where the one
+ * before it ended: n seek distances of zero. */
+void avfs_metrics_carried(struct avfs_metrics *m, unsigned n);
 /* A command that started at `start` completed at now. */
 void avfs_metrics_cmd_end(struct avfs_metrics *m, int64_t start, int64_t now);
 

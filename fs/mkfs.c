@@ -54,7 +54,7 @@ int avfs_fs_format(const struct avfs_super *geo, int64_t now_ns, struct avfs_fs 
 	root->generation = 1;
 	fs_sb(fs)->generation = 2;
 	if (avfs_alloc_init(&fs->alloc, (enum avfs_alloc_policy)geo->alloc_policy, &fs->dmap,
-			    geo->nzones, geo->last_zone))
+			    geo->nzones, geo->last_zone, geo->alloc_run))
 		goto fail;
 	/* the format's writes are not journaled: forget the dirty list it built */
 	fs_txn_forget(fs);

@@ -165,7 +165,7 @@ int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen)
 		return -EUCLEAN;
 	}
 	if (avfs_alloc_init(&fs->alloc, (enum avfs_alloc_policy)fs->sb.alloc_policy, &fs->dmap,
-			    fs->sb.nzones, sb->last_zone)) {
+			    fs->sb.nzones, sb->last_zone, fs->sb.alloc_run)) {
 		avfs_why(why, whylen, "allocator refused the geometry");
 		return -EUCLEAN;
 	}

@@ -59,7 +59,7 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 		avfs_why(why, whylen, "block size must be a power of two from 64 KiB to 4 GiB");
 		return -EINVAL;
 	}
-	if (o->alloc_policy > AVFS_ALLOC_CONTIG) {
+	if (o->alloc_policy > AVFS_ALLOC_ZRR_RUN) {
 		avfs_why(why, whylen, "unknown allocation policy %u", o->alloc_policy);
 		return -EINVAL;
 	}
@@ -133,7 +133,7 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	}
 	if (avfs_bitmap_init(&tmp, data_blocks))
 		return -ENOMEM;
-	avfs_alloc_init(&a, (enum avfs_alloc_policy)o->alloc_policy, &tmp, (uint32_t)nz, 0);
+	avfs_alloc_init(&a, (enum avfs_alloc_policy)o->alloc_policy, &tmp, (uint32_t)nz, 0, 1);
 	sb->zone_blocks = a.zone_blocks;
 	avfs_bitmap_free(&tmp);
 
@@ -160,6 +160,9 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	sb->backup_off = backup_off;
 	sb->seed = o->seed;
 	sb->alloc_policy = o->alloc_policy;
+	if (o->alloc_policy == AVFS_ALLOC_ZRR_RUN)	/* 16 MiB a run by default */
+		sb->alloc_run = o->alloc_run ? o->alloc_run :
+				AVFS_ALLOC_RUN_BYTES > bs ? (uint32_t)(AVFS_ALLOC_RUN_BYTES / bs) : 1;
 	sb->root_ino = AVFS_ROOT_INO;
 	sb->mkfs_time_ns = (uint64_t)o->now_ns;
 	if (o->measured) {
@@ -244,7 +247,8 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 	    s->nzones < 1 || s->nzones > AVFS_ZONES_MAX || s->nzones > s->data_blocks ||
 	    s->zone_blocks != s->data_blocks / s->nzones ||
 	    s->last_zone >= s->nzones || s->root_ino != AVFS_ROOT_INO ||
-	    s->alloc_policy > AVFS_ALLOC_CONTIG) {
+	    s->alloc_policy > AVFS_ALLOC_ZRR_RUN ||
+	    (s->alloc_policy == AVFS_ALLOC_ZRR_RUN && !s->alloc_run)) {
 		avfs_why(why, whylen, "superblock geometry is inconsistent");
 		return -EUCLEAN;
 	}

@@ -3,8 +3,8 @@
  * and, each time the device can take a command, says what to do now — dispatch this command,
  * fail that request, wait until a time, or nothing. It never reads a clock or touches a
  * device; `now` is always an argument. Policies plug in through struct avfs_sched_ops:
- * the traffic mixer ("tm", daemon/mixer.c) and the baselines fifo, cscan, edf, scan-edf
- * (daemon/sched_base.c), which exist for comparison only.
+ * the traffic mixer ("tm", sched/mixer.c) and the baselines fifo, cscan, edf, scan-edf
+ * (sched/sched_base.c), which exist for comparison only.
  */
 #ifndef AVFS_IOSCHED_H
 #define AVFS_IOSCHED_H
@@ -24,6 +24,11 @@ struct avfs_io {
 	bool fua;		/* write: durable on completion (only the last chunk carries FUA) */
 	int64_t deadline;	/* ns (the scheduler's clock); 0 = best effort */
 	int64_t arrival;	/* ns, set by avfs_sched_submit */
+	/* Set by the policy when a command carries more than this request (coalescing): the next
+	 * request of the same command, which starts where this one ends on the device; NULL
+	 * otherwise. The caller reads the chain when the command completes: done() has then
+	 * completed (or failed) every request on it. */
+	struct avfs_io *more;
 	/* private to the policy */
 	void *pv[4];
 	uint64_t pk[4];
@@ -86,6 +91,15 @@ struct avfs_sched_conf {
 	bool jit;		/* just-in-time seek (needs a predictor) */
 	int64_t jit_offset_ns;	/* arrive this early, against prediction error */
 	uint64_t split_bytes;	/* split seeks longer than this (0 = never; needs predictor) */
+	/* traffic mixer: how RT requests are held and ordered — false: papers/001's batches
+	 * (hold until H, then the whole held set as one batch); true: the sweep (a C-SCAN that
+	 * never stops, held while every request can wait: the hold time over the sweep's order
+	 * from the head) */
+	bool sweep;
+	/* traffic mixer: a command may carry the pending requests that follow it on the device
+	 * (same direction and class: a stream's next buffers) up to this many bytes, 0 = one
+	 * request a command; at most AVFS_SCHED_COALESCE_MAX requests */
+	uint32_t coalesce;
 	/* device */
 	struct avfs_svc_model model;
 	bool rotational;	/* false: several commands in flight, EDF for RT (SPEC §5.6) */
@@ -98,13 +112,16 @@ struct avfs_sched_conf {
 	struct avfs_sched_predictor pred;
 };
 
+#define AVFS_SCHED_COALESCE_MAX 256	/* requests one coalesced command carries at the most */
+
 /* Defaults: m 500 ms, e 100 ms, BE age 2 s, chunking off, JIT off (offset 1 ms), no
- * splitting, the avfs-250g model, rotational, depth 1; read_expire 500 ms, write_expire 5 s,
- * fifo_batch 16, writes_starved 2; scan-edf quantum 100 ms. */
+ * splitting, batches, coalescing up to 4 MiB, the avfs-250g model, rotational, depth 1;
+ * read_expire 500 ms, write_expire 5 s, fifo_batch 16, writes_starved 2; scan-edf quantum
+ * 100 ms. */
 void avfs_sched_conf_default(struct avfs_sched_conf *c);
 
-/* Settings by name (SPEC §5, STYLE 15): "margin", "urgent", "be-age", "chunk", "jit",
- * "jit-offset", "split", "depth", "read-expire", "write-expire", "fifo-batch",
+/* Settings by name (SPEC §5, STYLE 15): "margin", "urgent", "be-age", "hold", "coalesce",
+ * "chunk", "jit", "jit-offset", "split", "depth", "read-expire", "write-expire", "fifo-batch",
  * "writes-starved", "scan-edf-quantum". Values take units (500ms, 2s, 256K, on/off).
  * 0, -ENOENT (unknown name) or -ERANGE / -EINVAL with why. */
 int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char *value,
@@ -127,6 +144,7 @@ struct avfs_sched_counters {
 	int64_t jit_wait_ns;	/* the slack so waited, as predicted (less the JIT offset) */
 	uint64_t seek_splits;	/* SEEK commands issued halfway before a long seek */
 	uint64_t chunks;	/* commands that carried part of a larger request */
+	uint64_t coalesced;	/* requests carried by another request's command (coalescing) */
 };
 
 struct avfs_sched_ops {

@@ -1,16 +1,22 @@
 /*
  * mixer.c — the traffic mixer ("tm", papers/001 §3.3, SPEC §5) with semi-preemptible I/O
- * (papers/003, SPEC §6): RT requests held in LBA order until the hold time H, then run as
- * one batch through the EDF / reduced C-SCAN / C-SCAN windows; BE requests in C-SCAN order
- * from the last executed request with ageing, admitted under hold only when H allows; long
- * requests issued in chunks so that an urgent request can run between two of them; JIT seek
- * and seek splitting where the disk's rotation can be predicted.
+ * (papers/003, SPEC §6). RT requests are held while every one of them can wait (the hold time
+ * H), and then served through the EDF / reduced C-SCAN / C-SCAN windows — in papers/001's
+ * batches (hold = batch, the default: H over the held requests in LBA order, then all of them
+ * as one batch) or as one sweep that never stops (hold = sweep: H over the C-SCAN order from
+ * the head, new requests joining the sweep where it has not passed yet). A command
+ * carries the pending requests that follow it on the disk (coalescing: a stream's next
+ * buffers, one seek and one rotational wait for all). BE requests go in C-SCAN order from the
+ * last executed request with ageing, under hold only when H allows; long requests in chunks
+ * so that an urgent request can run between two of them; JIT seek and seek splitting where
+ * the disk's rotation can be predicted.
  * Sans-I/O: `now` is an argument; no clock, no sleep, no descriptor.
  *
- * Data structure: treaps keyed by byte offset, each node carrying the aggregates that make
- * every decision O(log n): the sum of service times T_S in the subtree, the minimum of
- * T_D − m − (prefix sum of T_S) in the subtree (so H = the root's value), and the minimum and
- * maximum deadline (the EDF window, the reduced window's subset, the batch-joining rule).
+ * Data structure: treaps keyed by (sweep turn, byte offset), each node carrying the
+ * aggregates that make every decision O(log n): the sum of service times T_S in the subtree,
+ * the minimum of T_D − m − (prefix sum of T_S) in the subtree (so H = the root's value), and
+ * the minimum and maximum deadline (the EDF window, the reduced window's subset, the
+ * batch-joining rule).
  */
 #include "iosched.h"
 
@@ -23,6 +29,7 @@ struct node {
 	struct avfs_io *io;
 	struct node *l, *r;
 	uint64_t prio;
+	uint64_t lap;		/* hold = sweep: the turn of the sweep it is served in; else 0 */
 	uint64_t key, tie;	/* byte offset (LBA order), or deadline (EDF, non-rotational) */
 	int64_t dl;		/* deadline, INT64_MAX for BE */
 	double ts;		/* T_S with alpha against the predecessor in this tree */
@@ -31,6 +38,7 @@ struct node {
 	int64_t mindl, maxdl;
 	struct node *older, *newer;	/* BE arrival list (ageing) */
 	uint64_t jit_until_off;	/* JIT: the offset the slack was computed for */
+	struct tree *home;	/* the tree it is in (NULL: in flight, or alone) */
 	bool in_batch;		/* taken from the batch: a remainder goes back to it */
 	struct node *fl_prev, *fl_next;	/* in-flight list (dispatched, not done) */
 	bool split_done;	/* a split seek already went out for the current offset */
@@ -43,19 +51,28 @@ struct tree {
 
 struct tm {
 	struct avfs_sched_conf c;
-	struct tree rt;		/* pending RT, LBA order (held) */
-	struct tree batch;	/* the RT batch being executed */
+	struct tree trees[2];	/* rt and batch point to them; activation swaps them */
+	struct tree *rt;	/* hold = batch: pending RT, LBA order (held) */
+	struct tree *batch;	/* hold = batch: the RT batch being executed; hold = sweep: every
+				 * RT request, in the sweep's order (turn, offset) */
 	struct tree be;		/* BE, LBA order */
 	struct tree edf;	/* non-rotational: RT by deadline */
 	struct node *be_old, *be_new;	/* BE in arrival order */
-	uint64_t cursor;	/* batch C-SCAN position */
+	uint64_t cursor;	/* batch/sweep C-SCAN position */
+	uint64_t lap;		/* sweep: the turn the head is in (the cursor's) */
 	uint64_t last_end;	/* end of the last executed command (RT or BE) */
+	uint64_t run_bytes;	/* bytes read or written in a row up to last_end */
 	uint64_t seq, rng;
 	struct node *flight;	/* nodes of dispatched commands (rotational: at most one) */
 	int64_t jit_until;	/* JIT slack of jit_node ends then */
 	struct node *jit_node;
 	size_t npending;
 	int64_t be_forced;	/* when a starving BE request was last put before RT */
+	/* coalescing, set for one issue() by the window that picked the request: followers due
+	 * after join_lim stay (the window's subset); the command ends by co_end (BE under hold);
+	 * out_of_order: the pick jumped the sweep, so the others' deadlines bound it too */
+	int64_t join_lim, co_end;
+	bool out_of_order;
 	struct avfs_sched_counters cnt;
 };
 
@@ -70,8 +87,11 @@ static uint64_t rnd(struct tm *t)
 	return z ^ (z >> 31);
 }
 
-static bool less(const struct node *a, uint64_t key, uint64_t tie)
+/* (lap, key, tie) order: the sweep's turns first, then the offset, then arrival. */
+static bool less(const struct node *a, uint64_t lap, uint64_t key, uint64_t tie)
 {
+	if (a->lap != lap)
+		return a->lap < lap;
 	return a->key < key || (a->key == key && a->tie < tie);
 }
 
@@ -101,18 +121,18 @@ static void upd(struct tm *t, struct node *n)
 	}
 }
 
-static void split(struct tm *t, struct node *n, uint64_t key, uint64_t tie, struct node **a,
-		  struct node **b)
+static void split(struct tm *t, struct node *n, uint64_t lap, uint64_t key, uint64_t tie,
+		  struct node **a, struct node **b)
 {
 	if (!n) {
 		*a = *b = NULL;
 		return;
 	}
-	if (less(n, key, tie)) {
-		split(t, n->r, key, tie, &n->r, b);
+	if (less(n, lap, key, tie)) {
+		split(t, n->r, lap, key, tie, &n->r, b);
 		*a = n;
 	} else {
-		split(t, n->l, key, tie, a, &n->l);
+		split(t, n->l, lap, key, tie, a, &n->l);
 		*b = n;
 	}
 	upd(t, n);
@@ -148,67 +168,117 @@ static struct node *tmax(struct node *n)
 	return n;
 }
 
-static struct node *pop_min(struct tm *t, struct node **root)
+/* The left spine of a treap, root first, at most SPINE nodes: its length, or SPINE + 1 when
+ * it is longer (a treap that deep is astronomically unlikely; the callers then split). */
+#define SPINE 160
+static unsigned spine(struct node *root, struct node **path)
 {
-	struct node *m = tmin(*root), *a, *b;
+	unsigned d = 0;
 
-	if (!m)
-		return NULL;
-	split(t, *root, m->key, m->tie + 1, &a, &b);
-	*root = b;
-	a->l = a->r = NULL;	/* a is m alone */
-	return a;
+	for (struct node *x = root; x; x = x->l) {
+		if (d == SPINE)
+			return SPINE + 1;
+		path[d++] = x;
+	}
+	return d;
 }
 
-static void set_ts(struct tm *t, struct node *n, const struct node *pred)
+/* Take the first node out: spliced off the left spine, the aggregates refreshed up it. */
+static struct node *pop_min(struct tm *t, struct node **root)
+{
+	struct node *path[SPINE], *m, *a, *b;
+	unsigned d = spine(*root, path);
+
+	if (!d)
+		return NULL;
+	if (d > SPINE) {
+		m = tmin(*root);
+		split(t, *root, m->lap, m->key, m->tie + 1, &a, &b);
+		*root = b;
+		a->l = a->r = NULL;	/* a is m alone */
+		return a;
+	}
+	m = path[--d];
+	if (d)
+		path[d - 1]->l = m->r;
+	else
+		*root = m->r;
+	while (d--)
+		upd(t, path[d]);
+	m->l = m->r = NULL;
+	return m;
+}
+
+static double ts_of(struct tm *t, const struct node *n, const struct node *pred)
 {
 	bool seq = pred && pred->io->off + pred->io->len == n->io->off;
 
 	/* the whole remaining request has to be served before its deadline, chunked or not */
-	n->ts = avfs_svc_time(&t->c.model, n->io->off, n->io->len, seq);
+	return avfs_svc_time(&t->c.model, n->io->off, n->io->len, seq);
+}
+
+static void set_ts(struct tm *t, struct node *n, const struct node *pred)
+{
+	n->ts = ts_of(t, n, pred);
 	n->l = n->r = NULL;
 	upd(t, n);
 }
 
+/* The first node of a treap now follows pred: its alpha again, the aggregates refreshed up
+ * the left spine (no change of shape). */
+static void refresh_first(struct tm *t, struct node **root, const struct node *pred)
+{
+	struct node *path[SPINE];
+	unsigned d = spine(*root, path);
+
+	if (!d)
+		return;
+	if (d > SPINE) {
+		struct node *s = pop_min(t, root);
+
+		set_ts(t, s, pred);
+		*root = merge(t, s, *root);
+		return;
+	}
+	path[d - 1]->ts = ts_of(t, path[d - 1], pred);
+	while (d--)
+		upd(t, path[d]);
+}
+
 static void tree_insert(struct tm *t, struct tree *tr, struct node *n)
 {
-	struct node *a, *b, *s;
+	struct node *a, *b;
 
 	n->prio = rnd(t);
-	split(t, tr->root, n->key, n->tie, &a, &b);
+	split(t, tr->root, n->lap, n->key, n->tie, &a, &b);
 	set_ts(t, n, tmax(a));
-	s = pop_min(t, &b);	/* the successor's alpha depends on the new node */
-	if (s) {
-		set_ts(t, s, n);
-		b = merge(t, s, b);
-	}
+	refresh_first(t, &b, n);	/* the successor's alpha depends on the new node */
 	tr->root = merge(t, merge(t, a, n), b);
 	tr->n++;
+	n->home = tr;
 }
 
 static void tree_erase(struct tm *t, struct tree *tr, struct node *n)
 {
-	struct node *a, *b, *m, *s;
+	struct node *a, *b, *m;
 
-	split(t, tr->root, n->key, n->tie, &a, &b);
+	split(t, tr->root, n->lap, n->key, n->tie, &a, &b);
 	m = pop_min(t, &b);	/* == n */
 	(void)m;
-	s = pop_min(t, &b);
-	if (s) {
-		set_ts(t, s, tmax(a));
-		b = merge(t, s, b);
-	}
+	refresh_first(t, &b, tmax(a));
 	tr->root = merge(t, a, b);
 	tr->n--;
 	n->l = n->r = NULL;
+	n->home = NULL;
 }
 
-static struct node *next_ge(struct node *n, uint64_t key)
+/* The first node at or after (lap, key). */
+static struct node *find_ge(struct node *n, uint64_t lap, uint64_t key)
 {
 	struct node *best = NULL;
 
 	while (n) {
-		if (n->key >= key) {
+		if (!less(n, lap, key, 0)) {
 			best = n;
 			n = n->l;
 		} else {
@@ -216,6 +286,12 @@ static struct node *next_ge(struct node *n, uint64_t key)
 		}
 	}
 	return best;
+}
+
+/* The first node with offset >= key, in a tree of one turn (BE, batches). */
+static struct node *next_ge(struct node *n, uint64_t key)
+{
+	return find_ge(n, 0, key);
 }
 
 /* The first node in key order with key >= k and dl < x. */
@@ -257,7 +333,10 @@ static int tm_init(void **ctx, const struct avfs_sched_conf *c)
 	if (!t)
 		return -ENOMEM;
 	t->c = *c;
+	t->rt = &t->trees[0];
+	t->batch = &t->trees[1];
 	t->rng = 0x7a11ed5eedull;
+	t->join_lim = t->co_end = INT64_MAX;
 	*ctx = t;
 	return 0;
 }
@@ -276,8 +355,8 @@ static void tm_destroy(void *ctx)
 {
 	struct tm *t = ctx;
 
-	free_tree(t->rt.root);
-	free_tree(t->batch.root);
+	free_tree(t->rt->root);
+	free_tree(t->batch->root);
 	free_tree(t->be.root);
 	free_tree(t->edf.root);
 	while (t->flight) {
@@ -314,6 +393,25 @@ static void be_unlink(struct tm *t, struct node *n)
 	n->older = n->newer = NULL;
 }
 
+/* Sweep: must a new request at off wait for the next turn although the head has not passed
+ * it (see place())? */
+static bool next_turn(struct tm *t, uint64_t off)
+{
+	struct node *p = NULL, *x = t->batch->root;
+
+	if (off == t->last_end && t->run_bytes >= (t->c.coalesce ? t->c.coalesce : 1))
+		return true;
+	while (x) {		/* the last request of the next turn before off */
+		if (less(x, t->lap + 1, off, 0)) {
+			p = x;
+			x = x->r;
+		} else {
+			x = x->l;
+		}
+	}
+	return p && p->lap == t->lap + 1 && p->io->off + p->io->len == off;
+}
+
 /* Put a request (new, or partly done) where it belongs. */
 static void place(struct tm *t, struct node *n, bool fresh)
 {
@@ -341,14 +439,30 @@ static void place(struct tm *t, struct node *n, bool fresh)
 		}
 		return;
 	}
+	if (t->c.sweep) {
+		/* the sweep: a request joins the turn the head is in if the head has not passed
+		 * it yet, else the next one. A stream that asks as fast as it is served must not
+		 * keep the head: once the head has read a whole coalescing size in a row, the
+		 * request that starts where it stopped goes to the next turn, and so does one that
+		 * continues a request of the next turn. (Below that size it goes at once: a
+		 * stream's buffer that came due while its command ran, still in the drive's
+		 * read-ahead.) The remainder of a chunk, or a request whose seek went out, keeps
+		 * its turn. */
+		if (fresh)
+			n->lap = io->off >= t->cursor && !next_turn(t, io->off) ? t->lap
+										  : t->lap + 1;
+		tree_insert(t, t->batch, n);
+		n->in_batch = true;
+		return;
+	}
 	/* papers/001 §3.3.4: an RT request arriving during a batch joins it only if its
 	 * deadline is earlier than the latest deadline of the batch; the remainder of a
 	 * chunked batch request goes back to the batch */
-	if ((!fresh && n->in_batch) || (t->batch.root && io->deadline < t->batch.root->maxdl)) {
-		tree_insert(t, &t->batch, n);
+	if ((!fresh && n->in_batch) || (t->batch->root && io->deadline < t->batch->root->maxdl)) {
+		tree_insert(t, t->batch, n);
 		n->in_batch = true;
 	} else {
-		tree_insert(t, &t->rt, n);
+		tree_insert(t, t->rt, n);
 		n->in_batch = false;
 	}
 }
@@ -369,16 +483,23 @@ static int tm_submit(void *ctx, struct avfs_io *io, int64_t now)
 	return 0;
 }
 
-/* H of papers/001 eq. (3) over the held RT requests. The first request's T_S was taken with
- * alpha = 1; if it starts where the last command ended, it needs no seek. */
-static double hold_time(struct tm *t)
+/* H of papers/001 eq. (3) over the RT requests of a tree in its order: the held ones (hold =
+ * batch), or the sweep from the head (hold = sweep: the tree's order is the sweep's, turn by
+ * turn). The first request's T_S was taken with alpha = 1; if it starts where the last
+ * command ended, it needs no seek. */
+static double hold_of(struct tm *t, const struct tree *tr)
 {
-	struct node *first = tmin(t->rt.root);
-	double h = t->rt.root->minh;
+	struct node *first = tmin(tr->root);
+	double h = tr->root->minh;
 
 	if (first && first->io->off == t->last_end)
 		h += t->c.model.tk_ns + t->c.model.tr_ns / 2;
 	return h;
+}
+
+static double hold_time(struct tm *t)
+{
+	return hold_of(t, t->rt);
 }
 
 /* The next BE request: the oldest one if it has waited past the age bound, else C-SCAN from
@@ -405,6 +526,7 @@ static uint32_t cmd_len(struct tm *t, const struct avfs_io *io)
 /* Take n out of its tree and make it the command (or fail it). */
 static void take(struct tm *t, struct node *n, struct tree *tr)
 {
+	n->in_batch = tr == t->batch;	/* where a remainder of it goes back */
 	tree_erase(t, tr, n);
 	if (tr == &t->be)
 		be_unlink(t, n);
@@ -428,6 +550,204 @@ static void land(struct tm *t, struct node *n)
 	if (n->fl_next)
 		n->fl_next->fl_prev = n->fl_prev;
 	n->fl_prev = n->fl_next = NULL;
+}
+
+/* Coalescing. A command carries the pending requests that follow it on the disk — a
+ * stream's next buffers, a recording's next writes — for one seek and one rotational wait
+ * instead of one each (a write sent after the one before it ends finds its first sector just
+ * gone by: a whole turn lost). What may join: */
+#define CO_MARGIN_DIV 4	/* a command that carries more than one request takes at most m/4 by
+			 * the service-time model: with m = 500 ms a stream's whole 4 MiB buffer,
+			 * with a short margin only what keeps the mixer preemptible enough */
+
+/* s, if it is the request at `end` in turn `lap` that may follow n in one command. */
+static bool follows(const struct node *n, const struct node *s, uint64_t lap, uint64_t end)
+{
+	return s && s->lap == lap && s->io->off == end && s->io->write == n->io->write &&
+	       !s->io->fua;
+}
+
+/* The pending request that starts at `end` in n's direction: in tr at n's turn — or the next
+ * one, in the sweep — or, for a batch request, among the held ones (a stream's request that
+ * came after the batch began, right behind it on the disk). NULL if none. */
+static struct node *follower(struct tm *t, const struct node *n, uint64_t end, struct tree *tr,
+			     struct tree **from)
+{
+	bool sweep = tr == t->batch && t->c.sweep;
+	struct node *s;
+
+	*from = tr;
+	for (uint64_t lap = n->lap; lap <= n->lap + sweep; lap++) {
+		s = find_ge(tr->root, lap, end);
+		if (follows(n, s, lap, end))
+			return s;
+	}
+	if (tr != t->batch || t->c.sweep)
+		return NULL;
+	*from = t->rt;
+	s = next_ge(t->rt->root, end);
+	return follows(n, s, 0, end) ? s : NULL;
+}
+
+/* How long (modelled) the command of n may take once it carries more than n: within m/4;
+ * before n's own deadline less e (n completes with the whole command); before the hold time
+ * (BE under hold). */
+static double co_budget(struct tm *t, const struct node *n, int64_t now)
+{
+	double b = (double)t->c.margin_ns / CO_MARGIN_DIV;
+
+	if (n->dl != INT64_MAX && (double)(n->dl - now - t->c.urgent_ns) < b)
+		b = (double)(n->dl - now - t->c.urgent_ns);
+	if (t->co_end != INT64_MAX && (double)(t->co_end - now) < b)
+		b = (double)(t->co_end - now);
+	return b;
+}
+
+/* When n jumped the sweep or the batch (EDF or reduced window), the command must also end
+ * early enough that the most urgent RT request it does not carry is still served before its
+ * deadline less e. (The command's requests are out of the trees by now.) */
+static double others_budget(struct tm *t, int64_t now)
+{
+	struct node *o = t->batch->root ? min_dl(t->batch->root) : NULL;
+
+	if (t->rt->root && (!o || t->rt->root->mindl < o->dl))
+		o = min_dl(t->rt->root);
+	if (!o)
+		return INFINITY;
+	return (double)(o->dl - now - t->c.urgent_ns) -
+	       avfs_svc_time(&t->c.model, o->io->off, o->io->len, false);
+}
+
+/* Add s (out of its tree) to the command that ends with `last`. */
+static void carry(struct tm *t, struct avfs_io **last, struct node *s, struct avfs_sched_cmd *cmd)
+{
+	fly(t, s);
+	if (t->jit_node == s)
+		t->jit_node = NULL;
+	(*last)->more = s->io;
+	*last = s->io;
+	cmd->len += (uint32_t)s->io->len;
+	t->cnt.coalesced++;
+}
+
+/* The nodes of a subtree in order into v (at most max); their count. */
+static unsigned in_order(struct node *n, struct node **v, unsigned at, unsigned max)
+{
+	if (!n || at > max)
+		return at;
+	at = in_order(n->l, v, at, max);
+	if (at < max)
+		v[at] = n;
+	return in_order(n->r, v, at + 1, max);
+}
+
+/* The followers of the command in one tree and turn, cut out as one range: two splits and a
+ * merge however many they are (each taken alone would cost a removal: O(k log n) against
+ * O(log n + k)). They are found first without changing the tree; the range between the first
+ * and the last must hold them and nothing else (a request overlapping them keeps the slow
+ * way). Returns how many it carried. */
+static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint64_t lap,
+			    struct avfs_sched_cmd *cmd, struct avfs_io **last, uint64_t cap,
+			    double budget, unsigned room)
+{
+	struct node *v[AVFS_SCHED_COALESCE_MAX], *first = NULL, *end_node = NULL;
+	struct node *a, *b, *c, *d, *st[SPINE];
+	uint64_t end = cmd->off + cmd->len, len = cmd->len;
+	unsigned cnt = 0, sp = 0;
+
+	/* in order from the first node at or after (lap, end): a stack of the nodes whose left
+	 * subtree is still to come, so that k followers cost O(k + depth), not O(k depth) */
+	for (struct node *x = tr->root; x && sp < SPINE;) {
+		if (!less(x, lap, end, 0)) {
+			st[sp++] = x;
+			x = x->l;
+		} else {
+			x = x->r;
+		}
+	}
+	for (;;) {
+		struct node *s = sp ? st[--sp] : NULL;
+
+		if (s)
+			for (struct node *x = s->r; x && sp < SPINE; x = x->l)
+				st[sp++] = x;
+		if (cnt == room || !follows(n, s, lap, end) || len + s->io->len > cap ||
+		    s->dl > t->join_lim ||
+		    avfs_svc_time(&t->c.model, cmd->off, len + s->io->len,
+				  cmd->off == t->last_end) > budget)
+			break;
+		if (!first)
+			first = s;
+		end_node = s;
+		len += s->io->len;
+		end += s->io->len;
+		cnt++;
+	}
+	if (!cnt)
+		return 0;
+	split(t, tr->root, first->lap, first->key, first->tie, &a, &b);
+	split(t, b, end_node->lap, end_node->key, end_node->tie + 1, &c, &d);
+	if (in_order(c, v, 0, cnt) != cnt) {	/* something else lies among them */
+		tr->root = merge(t, merge(t, a, c), d);
+		return 0;
+	}
+	refresh_first(t, &d, tmax(a));	/* its alpha now depends on what precedes the range */
+	tr->root = merge(t, a, d);
+	tr->n -= cnt;
+	for (unsigned i = 0; i < cnt; i++) {
+		v[i]->l = v[i]->r = NULL;
+		v[i]->home = NULL;
+		if (tr == &t->be)
+			be_unlink(t, v[i]);
+		carry(t, last, v[i], cmd);
+	}
+	return cnt;
+}
+
+/* Extend n's command (n alone so far, taken out of tr) by its followers: each taken out of
+ * its tree and flown with n, chained on io->more; a later deadline served early is never a
+ * miss. */
+static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_sched_cmd *cmd,
+		     int64_t now)
+{
+	uint64_t cap = t->c.coalesce;
+	struct avfs_io *last = n->io;
+	double budget;
+	unsigned k = 1;
+
+	if (t->c.chunk && t->c.chunk < cap)
+		cap = t->c.chunk;	/* semi-preemptible I/O bounds every command */
+	if (!cap || !t->c.rotational || cmd->len >= cap)
+		return;
+	budget = co_budget(t, n, now);
+	/* the common case at once: followers in n's tree and turn, then in the next turn (the
+	 * sweep) or among the held requests (a batch's request), in the window's order */
+	if (!t->out_of_order) {
+		k += carry_range(t, n, tr, n->lap, cmd, &last, cap, budget,
+				 AVFS_SCHED_COALESCE_MAX - k);
+		if (tr == t->batch)
+			k += carry_range(t, n, t->c.sweep ? tr : t->rt, t->c.sweep ? n->lap + 1 : 0,
+					 cmd, &last, cap, budget, AVFS_SCHED_COALESCE_MAX - k);
+	}
+	while (k < AVFS_SCHED_COALESCE_MAX) {	/* the others one by one */
+		struct tree *from = NULL;
+		struct node *s = follower(t, n, cmd->off + cmd->len, tr, &from);
+		double need;
+
+		if (!s || cmd->len + s->io->len > cap || s->dl > t->join_lim)
+			break;
+		need = avfs_svc_time(&t->c.model, cmd->off, cmd->len + s->io->len,
+				     cmd->off == t->last_end);
+		if (need > budget)
+			break;
+		take(t, s, from);
+		if (t->out_of_order && need > others_budget(t, now)) {
+			tree_insert(t, from, s);	/* it stays for later (an RT request) */
+			break;
+		}
+		carry(t, &last, s, cmd);
+		k++;
+	}
 }
 
 /* Dispatch n now — unless JIT or seek splitting say otherwise. Returns true if cmd is set. */
@@ -477,7 +797,24 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 	/* papers/003 §3.1.3: only the last chunk of a write carries FUA */
 	cmd->fua = io->fua && cmd->len == io->len;
 	t->cnt.chunks += cmd->len < io->orig_len;
+	if (cmd->len == io->len && !io->fua)
+		coalesce(t, n, tr, cmd, now);
 	return true;
+}
+
+/* issue() with the coalescing bounds of the window that picked n; they hold for this one. */
+static bool issue_in(struct tm *t, struct node *n, struct tree *tr, int64_t now,
+		     struct avfs_sched_cmd *cmd, int64_t join_lim, int64_t co_end, bool out_of_order)
+{
+	bool r;
+
+	t->join_lim = join_lim;
+	t->co_end = co_end;
+	t->out_of_order = out_of_order;
+	r = issue(t, n, tr, now, cmd);
+	t->join_lim = t->co_end = INT64_MAX;
+	t->out_of_order = false;
+	return r;
 }
 
 static void fail(struct tm *t, struct node *n, struct tree *tr, struct avfs_sched_cmd *cmd)
@@ -496,41 +833,103 @@ static void fail(struct tm *t, struct node *n, struct tree *tr, struct avfs_sche
 /* papers/001 §3.3.4, Fig. 11: the windows of the RT scheduler over the batch. */
 static void batch_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 {
-	struct node *d = min_dl(t->batch.root), *n;
+	struct node *d = min_dl(t->batch->root), *n;
 	int64_t td = d->dl;
 
 	if (td <= now) {		/* missed: fail it, never issue it */
-		fail(t, d, &t->batch, cmd);
+		fail(t, d, t->batch, cmd);
 		return;
 	}
 	if (td <= now + t->c.urgent_ns) {	/* EDF window */
-		issue(t, d, &t->batch, now, cmd);
+		issue_in(t, d, t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
 		return;
 	}
 	if (td <= now + t->c.margin_ns) {	/* reduced C-SCAN window */
 		int64_t lim = td + t->c.margin_ns;
 
-		n = next_ge_dl(t->batch.root, t->cursor, lim);
+		n = next_ge_dl(t->batch->root, t->cursor, lim);
 		if (!n)
-			n = next_ge_dl(t->batch.root, 0, lim);
-	} else {			/* the normal case: C-SCAN over the whole batch */
-		n = next_ge(t->batch.root, t->cursor);
-		if (!n)
-			n = tmin(t->batch.root);
+			n = next_ge_dl(t->batch->root, 0, lim);
+		issue_in(t, n, t->batch, now, cmd, lim - 1, INT64_MAX, true);
+		return;
 	}
-	issue(t, n, &t->batch, now, cmd);
+	/* the normal case: C-SCAN over the whole batch */
+	n = next_ge(t->batch->root, t->cursor);
+	if (!n)
+		n = tmin(t->batch->root);
+	issue(t, n, t->batch, now, cmd);
+}
+
+/* BE under hold (papers/001 §3.3.3): the next BE request R' only while H >= t + T_S(R'), and
+ * a coalesced command of it only as long as it ends by H. Returns true if cmd is set. */
+static bool be_under_hold(struct tm *t, double h, int64_t now, struct avfs_sched_cmd *cmd)
+{
+	struct node *be = be_pick(t, now);
+	double ts;
+
+	if (!be)
+		return false;
+	ts = avfs_svc_time(&t->c.model, be->io->off, cmd_len(t, be->io),
+			   be->io->off == t->last_end);
+	if (h < (double)now + ts)
+		return false;
+	issue_in(t, be, &t->be, now, cmd, INT64_MAX, (int64_t)h, false);
+	return true;
+}
+
+/* hold = sweep. Every RT request is in t->batch in the sweep's order: the turn the head is in
+ * from the cursor on, then the next turn. It holds while every request can wait — the hold
+ * time of papers/001 eq. (3) taken over that order, so a request the head has just passed
+ * counts the whole turn before it — and then serves in that order; the EDF and reduced C-SCAN
+ * windows of §3.3.4 take over when deadlines come close, as in a batch. The sweep never
+ * ends, so a request never waits for more than one turn of the head (a batch makes one that
+ * arrives just after it began wait for the rest of it and for the next). */
+static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
+{
+	struct node *d = min_dl(t->batch->root), *n;
+	double h;
+
+	if (d->dl <= now) {		/* missed: fail it, never issue it */
+		fail(t, d, t->batch, cmd);
+		return;
+	}
+	if (d->dl <= now + t->c.urgent_ns) {	/* EDF window: a detour, the sweep stays */
+		issue_in(t, d, t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
+		return;
+	}
+	h = hold_of(t, t->batch);
+	if (h > (double)now) {		/* every request can wait: hold */
+		if (be_under_hold(t, h, now, cmd))
+			return;
+		cmd->kind = AVFS_SCHED_WAIT;	/* the hold timer */
+		cmd->at = (int64_t)ceil(h);
+		return;
+	}
+	if (h + (double)t->c.margin_ns <= (double)now) {
+		/* the sweep's order would miss a deadline: the requests due soon first, in the
+		 * sweep's order (reduced C-SCAN), a detour */
+		int64_t lim = d->dl + t->c.margin_ns;
+
+		n = next_ge_dl(t->batch->root, 0, lim);
+		issue_in(t, n, t->batch, now, cmd, lim - 1, INT64_MAX, true);
+		return;
+	}
+	n = tmin(t->batch->root);	/* the sweep goes on */
+	issue(t, n, t->batch, now, cmd);
+	if (cmd->kind == AVFS_SCHED_DISPATCH && !cmd->seek) {
+		t->lap = n->lap;
+		t->cursor = cmd->off + cmd->len;
+	}
 }
 
 static void activate(struct tm *t)
 {
-	/* the whole set of held RT requests becomes one batch, executed from e_0 */
-	struct node *n;
+	/* the whole set of held RT requests becomes one batch, executed from e_0: the batch is
+	 * empty, so the held tree becomes it as it is (O(1); its nodes name it as their home) */
+	struct tree *held = t->rt;
 
-	while ((n = pop_min(t, &t->rt.root))) {
-		t->rt.n--;
-		tree_insert(t, &t->batch, n);
-		n->in_batch = true;
-	}
+	t->rt = t->batch;
+	t->batch = held;
 	t->cursor = 0;
 }
 
@@ -568,33 +967,30 @@ static void tm_next(void *ctx, int64_t now, struct avfs_sched_cmd *cmd)
 	 * one worst-case command per be_age (2 % of the disk at the defaults: admission's u_BE),
 	 * so metadata commits and ordinary files always make progress */
 	if (t->be_old && now - t->be_old->io->arrival > t->c.be_age_ns &&
-	    now - t->be_forced >= t->c.be_age_ns && (t->batch.root || t->rt.root)) {
+	    now - t->be_forced >= t->c.be_age_ns && (t->batch->root || t->rt->root)) {
 		t->be_forced = now;
-		issue(t, t->be_old, &t->be, now, cmd);
+		/* one request, never coalesced: the floor is one command per be_age */
+		issue_in(t, t->be_old, &t->be, now, cmd, INT64_MAX, now, true);
 		return;
 	}
-	if (t->batch.root) {
+	if (t->c.sweep) {
+		if (t->batch->root) {
+			sweep_next(t, now, cmd);
+			return;
+		}
+	} else if (t->batch->root) {
 		batch_next(t, now, cmd);
 		return;
-	}
-	if (t->rt.root) {
+	} else if (t->rt->root) {
 		h = hold_time(t);
 		if (h <= (double)now) {
 			activate(t);
 			batch_next(t, now, cmd);
 			return;
 		}
-		be = be_pick(t, now);
-		if (be) {
-			uint32_t len = cmd_len(t, be->io);
-			double ts = avfs_svc_time(&t->c.model, be->io->off, len,
-						  be->io->off == t->last_end);
-
-			/* papers/001 §3.3.3: BE under hold only while H >= t + T_S(R') */
-			if (h >= (double)now + ts) {
-				issue(t, be, &t->be, now, cmd);
-				return;
-			}
+		if (be_under_hold(t, h, now, cmd))
+			return;
+		if (t->be.root) {	/* BE waits that would not fit: the batch now */
 			activate(t);
 			batch_next(t, now, cmd);
 			return;
@@ -616,11 +1012,21 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 	struct tm *t = ctx;
 	struct avfs_io *io = cmd->io;
 	struct node *n = io ? io->pv[0] : NULL;
+	uint32_t mine;
 
 	(void)now;
 	if (!n)
 		return true;
 	land(t, n);
+	/* a coalesced command: the requests it carried are whole (or failed) with it */
+	for (struct avfs_io *x = io->more; x; x = x->more) {
+		struct node *m = x->pv[0];
+
+		land(t, m);
+		x->pv[0] = NULL;
+		free(m);
+		t->npending--;
+	}
 	if (res < 0) {
 		io->pv[0] = NULL;
 		free(n);
@@ -631,10 +1037,14 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 		place(t, n, false);	/* the transfer is still to come */
 		return false;
 	}
-	io->off += cmd->len;
-	io->len -= cmd->len;
-	t->last_end = io->off;
-	t->cursor = io->off;
+	mine = io->more ? (uint32_t)io->len : cmd->len;	/* a coalesced command carried all of n */
+	io->off += mine;
+	io->len -= mine;
+	t->run_bytes = cmd->off == t->last_end ? t->run_bytes + cmd->len : cmd->len;
+	t->last_end = cmd->off + cmd->len;
+	if (!t->c.sweep)		/* the sweep's cursor moves only with the sweep (sweep_next) */
+		t->cursor = t->last_end;
+
 	n->split_done = false;
 	if (io->len) {
 		place(t, n, false);	/* the rest of a chunked request */
@@ -661,12 +1071,9 @@ static int tm_cancel(void *ctx, struct avfs_io *io)
 		return -ENOENT;
 	if (n->fl_prev || t->flight == n)
 		return -EBUSY;
-	if (!io->deadline)
-		tr = &t->be;
-	else if (!t->c.rotational)
-		tr = &t->edf;
-	else
-		tr = n->in_batch ? &t->batch : &t->rt;
+	tr = n->home;
+	if (!tr)
+		return -EBUSY;	/* cannot be: every node not in flight is in its tree */
 	take(t, n, tr);
 	if (t->jit_node == n)
 		t->jit_node = NULL;
@@ -693,11 +1100,14 @@ const struct avfs_sched_ops avfs_sched_tm = {
 	.counters = tm_counters,
 };
 
-/* exported for tests: the current hold time (NAN when nothing is held) */
+/* exported for tests: the current hold time (NAN when nothing is held): over the held
+ * requests (hold = batch) or over the sweep from the head (hold = sweep) */
 double avfs_tm_hold_time(void *ctx);
 double avfs_tm_hold_time(void *ctx)
 {
 	struct tm *t = ctx;
 
-	return t->rt.root ? hold_time(t) : NAN;
+	if (t->c.sweep)
+		return t->batch->root && t->c.rotational ? hold_of(t, t->batch) : NAN;
+	return t->rt->root ? hold_time(t) : NAN;
 }

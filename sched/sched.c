@@ -23,6 +23,7 @@ void avfs_sched_conf_default(struct avfs_sched_conf *c)
 	c->urgent_ns = 100 * MS;
 	c->be_age_ns = 2000 * MS;
 	c->jit_offset_ns = 1 * MS;
+	c->coalesce = 4u << 20;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
 	/* avfs-250g (SPEC §11) */
 	c->model = (struct avfs_svc_model){ .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6, .dmax = 70e6,
 					    .dmin = 38e6, .lmax = 250000000000ull };
@@ -39,6 +40,10 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "margin", "time", "10ms..60s", "m: desired completion margin of RT requests (500ms)" },
 	{ "urgent", "time", "1ms..< margin", "e: EDF window for urgent RT requests (100ms)" },
 	{ "be-age", "time", "10ms..600s", "best-effort requests older than this go first (2s)" },
+	{ "hold", "mode", "batch, sweep", "tm: RT held in papers/001's batches, or over a sweep "
+	  "that never stops (batch)" },
+	{ "coalesce", "bytes", "0 or 4K..64M", "tm: a command carries the adjacent pending "
+	  "requests up to this, 0 = off (4M)" },
 	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },
 	{ "jit", "on/off", "on, off", "just-in-time seek where the rotation is predictable (off)" },
 	{ "jit-offset", "time", "0..5ms", "JIT: arrive this much early (1ms)" },
@@ -98,6 +103,16 @@ known:
 	} else if (!strcmp(name, "be-age")) {
 		RANGE(t >= 10 * MS && t <= 600000 * MS);
 		c->be_age_ns = t;
+	} else if (!strcmp(name, "hold")) {
+		if (!strcmp(value, "sweep"))
+			c->sweep = true;
+		else if (!strcmp(value, "batch"))
+			c->sweep = false;
+		else
+			RANGE(0);
+	} else if (!strcmp(name, "coalesce")) {
+		RANGE(b == 0 || (b >= 4096 && b <= (64u << 20) && b % 4096 == 0));
+		c->coalesce = (uint32_t)b;
 	} else if (!strcmp(name, "chunk")) {
 		RANGE(b == 0 || (b >= 4096 && b <= (16u << 20) && b % 4096 == 0));
 		c->chunk = (uint32_t)b;
@@ -214,6 +229,7 @@ int avfs_sched_submit(struct avfs_sched *s, struct avfs_io *io, int64_t now)
 	if (io->deadline && io->deadline <= now)
 		return -ETIME;	/* already missed: never queued, never issued */
 	io->arrival = now;
+	io->more = NULL;
 	io->orig_off = io->off;
 	io->orig_len = io->len;
 	return s->ops->submit(s->ctx, io, now);

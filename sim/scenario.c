@@ -10,6 +10,7 @@
 #include "hddmodel.h"
 #include "units.h"
 #include "why.h"
+#include "zrr.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -49,6 +50,7 @@ void avfs_scenario_init(struct avfs_scenario *s)
 	snprintf(s->disk, sizeof(s->disk), "avfs-250g");
 	s->fill = 0.8;
 	s->fill_rate = 19.39e6 / 8;	/* ATSC HD, as avfs-sim's recordings */
+	s->alloc = AVFS_ALLOC_ZRR_RUN;	/* as mkfs.avfs formats */
 	s->block_shift = 22;
 	snprintf(s->policy, sizeof(s->policy), "tm");
 	avfs_sched_conf_default(&s->sched);
@@ -297,12 +299,11 @@ static int top_key(struct avfs_scenario *s, const char *k, const char *v, char *
 		return err;
 	}
 	if (!strcmp(k, "alloc")) {
-		static const char *const names[] = { "zrr", "contig" };
-
-		err = set_enum(&x, v, names, 2, r);
-		if (!err)
-			s->alloc = (unsigned)x;
-		return err;
+		x = avfs_alloc_policy_parse(v);
+		if (x < 0)
+			return bad(r, "'%s': one of zrr-run, zrr, contig", v);
+		s->alloc = (unsigned)x;
+		return 0;
 	}
 	if (!strcmp(k, "block-size")) {
 		uint64_t b;
@@ -1016,7 +1017,7 @@ size_t avfs_scenario_format(const struct avfs_scenario *s, char *buf, size_t len
 	put(&o, "fill = %s\n", a);
 	rate_text(s->fill_rate, a, sizeof(a));
 	put(&o, "fill-rate = %s\n", a);
-	put(&o, "alloc = %s\n", s->alloc ? "contig" : "zrr");
+	put(&o, "alloc = %s\n", avfs_alloc_policy_name(s->alloc));
 	size_text(1ull << s->block_shift, a, sizeof(a));
 	put(&o, "block-size = %s\n", a);
 	put(&o, "policy = %s\n", s->policy);

@@ -84,7 +84,8 @@ struct avfs_scenario {
 	uint64_t size;		/* bytes of the model used (its outer part); 0: all */
 	double fill;		/* fraction of the data region filled with recordings first */
 	double fill_rate;	/* bytes/s of those 30-minute recordings */
-	unsigned alloc;		/* 0 ZRR, 1 contiguous first-fit */
+	unsigned alloc;		/* enum avfs_alloc_policy: 0 ZRR, 1 contiguous first-fit, 2 ZRR in
+				 * runs (the default) */
 	uint32_t block_shift;	/* data block size */
 	char policy[AVFS_SCN_NAME_MAX];
 	struct avfs_sched_conf sched;	/* the settings below applied over the defaults */

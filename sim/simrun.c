@@ -18,6 +18,7 @@
 #include "simdisk.h"
 #include "simengine.h"
 #include "workload.h"
+#include "zrr.h"
 
 #include <errno.h>
 #include <math.h>
@@ -131,6 +132,7 @@ void avfs_simrun_defaults(struct avfs_simrun_opts *o)
 	o->policy = "tm";
 	avfs_sched_conf_default(&o->conf);
 	o->block_shift = 22;
+	o->alloc = AVFS_ALLOC_ZRR_RUN;	/* as mkfs.avfs formats */
 	o->be = AVFS_BE_NONE;
 	o->be_size = 500 << 10;
 	o->predictor = "model";

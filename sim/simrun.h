@@ -109,7 +109,8 @@ struct avfs_simrun_opts {
 	double fill;		/* fraction of the data region filled with recordings first */
 	const char *policy;	/* tm, fifo, cscan, edf, scan-edf */
 	struct avfs_sched_conf conf;	/* margin, urgent, chunk, jit...; model from the fs */
-	uint32_t alloc;		/* 0 ZRR, 1 contiguous first-fit */
+	uint32_t alloc;		/* enum avfs_alloc_policy: 0 ZRR, 1 contiguous first-fit, 2 ZRR in
+				 * runs (the default) */
 	uint32_t block_shift;	/* data block size (22: 4 MiB) */
 	enum avfs_be_load be;
 	uint32_t be_size;	/* probe: BE read size */

@@ -1,7 +1,7 @@
 /*
  * test_alloc.c — the bitmap (search across words, store/load layout) and the data block
- * allocator: the zone count rule, the zone layout, every ZRR rule of papers/001 §3.2.2,
- * and the contiguous first-fit baseline. Pure computation; no device is involved.
+ * allocator: the zone count rule, the zone layout, every ZRR rule of papers/001 §3.2.2, ZRR
+ * in runs, and the contiguous first-fit baseline. Pure computation; no device is involved.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,9 +29,18 @@ static void region_init(struct region *r, enum avfs_alloc_policy p, uint32_t nzo
 			uint64_t zblocks, uint32_t last_zone)
 {
 	assert_int_equal(avfs_bitmap_init(&r->map, nzones * zblocks), 0);
-	assert_int_equal(avfs_alloc_init(&r->a, p, &r->map, nzones, last_zone), 0);
+	assert_int_equal(avfs_alloc_init(&r->a, p, &r->map, nzones, last_zone, 1), 0);
 	assert_int_equal(r->a.zone_blocks, zblocks);
 	assert_int_equal(r->a.zone_extra, 0);
+}
+
+/* The same for ZRR in runs of `run` blocks. */
+static void region_init_run(struct region *r, uint32_t nzones, uint64_t zblocks,
+			    uint32_t last_zone, uint32_t run)
+{
+	assert_int_equal(avfs_bitmap_init(&r->map, nzones * zblocks), 0);
+	assert_int_equal(avfs_alloc_init(&r->a, AVFS_ALLOC_ZRR_RUN, &r->map, nzones, last_zone,
+					 run), 0);
 }
 
 static void region_fini(struct region *r)
@@ -250,7 +259,7 @@ static void test_zrr_zone_layout_covers_all(void **state)
 		uint32_t nz = (uint32_t)sizes[t][1];
 
 		assert_int_equal(avfs_bitmap_init(&m, n), 0);
-		assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &m, nz, 0), 0);
+		assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &m, nz, 0, 1), 0);
 		assert_int_equal(avfs_alloc_zone_first(&a, 0), 0);
 		assert_int_equal(avfs_alloc_zone_end(&a, nz - 1), n);
 		for (uint32_t z = 0; z < nz; z++) {
@@ -280,13 +289,13 @@ static void test_zrr_init_rejects_nonsense(void **state)
 
 	(void)state;
 	assert_int_equal(avfs_bitmap_init(&m, 16), 0);
-	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, NULL, 1, 0), -EINVAL);
-	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &empty, 1, 0), -EINVAL);
-	assert_int_equal(avfs_alloc_init(&a, (enum avfs_alloc_policy)7, &m, 1, 0), -EINVAL);
-	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &m, 0, 0), -EINVAL);
-	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &m, 17, 0), -EINVAL);
-	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &m, 4, 4), -EINVAL);
-	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_CONTIG, &m, 16, 15), 0);
+	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, NULL, 1, 0, 1), -EINVAL);
+	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &empty, 1, 0, 1), -EINVAL);
+	assert_int_equal(avfs_alloc_init(&a, (enum avfs_alloc_policy)7, &m, 1, 0, 1), -EINVAL);
+	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &m, 0, 0, 1), -EINVAL);
+	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &m, 17, 0, 1), -EINVAL);
+	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_ZRR, &m, 4, 4, 1), -EINVAL);
+	assert_int_equal(avfs_alloc_init(&a, AVFS_ALLOC_CONTIG, &m, 16, 15, 1), 0);
 	/* A prev outside the region is a caller bug, not "no prev". */
 	assert_int_equal(avfs_alloc_block(&a, 16), -EINVAL);
 	assert_int_equal(m.nset, 0);
@@ -598,6 +607,115 @@ static void test_zrr_free_and_reuse(void **state)
 	region_fini(&r);
 }
 
+/* ZRR in runs visits zones from both ends inwards, every zone once a cycle, for any count;
+ * with one zone it stays there. */
+static void test_zrr_run_zone_order(void **state)
+{
+	static const uint32_t want14[] = { 0, 13, 1, 12, 2, 11, 3, 10, 4, 9, 5, 8, 6, 7 };
+	struct avfs_alloc a = { .nzones = 14 };
+	uint32_t z = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 14; i++) {
+		assert_int_equal(z, want14[i]);
+		z = avfs_alloc_next_zone(&a, z);
+	}
+	assert_int_equal(z, 0);
+	for (uint32_t n = 1; n <= 33; n++) {
+		uint64_t seen = 0;
+
+		a.nzones = n;
+		z = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			assert_true(z < n);
+			assert_false(seen >> z & 1);
+			seen |= 1ull << z;
+			z = avfs_alloc_next_zone(&a, z);
+		}
+		assert_int_equal(z, 0);	/* back where it began after exactly n steps */
+	}
+}
+
+/* A file takes `run` consecutive blocks of a zone, then the next zone in the order, starting a
+ * run at a run boundary of an empty zone: with 8 zones of 16 blocks and runs of 4, blocks
+ * 0..3 (zone 0), 7*16..7*16+3 (zone 7), 16..19 (zone 1), ... and after a whole cycle the
+ * second run of zone 0. */
+static void test_zrr_run_file_takes_runs(void **state)
+{
+	static const uint32_t order[8] = { 0, 7, 1, 6, 2, 5, 3, 4 };
+	struct region r;
+	uint64_t prev = NO_PREV;
+
+	(void)state;
+	region_init_run(&r, 8, 16, 4, 4);	/* after zone 4 comes zone 0 */
+	for (uint32_t i = 0; i < 8 * 4 * 2; i++) {
+		int64_t b = avfs_alloc_block(&r.a, prev);
+		uint32_t z = order[(i / 4) % 8];
+
+		assert_true(b >= 0);
+		assert_int_equal((uint64_t)b, z * 16 + (i / 32) * 4 + i % 4);
+		assert_int_equal(r.a.last_zone, z);
+		prev = (uint64_t)b;
+	}
+	region_fini(&r);
+}
+
+/* Two files written a block each in turn (as the simulator's recordings are) keep their runs
+ * whole, and over a cycle of zones each file has the same number of blocks in every zone. */
+static void test_zrr_run_two_files_balanced(void **state)
+{
+	struct region r;
+	uint64_t prev[2] = { NO_PREV, NO_PREV };
+	unsigned per_zone[2][8] = { { 0 } };
+
+	(void)state;
+	region_init_run(&r, 8, 64, 7, 4);
+	for (uint32_t i = 0; i < 2 * 8 * 4 * 2; i++) {
+		unsigned f = i % 2;
+		int64_t b = avfs_alloc_block(&r.a, prev[f]);
+
+		assert_true(b >= 0);
+		if (prev[f] != NO_PREV && (i / 2) % 4)	/* inside a run: the next block */
+			assert_int_equal((uint64_t)b, prev[f] + 1);
+		per_zone[f][avfs_alloc_zone_of(&r.a, (uint64_t)b)]++;
+		prev[f] = (uint64_t)b;
+	}
+	for (unsigned f = 0; f < 2; f++)
+		for (unsigned z = 0; z < 8; z++)
+			assert_int_equal(per_zone[f][z], 8);	/* two runs of 4 in every zone */
+	region_fini(&r);
+}
+
+/* A run ends early at a used block (the file moves on to the next zone), a zone without a free
+ * run start gives its first free block, a full zone is skipped, and a full region is -ENOSPC. */
+static void test_zrr_run_holes_and_full_zones(void **state)
+{
+	struct region r;
+
+	(void)state;
+	region_init_run(&r, 4, 8, 0, 4);	/* order 0, 3, 1, 2; after zone 0 comes 3 */
+	/* zone 3 = blocks 24..31: 24 and 26 used, so its first run start (28) is taken */
+	assert_int_equal(avfs_bitmap_set(&r.map, 24), 0);
+	assert_int_equal(avfs_bitmap_set(&r.map, 26), 0);
+	assert_int_equal(avfs_alloc_block(&r.a, NO_PREV), 28);
+	assert_int_equal(avfs_alloc_block(&r.a, 28), 29);
+	assert_int_equal(avfs_bitmap_set(&r.map, 30), 0);	/* the run meets a used block */
+	assert_int_equal(avfs_alloc_block(&r.a, 29), 8);	/* zone 1's first run */
+	/* zone 2 (blocks 16..23): both run starts used -> its first free block, 17 */
+	assert_int_equal(avfs_bitmap_set(&r.map, 16), 0);
+	assert_int_equal(avfs_bitmap_set(&r.map, 20), 0);
+	assert_int_equal(avfs_alloc_block(&r.a, 11), 17);
+	/* fill zone 0 entirely: a file in zone 2 skips it and goes on to zone 3's free block */
+	for (uint64_t b = 0; b < 8; b++)
+		assert_int_equal(avfs_bitmap_set(&r.map, b), 0);
+	assert_int_equal(avfs_alloc_block(&r.a, 19), 25);
+	while (avfs_alloc_block(&r.a, NO_PREV) >= 0)
+		;
+	assert_int_equal(r.map.nset, r.map.nbits);
+	assert_int_equal(avfs_alloc_block(&r.a, NO_PREV), -ENOSPC);
+	region_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -618,6 +736,10 @@ int main(void)
 		cmocka_unit_test(test_zrr_contig_sequential_and_new_file),
 		cmocka_unit_test(test_zrr_contig_interleaved_fragments),
 		cmocka_unit_test(test_zrr_free_and_reuse),
+		cmocka_unit_test(test_zrr_run_zone_order),
+		cmocka_unit_test(test_zrr_run_file_takes_runs),
+		cmocka_unit_test(test_zrr_run_two_files_balanced),
+		cmocka_unit_test(test_zrr_run_holes_and_full_zones),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -155,8 +155,10 @@ static void on_commit(void *arg, uint64_t n)
 
 static void run_start(struct run *r, uint64_t seed)
 {
+	/* mkfs.avfs's allocator: ZRR in runs (of 4 blocks here, to cross many runs) */
 	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 8, .seed = seed, .inodes = 2048,
-				    .journal_blocks = 256 };
+				    .journal_blocks = 256, .alloc_policy = AVFS_ALLOC_ZRR_RUN,
+				    .alloc_run = 4 };
 	char why[256];
 
 	memset(r, 0, sizeof(*r));

@@ -61,9 +61,21 @@ static int open_sim(struct fixture *f)
 	return avfs_simdisk_open_model(f->eng, "avfs-250g", 1, AVFS_SIMDISK_TRACE, &f->d);
 }
 
+/* The simulated disk taken as one that cannot scatter: disk.c's bounce buffer serves vectored
+ * requests instead. */
+static int open_sim_bounced(struct fixture *f)
+{
+	int err = open_sim(f);
+
+	if (!err)
+		f->d->vectored = false;
+	return err;
+}
+
 static const struct backend backends[] = {
 	{ "uring", open_uring },
 	{ "sim", open_sim },
+	{ "sim-bounced", open_sim_bounced },
 };
 
 static int setup(void **state)
@@ -116,6 +128,70 @@ static void test_disk_write_read_back(void **state)
 			assert_memory_equal(w, r, len);
 		}
 	}
+	free(w);
+	free(r);
+}
+
+/* A vectored write (pieces from three separate buffers) reads back whole, and a whole write
+ * reads back into pieces; a vectored request with the cookie of a bounced one in between
+ * keeps its own data. */
+static void test_disk_vectored(void **state)
+{
+	struct fixture *f = *state;
+	struct avfs_disk *d = f->d;
+	const uint32_t lens[3] = { 4096, 65536, 8192 }, len = 4096 + 65536 + 8192;
+	uint8_t *p[3], *w = avfs_disk_alloc_buf(d, len), *r = avfs_disk_alloc_buf(d, len);
+	struct iovec v[3];
+	struct avfs_disk_req q = { .op = AVFS_DISK_WRITE, .lba = 4096 / d->info.lbs * 33,
+				   .len = len, .buf_index = -1, .iov = v, .iovcnt = 3 };
+	struct avfs_disk_cqe c;
+
+	for (unsigned i = 0, at = 0; i < 3; at += lens[i++]) {
+		p[i] = avfs_disk_alloc_buf(d, lens[i]);
+		seed_fill(p[i], lens[i], 40 + i);
+		memcpy(w + at, p[i], lens[i]);
+		v[i] = (struct iovec){ .iov_base = p[i], .iov_len = lens[i] };
+	}
+	assert_int_equal(avfs_disk_io_sync(d, &q), len);
+	assert_int_equal(disk_io(d, AVFS_DISK_READ, q.lba, len, r, 0), len);
+	assert_memory_equal(w, r, len);
+
+	/* the other way: whole data written, read into the pieces */
+	seed_fill(w, len, 77);
+	assert_int_equal(disk_io(d, AVFS_DISK_WRITE, q.lba, len, w, 0), len);
+	for (unsigned i = 0; i < 3; i++)
+		memset(p[i], 0xee, lens[i]);
+	q.op = AVFS_DISK_READ;
+	assert_int_equal(avfs_disk_io_sync(d, &q), len);
+	for (unsigned i = 0, at = 0; i < 3; at += lens[i++])
+		assert_memory_equal(p[i], w + at, lens[i]);
+
+	/* two in flight at once, distinct cookies: each completion fills its own pieces */
+	q.cookie = 1;
+	assert_int_equal(avfs_disk_submit(d, &q), 0);
+	q.cookie = 2;
+	q.lba += len / d->info.lbs;
+	q.iovcnt = 1;
+	q.len = lens[0];
+	v[0].iov_base = r;
+	memset(r, 0xee, lens[0]);
+	assert_int_equal(avfs_disk_submit(d, &q), 0);
+	for (int got = 0; got < 2;) {
+		int n = avfs_disk_reap(d, &c, 1);
+
+		if (n == 1) {
+			assert_true(c.cookie == 1 || c.cookie == 2);
+			assert_int_equal(c.res, c.cookie == 1 ? len : lens[0]);
+			got++;
+		} else {
+			assert_int_equal(avfs_disk_wait(d), 0);
+		}
+	}
+	assert_memory_equal(p[0], w, lens[0]);
+	for (uint32_t i = 0; i < lens[0]; i++)	/* never written there: zeros */
+		assert_int_equal(r[i], 0);
+	for (unsigned i = 0; i < 3; i++)
+		free(p[i]);
 	free(w);
 	free(r);
 }
@@ -183,6 +259,25 @@ static void test_disk_bad_requests(void **state)
 	assert_int_equal(avfs_disk_submit(d, &r), -EINVAL);
 	r = ok, r.buf_index = 3;		/* nothing registered */
 	assert_int_equal(avfs_disk_submit(d, &r), -EINVAL);
+	{
+		struct iovec v[2] = { { b, 4096 }, { b + 8192, 4096 } };
+
+		r = ok, r.buf = NULL, r.iov = v, r.iovcnt = 2, r.len = 8192;
+		assert_int_equal(avfs_disk_check(d, &r), 0);
+		r.buf = b;			/* both a buffer and pieces */
+		assert_int_equal(avfs_disk_submit(d, &r), -EINVAL);
+		r.buf = NULL, r.len = 4096;	/* pieces do not add up to len */
+		assert_int_equal(avfs_disk_submit(d, &r), -EINVAL);
+		r.len = 8192, v[1].iov_base = b + 1;	/* an unaligned piece */
+		assert_int_equal(avfs_disk_submit(d, &r), -EINVAL);
+		v[1].iov_base = b + 8192, v[1].iov_len = 100;	/* a piece not whole blocks */
+		r.len = 4196;
+		assert_int_equal(avfs_disk_submit(d, &r), -EINVAL);
+		v[1].iov_len = 4096, r.len = 8192, r.iovcnt = AVFS_DISK_MAX_IOV + 1;	/* too many */
+		assert_int_equal(avfs_disk_submit(d, &r), -EINVAL);
+		r.iovcnt = 0;			/* iov without a count */
+		assert_int_equal(avfs_disk_submit(d, &r), -EINVAL);
+	}
 	r = ok, r.op = AVFS_DISK_SEEK;
 	assert_int_equal(avfs_disk_submit(d, &r), d->info.has_seek ? 0 : -EOPNOTSUPP);
 	if (d->info.has_seek) {
@@ -352,6 +447,7 @@ static void test_simdisk_seek_and_trace(void **state)
 	cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)(be))
 #define BACKEND_TESTS(be) \
 	FOR_BACKEND(test_disk_write_read_back, be), \
+	FOR_BACKEND(test_disk_vectored, be), \
 	FOR_BACKEND(test_disk_unwritten_reads_zero, be), \
 	FOR_BACKEND(test_disk_flush_and_fua, be), \
 	FOR_BACKEND(test_disk_bad_requests, be), \
@@ -367,10 +463,13 @@ int main(void)
 		cmocka_unit_test(test_simdisk_sparse),
 		cmocka_unit_test(test_simdisk_seek_and_trace),
 	};
+	const struct CMUnitTest bounced[] = { BACKEND_TESTS(&backends[2]) };
 	int fails = 0;
 
 	fails += _cmocka_run_group_tests("disk/uring", uring, sizeof(uring) / sizeof(uring[0]),
 					 NULL, NULL);
+	fails += _cmocka_run_group_tests("disk/sim-bounced", bounced,
+					 sizeof(bounced) / sizeof(bounced[0]), NULL, NULL);
 	fails += _cmocka_run_group_tests("disk/sim", sim, sizeof(sim) / sizeof(sim[0]), NULL,
 					 NULL);
 	return fails ? 1 : 0;

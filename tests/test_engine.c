@@ -1,7 +1,7 @@
 /*
  * test_engine.c — the sans-I/O engine (engine/) driven by a fake device whose commands the
- * test completes by hand: dispatch slots, FUA, ordered commits, data plans, deadlines, cancel,
- * the bandwidth class, the trace and the metrics, bad input.
+ * test completes by hand: dispatch slots, FUA, coalesced commands, ordered commits, data plans,
+ * deadlines, cancel, the bandwidth class, the trace and the metrics, bad input.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,8 +72,19 @@ static int dev_submit(void *ctx, const struct avfs_disk_req *r)
 	if (transfer(r)) {
 		assert_true(r->len && r->len % 512 == 0);
 		assert_true(r->lba * 512 + r->len <= DEV);
-		assert_non_null(r->buf);
-		assert_int_equal((uintptr_t)r->buf % 512, 0);
+		if (r->iovcnt) {	/* a vectored one: aligned pieces adding up to len */
+			uint64_t sum = 0;
+
+			assert_null(r->buf);
+			for (unsigned i = 0; i < r->iovcnt; i++) {
+				assert_int_equal((uintptr_t)r->iov[i].iov_base % 512, 0);
+				sum += r->iov[i].iov_len;
+			}
+			assert_int_equal(sum, r->len);
+		} else {
+			assert_non_null(r->buf);
+			assert_int_equal((uintptr_t)r->buf % 512, 0);
+		}
 	}
 	/* a cookie names one command on the device at a time */
 	for (size_t i = 0; i < d->n; i++)
@@ -246,11 +257,15 @@ static void complete_res(struct env *v, long i, int64_t at, int64_t res)
 		res = transfer(&c->r) ? c->r.len : 0;
 	if (res >= 0 && v->d.data && transfer(&c->r)) {
 		uint8_t *disk = v->d.data + c->r.lba * 512;
+		struct iovec one = { .iov_base = c->r.buf, .iov_len = c->r.len };
+		const struct iovec *p = c->r.iovcnt ? c->r.iov : &one;
 
-		if (c->r.op == AVFS_DISK_READ)
-			memcpy(c->r.buf, disk, c->r.len);
-		else
-			memcpy(disk, c->r.buf, c->r.len);
+		for (unsigned k = 0; k < (c->r.iovcnt ? c->r.iovcnt : 1); disk += p[k++].iov_len) {
+			if (c->r.op == AVFS_DISK_READ)
+				memcpy(p[k].iov_base, disk, p[k].iov_len);
+			else
+				memcpy(disk, p[k].iov_base, p[k].iov_len);
+		}
 	}
 	if (at > v->now)
 		v->now = at;
@@ -909,6 +924,70 @@ static void test_engine_zero_tail_before_growing(void **state)
 
 /* ---- 5. deadlines ---- */
 
+/* Coalescing: RT requests that follow each other on the disk go as one command when the
+ * batch runs — over the requests' own buffers as pieces when they are apart in memory (reads
+ * land in each, writes come from each), as one buffer when they follow each other there too —
+ * and each request completes with its own bytes; the seek metrics count them as requests. */
+static void test_engine_coalesced_command(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v = env_new(&c, false);
+	uint8_t *disk = calloc(1, DEV), *bufs[3];
+	const uint64_t at = 1u << 20, n = 64 * KB;
+	struct req r[3];
+	long i;
+
+	(void)state;
+	v->d.data = disk;
+	for (uint64_t k = 0; k < 3 * n; k++)
+		disk[at + k] = pat(k, 5);
+	/* reads into three buffers apart in memory, the second submitted first */
+	for (int k = 0; k < 3; k++) {
+		bufs[k] = v->buf + (uint64_t)(2 - k) * (1u << 20);	/* 2 MiB, 1 MiB, 0 */
+		fio(&r[k], 0, false, at + (uint64_t)k * n, n, bufs[k])->deadline = v->now + 2 * NS;
+	}
+	assert_int_equal(io(v, &r[1].f), 0);
+	assert_int_equal(io(v, &r[0].f), 0);
+	assert_int_equal(io(v, &r[2].f), 0);
+	assert_int_equal(v->d.n, 0);		/* held */
+	v->now = v->d.armed;
+	avfs_engine_tick(v->e, v->now);
+	assert_int_equal(inflight(v), 1);
+	i = oldest(v);
+	assert_int_equal(cmd_off(v, i), at);
+	assert_int_equal(v->d.c[i].r.len, 3 * n);
+	assert_int_equal(v->d.c[i].r.iovcnt, 3);
+	complete(v, i, v->now + 10 * MS);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(r[k].ndone, 1);
+		assert_int_equal(r[k].res, (int64_t)n);
+		for (uint64_t b = 0; b < n; b++)
+			assert_int_equal(bufs[k][b], pat((uint64_t)k * n + b, 5));
+	}
+	assert_int_equal(avfs_engine_metrics(v->e)->seeks, 3);	/* three requests, one seek */
+
+	/* writes from one buffer in order: one command, one buffer */
+	for (int k = 0; k < 2; k++) {
+		memset(v->buf + (uint64_t)k * n, 0x40 + k, n);
+		fio(&r[k], 0, true, 2 * at + (uint64_t)k * n, n, v->buf + (uint64_t)k * n)->deadline =
+			v->now + 2 * NS;
+		assert_int_equal(io(v, &r[k].f), 0);
+	}
+	v->now = v->d.armed;
+	avfs_engine_tick(v->e, v->now);
+	i = oldest(v);
+	assert_int_equal(v->d.c[i].r.len, 2 * n);
+	assert_int_equal(v->d.c[i].r.iovcnt, 0);
+	assert_ptr_equal(v->d.c[i].r.buf, v->buf);
+	complete(v, i, v->now + 10 * MS);
+	assert_int_equal(r[0].ndone + r[1].ndone, 2);
+	assert_int_equal(disk[2 * at], 0x40);
+	assert_int_equal(disk[2 * at + 2 * n - 1], 0x41);
+	drain(v);
+	env_free(v);
+	free(disk);
+}
+
 /* A request whose deadline has passed is refused with -ETIME: done() does not run, nothing is
  * issued, metrics.etime counts it. */
 static void test_engine_deadline_passed_refused(void **state)
@@ -1531,6 +1610,7 @@ int main(void)
 		cmocka_unit_test(test_engine_file_partial_page_rmw),
 		cmocka_unit_test(test_engine_two_writes_one_page),
 		cmocka_unit_test(test_engine_zero_tail_before_growing),
+		cmocka_unit_test(test_engine_coalesced_command),
 		cmocka_unit_test(test_engine_deadline_passed_refused),
 		cmocka_unit_test(test_engine_late_completion_is_a_miss),
 		cmocka_unit_test(test_engine_deadline_passes_in_queue),

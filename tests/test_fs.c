@@ -217,6 +217,49 @@ static void test_fs_zrr_first_zone_seeded(void **state)
 	assert_true(distinct >= 5);
 }
 
+/* ZRR in runs through real files (mkfs.avfs's default): two files appended a block each in
+ * turn each take runs of alloc_run consecutive blocks per zone, zones visited from both ends
+ * inwards; the run length is in the superblock, so a remount allocates the same way; fsck is
+ * clean. */
+static void test_fs_zrr_run(void **state)
+{
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 8, .seed = 5,
+				    .alloc_policy = AVFS_ALLOC_ZRR_RUN, .alloc_run = 4 };
+	struct fx *f = fx_new(128u << 20, &o);
+	uint8_t *buf = calloc(1, 65536);
+	uint64_t ino[2] = { mk(f, AVFS_ROOT_INO, "a"), mk(f, AVFS_ROOT_INO, "b") };
+
+	(void)state;
+	assert_int_equal(avfs_fs_super(f->io->fs)->alloc_run, 4);
+	for (int round = 0; round < 48; round++) {
+		if (round == 24)
+			fx_remount(f);
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(avfs_fsio_write(f->io, ino[i], (uint64_t)round * 65536, buf,
+							 65536), 65536);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct avfs_bext e[64];
+		uint32_t z[48];
+		struct avfs_alloc *al = &f->io->fs->alloc;
+		int n = avfs_fs_map_read(f->io->fs, ino[i], 0, 48 * 65536, e, 64);
+
+		assert_int_equal(n, 48);
+		assert_int_equal(zones_of(f, ino[i], z, 48), 48);
+		for (int k = 1; k < 48; k++) {
+			if (k % 4) {	/* inside a run: the next block of the same zone */
+				assert_int_equal(e[k].dev_off, e[k - 1].dev_off + 65536);
+				assert_int_equal(z[k], z[k - 1]);
+			} else {	/* a new run: the next zone from both ends inwards */
+				assert_int_equal(z[k], avfs_alloc_next_zone(al, z[k - 1]));
+			}
+		}
+	}
+	assert_fsck_clean(f->io->fs);
+	free(buf);
+	fx_free(f);
+}
+
 /* The contiguous first-fit baseline keeps a lone file contiguous but fragments interleaved
  * files — which is why it is not the default. */
 static void test_fs_contig_baseline(void **state)
@@ -873,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_fs_backup_repairs_primary),
 		cmocka_unit_test(test_fs_bad_arguments),
 		cmocka_unit_test(test_fs_contig_baseline),
+		cmocka_unit_test(test_fs_zrr_run),
 		cmocka_unit_test(test_fs_data),
 		cmocka_unit_test(test_fs_fallocate_past_stale_tail),
 		cmocka_unit_test(test_fs_dir_100k),

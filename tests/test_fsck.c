@@ -63,7 +63,9 @@ static void mount_ok(struct env *e, unsigned flags, struct avfs_mount_report *re
 
 static void env_new(struct env *e)
 {
-	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 8, .seed = 1, .now_ns = NOW };
+	/* mkfs.avfs's allocator: ZRR in runs */
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 8, .seed = 1, .now_ns = NOW,
+				    .alloc_policy = AVFS_ALLOC_ZRR_RUN, .alloc_run = 4 };
 
 	memset(e, 0, sizeof(*e));
 	assert_int_equal(avfs_memdisk_open(IMG_SIZE, 512, &e->d), 0);

@@ -123,6 +123,7 @@ static struct avfs_io *first_of(int64_t td, struct avfs_io *v)
 	const int64_t t = 10000 * MS;
 
 	avfs_sched_conf_default(&c);
+	/* papers/001's windows over a batch (the default) */
 	s = mk(&c);
 	/* a: far in LBA order, earliest deadline; b: first in LBA order, late deadline;
 	 * c: after a in LBA order, inside t_d + m; d: before a, outside t_d + m */
@@ -213,8 +214,9 @@ static void test_mixer_etime_never_issued(void **state)
 }
 
 /* BE under hold (papers/001 §3.3.3): a BE request runs while RT requests are held only if
- * H >= t + T_S(R'); a BE request too long for the slack activates the RT scheduler instead. */
-static void test_mixer_be_under_hold(void **state)
+ * H >= t + T_S(R'); a BE request too long for the slack activates the RT scheduler instead
+ * (hold = batch), or waits with the RT requests until H (hold = sweep). */
+static void be_under_hold(bool sweep)
 {
 	struct avfs_sched_conf c;
 	struct avfs_sched s;
@@ -223,9 +225,10 @@ static void test_mixer_be_under_hold(void **state)
 	struct avfs_io small = { .off = 2 * GB, .len = 65536 };
 	struct avfs_io huge = { .off = 3 * GB, .len = 1u << 30 };
 	double h;
+	int64_t at = 2 * MS;
 
-	(void)state;
 	avfs_sched_conf_default(&c);
+	c.sweep = sweep;
 	s = mk(&c);
 	assert_int_equal(avfs_sched_submit(&s, &r1, 0), 0);
 	assert_int_equal(avfs_sched_submit(&s, &small, 0), 0);
@@ -237,11 +240,178 @@ static void test_mixer_be_under_hold(void **state)
 	assert_true(avfs_sched_done(&s, &cmd, 1 * MS, (int)cmd.len));
 	assert_int_equal(avfs_sched_submit(&s, &huge, 1 * MS), 0);	/* 1 GiB: ~16 s of T_S */
 	avfs_sched_next(&s, 2 * MS, &cmd);
+	if (sweep) {		/* the sweep holds until H, the BE request with it */
+		h = avfs_tm_hold_time(s.ctx);
+		assert_int_equal(cmd.kind, AVFS_SCHED_WAIT);
+		assert_int_equal(cmd.at, (int64_t)ceil(h));
+		at = cmd.at;
+		avfs_sched_next(&s, at, &cmd);
+	}
 	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
 	assert_ptr_equal(cmd.io, &r1);		/* the RT scheduler was activated */
-	assert_true(avfs_sched_done(&s, &cmd, 30 * MS, (int)cmd.len));
-	avfs_sched_next(&s, 30 * MS, &cmd);
+	assert_true(avfs_sched_done(&s, &cmd, at + 30 * MS, (int)cmd.len));
+	avfs_sched_next(&s, at + 30 * MS, &cmd);
 	assert_ptr_equal(cmd.io, &huge);	/* no RT left: BE at once */
+	avfs_sched_destroy(&s);
+}
+
+static void test_mixer_be_under_hold(void **state)
+{
+	(void)state;
+	be_under_hold(false);
+	be_under_hold(true);
+}
+
+/* Coalescing: a stream's adjacent requests go as one command (io->more chains them, in disk
+ * order), done() completes them all, and the counter says how many rode along; a request in
+ * the other direction, one that is not adjacent, and one past the size bound stay apart;
+ * coalesce = 0 sends one request a command. */
+static void test_mixer_coalesce(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	struct avfs_sched_counters k;
+	const int64_t t = 10000 * MS;
+	struct avfs_io v[8];
+
+	(void)state;
+	for (int off = 0; off < 2; off++) {
+		avfs_sched_conf_default(&c);
+		c.coalesce = off ? 0 : 1u << 20;	/* 1 MiB: two 512 KiB requests */
+		s = mk(&c);
+		for (int i = 0; i < 3; i++)	/* a run of three, submitted out of order */
+			v[i] = rt(GB + (uint64_t)(2 - i) * 524288, 524288, t + 2000 * MS + i);
+		v[3] = rt(GB + 3 * 524288, 524288, t + 2000 * MS);	/* the third: a write */
+		v[3].write = true;
+		v[4] = rt(GB + 5 * 524288, 524288, t + 2000 * MS);	/* a gap before it */
+		for (int i = 0; i < 5; i++)
+			assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
+		/* at H the batch runs, in LBA order */
+		avfs_sched_next(&s, (int64_t)ceil(avfs_tm_hold_time(s.ctx)), &cmd);
+		assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+		assert_ptr_equal(cmd.io, &v[2]);
+		assert_int_equal(cmd.off, GB);
+		if (off) {
+			assert_int_equal(cmd.len, 524288);
+			assert_null(v[2].more);
+		} else {
+			assert_int_equal(cmd.len, 1u << 20);	/* v[2] + v[1]; v[0] past the bound */
+			assert_ptr_equal(v[2].more, &v[1]);
+			assert_null(v[1].more);
+		}
+		assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
+		assert_int_equal(s.ops->pending(s.ctx), off ? 4 : 3);
+		avfs_sched_counters(&s, &k);
+		assert_int_equal(k.coalesced, off ? 0 : 1);
+		for (int n = 0; s.ops->pending(s.ctx); n++) {	/* the rest, one each */
+			avfs_sched_next(&s, t + (n + 1) * 30 * MS, &cmd);
+			assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+			assert_null(cmd.io->more);
+			assert_true(avfs_sched_done(&s, &cmd, t + (n + 2) * 30 * MS, (int)cmd.len));
+		}
+		avfs_sched_destroy(&s);
+	}
+}
+
+/* Coalescing stays within the window that picked the request: in the EDF window only the
+ * followers that are urgent too ride along, and never past the first request's own deadline
+ * less e; a failed command fails every request it carried. */
+static void test_mixer_coalesce_bounds(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+	struct avfs_io v[3];
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	s = mk(&c);
+	v[0] = rt(GB, 524288, t + 50 * MS);			/* urgent */
+	v[1] = rt(GB + 524288, 524288, t + 60 * MS);		/* urgent too */
+	v[2] = rt(GB + 2 * 524288, 524288, t + 900 * MS);	/* not urgent */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
+	avfs_sched_next(&s, t, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+	assert_ptr_equal(cmd.io, &v[0]);
+	/* v[1] is urgent, but the command would end after v[0]'s deadline less e: alone */
+	assert_int_equal(cmd.len, 524288);
+	assert_true(avfs_sched_done(&s, &cmd, t + 10 * MS, -EIO));	/* fails: v[0] only */
+	assert_int_equal(s.ops->pending(s.ctx), 2);
+	avfs_sched_destroy(&s);
+
+	/* with e small, v[0] may carry v[1] (urgent) but not v[2]; the failure takes both */
+	c.urgent_ns = 5 * MS;
+	c.margin_ns = 100 * MS;
+	s = mk(&c);
+	v[0] = rt(GB, 524288, t + 4 * MS + 1000 * MS);
+	v[1] = rt(GB + 524288, 524288, t + 5 * MS + 1000 * MS);
+	v[2] = rt(GB + 2 * 524288, 524288, t + 900 * MS + 1000 * MS);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
+	avfs_sched_next(&s, t + 1000 * MS, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+	assert_ptr_equal(cmd.io, &v[0]);
+	assert_int_equal(cmd.len, 524288);	/* own deadline less e leaves no room */
+	avfs_sched_destroy(&s);
+}
+
+/* The sweep (hold = sweep): a request ahead of the head joins the turn it is in, one behind
+ * it waits for the next turn, and one that starts where a whole coalescing size ended also
+ * waits for the next turn (a stream asking as fast as it is served does not keep the head);
+ * the hold time is taken over the sweep's order from the head. */
+static void test_mixer_sweep(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+	struct avfs_io a = rt(10 * GB, 1u << 20, t + 520 * MS);
+	struct avfs_io ahead = rt(20 * GB, 65536, t + 5000 * MS);
+	struct avfs_io behind = rt(5 * GB, 65536, t + 1600 * MS);
+	struct avfs_io cont = rt(10 * GB + (1u << 20), 65536, t + 5000 * MS);
+	struct avfs_io far = rt(30 * GB, 65536, t + 5000 * MS);
+	double h;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	c.sweep = true;
+	c.coalesce = 1u << 20;
+	s = mk(&c);
+	assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
+	avfs_sched_next(&s, t, &cmd);		/* due: the sweep starts with a */
+	assert_ptr_equal(cmd.io, &a);
+	assert_int_equal(avfs_sched_submit(&s, &ahead, t + 1 * MS), 0);
+	assert_int_equal(avfs_sched_submit(&s, &behind, t + 1 * MS), 0);
+	assert_true(avfs_sched_done(&s, &cmd, t + 20 * MS, (int)cmd.len));
+	/* a's 1 MiB was the coalescing size: its continuation goes to the next turn */
+	assert_int_equal(avfs_sched_submit(&s, &cont, t + 20 * MS), 0);
+	assert_int_equal(avfs_sched_submit(&s, &far, t + 20 * MS), 0);
+	/* H over the order ahead, far, behind, cont: behind's prefix holds all before it */
+	h = avfs_tm_hold_time(s.ctx);
+	assert_near(h, (double)(t + 1600 * MS) - 500 * MS -
+		    avfs_svc_time(&c.model, ahead.off, ahead.len, false) -
+		    avfs_svc_time(&c.model, far.off, far.len, false) -
+		    avfs_svc_time(&c.model, behind.off, behind.len, false), 1);
+	/* each at its hold time (or at once, once due): ahead, far (this turn), then the next
+	 * turn from the start of the disk: behind, cont */
+	{
+		struct avfs_io *want[4] = { &ahead, &far, &behind, &cont };
+		int64_t now = t + 20 * MS;
+
+		for (int i = 0; i < 4; i++) {
+			h = avfs_tm_hold_time(s.ctx);
+			if (h > (double)now)
+				now = (int64_t)ceil(h);
+			avfs_sched_next(&s, now, &cmd);
+			assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+			assert_ptr_equal(cmd.io, want[i]);
+			now += 10 * MS;
+			assert_true(avfs_sched_done(&s, &cmd, now, (int)cmd.len));
+		}
+	}
 	avfs_sched_destroy(&s);
 }
 
@@ -549,6 +719,11 @@ static void test_mixer_settings(void **state)
 	assert_int_equal(c.margin_ns, 500 * MS);
 	assert_int_equal(c.urgent_ns, 100 * MS);
 	assert_int_equal(c.be_age_ns, 2000 * MS);
+	assert_false(c.sweep);	/* hold = batch (docs/DESIGN.md: the sweep breaks Fahrrad's four) */
+	assert_int_equal(c.coalesce, 4u << 20);
+	assert_int_equal(avfs_sched_conf_set(&c, "hold", "sweep", why, sizeof(why)), 0);
+	assert_true(c.sweep);
+	assert_int_equal(avfs_sched_conf_set(&c, "hold", "lazy", why, sizeof(why)), -ERANGE);
 	assert_int_equal(avfs_sched_conf_set(&c, "margin", "250ms", why, sizeof(why)), 0);
 	assert_int_equal(c.margin_ns, 250 * MS);
 	assert_int_equal(avfs_sched_conf_set(&c, "margin", "2h", why, sizeof(why)), -EINVAL);
@@ -694,6 +869,8 @@ int main(void)
 		cmocka_unit_test(test_mixer_be_under_hold),
 		cmocka_unit_test(test_mixer_beats_cscan),
 		cmocka_unit_test(test_mixer_chunking),
+		cmocka_unit_test(test_mixer_coalesce),
+		cmocka_unit_test(test_mixer_coalesce_bounds),
 		cmocka_unit_test(test_mixer_decision_is_log_n),
 		cmocka_unit_test(test_mixer_deterministic),
 		cmocka_unit_test(test_mixer_etime_never_issued),
@@ -706,6 +883,7 @@ int main(void)
 		cmocka_unit_test(test_mixer_reduced_window_order),
 		cmocka_unit_test(test_mixer_service_time),
 		cmocka_unit_test(test_mixer_settings),
+		cmocka_unit_test(test_mixer_sweep),
 		cmocka_unit_test(test_mixer_windows),
 	};
 

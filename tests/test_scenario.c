@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "scenario.h"
+#include "zrr.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 #define MIB 1048576.0
@@ -156,7 +157,7 @@ static void test_scenario_defaults(void **state)
 	avfs_scenario_init(&d);
 	assert_string_equal(s.disk, "avfs-250g");
 	assert_true(s.size == 0 && s.fill == 0.8 && s.fill_rate == d.fill_rate);
-	assert_int_equal(s.alloc, 0);
+	assert_int_equal(s.alloc, AVFS_ALLOC_ZRR_RUN);	/* as mkfs.avfs formats */
 	assert_int_equal(s.block_shift, 22);
 	assert_string_equal(s.policy, "tm");
 	assert_memory_equal(&s.sched, &d.sched, sizeof(s.sched));
@@ -263,6 +264,7 @@ static void test_scenario_bad_files(void **state)
 		{ "block-size = 3M\n", "t.scn:1: field 'block-size': '3M': a power of two" },
 		{ "margin = 5ms\n", "t.scn:1: field 'margin'" },
 		{ "colour = red\n", "t.scn:1: field 'colour': unknown key (the top of a file" },
+		{ "alloc = ext4\n", "t.scn:1: field 'alloc': 'ext4': one of zrr-run, zrr, contig" },
 		{ "bw = later\n", "t.scn:1: field 'bw': 'later': one of park, at-once, uncharged" },
 		{ "margin = 100ms\nurgent = 200ms\n[stream a]\nrate=1MiB/s",
 		  "t.scn:2: field 'urgent': urgent" },

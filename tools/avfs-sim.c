@@ -20,6 +20,7 @@
 #include "sim_report.h"
 #include "sim_reserve.h"
 #include "sim_scenario.h"
+#include "zrr.h"
 #include "units.h"
 
 #include <errno.h>
@@ -223,7 +224,8 @@ static void usage(FILE *f)
 		"  --duration S        simulated seconds (default 3600)\n"
 		"  --fill F            fraction of the disk filled with recordings first (default 0.8)\n"
 		"  --policy P          tm (default), fifo, cscan, edf, scan-edf\n"
-		"  --alloc A           zrr (default) or contig (the first-fit baseline)\n"
+		"  --alloc A           zrr-run (default: ZRR in runs of 16 MiB), zrr (one block a\n"
+		"                      zone, papers/001) or contig (the first-fit baseline)\n"
 		"  --be LOAD           none (default), pictures, random, greedy, delete\n"
 		"  --chunk SIZE --jit --split SIZE   semi-preemptible I/O (tm)\n"
 		"  --set NAME=VALUE    any scheduler setting (below)\n"
@@ -386,12 +388,10 @@ static int parse(int argc, char **argv, enum mode mode, struct cli *c)
 			c->o.policy = optarg;
 			break;
 		case 'a':
-			if (!strcmp(optarg, "zrr"))
-				c->o.alloc = 0;
-			else if (!strcmp(optarg, "contig"))
-				c->o.alloc = 1;
+			if (avfs_alloc_policy_parse(optarg) >= 0)
+				c->o.alloc = (uint32_t)avfs_alloc_policy_parse(optarg);
 			else {
-				fprintf(stderr, "avfs-sim: --alloc '%s': zrr or contig\n", optarg);
+				fprintf(stderr, "avfs-sim: --alloc '%s': zrr-run, zrr or contig\n", optarg);
 				return 2;
 			}
 			break;
@@ -535,7 +535,7 @@ static json_object *run_doc(const struct cli *c, const struct avfs_simrun_result
 	json_object_object_add(j, "disk", json_object_new_string(o->disk));
 	json_object_object_add(j, "workload", json_object_new_string(workload));
 	json_object_object_add(j, "policy", json_object_new_string(o->policy));
-	json_object_object_add(j, "alloc", json_object_new_string(o->alloc ? "contig" : "zrr"));
+	json_object_object_add(j, "alloc", json_object_new_string(avfs_alloc_policy_name(o->alloc)));
 	json_object_object_add(j, "seed", json_object_new_uint64(o->seed));
 	json_object_object_add(j, "duration_s", avfs_json_double(o->duration_s, "%.0f"));
 	json_object_object_add(j, "rate_bps", avfs_json_double(o->rate * 8, "%.0f"));
@@ -576,7 +576,8 @@ static int print_run(const struct cli *c, const struct avfs_simrun_result *r)
 	if (c->json)
 		return avfs_json_stdout(run_doc(c, r), true, "avfs-sim");
 	printf("avfs-sim: %ur%uw on %s, policy %s, %s allocation, %.0f s simulated in %.1f s\n",
-	       o->nread, o->nwrite, o->disk, o->policy, o->alloc ? "contiguous" : "ZRR",
+	       o->nread, o->nwrite, o->disk, o->policy,
+	       o->alloc == 2 ? "ZRR (runs)" : o->alloc ? "contiguous" : "ZRR",
 	       o->duration_s, r->wall_s);
 	avfs_sim_report_text(r, o->be != AVFS_BE_NONE);
 	return 0;

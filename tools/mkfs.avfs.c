@@ -50,7 +50,9 @@ static void usage(FILE *f)
 		"  --seed S            seed of the first ZRR zone (default 1)\n"
 		"  --inodes N          inode count (default: 2 per data block, at least 4096)\n"
 		"  --journal-blocks N  journal size in 4 KiB blocks\n"
-		"  --alloc zrr|contig  allocation policy (contig: first-fit baseline, not for use)\n"
+		"  --alloc zrr-run|zrr|contig  allocation policy: ZRR in runs of 16 MiB (default),\n"
+		"                      papers/001's ZRR one block per zone, or contig (first-fit\n"
+		"                      baseline, not for use)\n"
 		"  --disk-model NAME   service-time parameters to record (default avfs-250g)\n"
 		"  --profile           measure them instead: a quick read-only profile of the device\n"
 		"                      (as `avfs-admin profile --quick`; seconds on an image file,\n"
@@ -281,7 +283,8 @@ static void print_json(const char *path, const struct avfs_super *sb, const char
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		json_object_object_add(o, num[i].key, json_object_new_uint64(num[i].v));
 	json_object_object_add(o, "alloc",
-			       json_object_new_string(sb->alloc_policy ? "contig" : "zrr"));
+			       json_object_new_string(avfs_alloc_policy_name(sb->alloc_policy)));
+	json_object_object_add(o, "alloc_run", json_object_new_uint64(sb->alloc_run));
 	json_object_object_add(o, "disk_model", json_object_new_string(sb->disk_model));
 	json_object_object_add(o, "model_source", json_object_new_string(source));
 	for (size_t i = 0; i < sizeof(model) / sizeof(model[0]); i++)
@@ -423,14 +426,25 @@ static void undo(struct target *t)
 static void print_text(const char *path, const struct avfs_super *sb, bool profile,
 		       const char *profile_file, const struct svc *m)
 {
+	/* the zone the first file goes to: the one after last_zone, in the policy's order */
+	struct avfs_alloc za = { .nzones = sb->nzones };
+	uint32_t first_zone = sb->alloc_policy == AVFS_ALLOC_ZRR_RUN ?
+			      avfs_alloc_next_zone(&za, sb->last_zone) :
+			      (sb->last_zone + 1) % sb->nzones;
+	char alloc_desc[64];
+
+	if (sb->alloc_policy == AVFS_ALLOC_ZRR_RUN)
+		snprintf(alloc_desc, sizeof(alloc_desc), "Zone-Round-Robin in runs of %u",
+			 sb->alloc_run);
+	else
+		snprintf(alloc_desc, sizeof(alloc_desc), "%s", sb->alloc_policy ?
+			 "contiguous first-fit baseline" : "Zone-Round-Robin");
 	printf("mkfs.avfs: formatted %s (%.2f GB)\n", path, (double)sb->dev_size / 1e9);
 	printf("  data blocks      %" PRIu64 " x %" PRIu64 " KiB = %.2f GB, from byte %" PRIu64 "\n",
 	       sb->data_blocks, (uint64_t)(1ull << sb->block_shift) >> 10,
 	       (double)(sb->data_blocks << sb->block_shift) / 1e9, sb->data_off);
 	printf("  zones            %u of about %" PRIu64 " blocks (%s), first zone %u\n",
-	       sb->nzones, sb->zone_blocks,
-	       sb->alloc_policy ? "contiguous first-fit baseline" : "Zone-Round-Robin",
-	       (sb->last_zone + 1) % sb->nzones);
+	       sb->nzones, sb->zone_blocks, alloc_desc, first_zone);
 	printf("  inodes           %" PRIu64 "\n", sb->ninodes);
 	printf("  metadata         %" PRIu64 " blocks of 4 KiB (journal %" PRIu64 "), backup at "
 	       "byte %" PRIu64 "\n", sb->meta_blocks, sb->journal_blocks, sb->backup_off);
@@ -471,7 +485,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	struct avfs_mkfs_opts o = { .seed = 1 };
+	struct avfs_mkfs_opts o = { .seed = 1, .alloc_policy = AVFS_ALLOC_ZRR_RUN };
 	uint64_t size = 0, v;
 	bool json = false, quiet = false, profile = false, backend_given = false, force = false;
 	enum avfs_backend backend = AVFS_BACKEND_AUTO;
@@ -532,14 +546,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'a':
-			if (!strcmp(optarg, "zrr")) {
-				o.alloc_policy = AVFS_ALLOC_ZRR;
-			} else if (!strcmp(optarg, "contig")) {
-				o.alloc_policy = AVFS_ALLOC_CONTIG;
-			} else {
-				fprintf(stderr, "mkfs.avfs: --alloc '%s': zrr or contig\n", optarg);
+			if (avfs_alloc_policy_parse(optarg) < 0) {
+				fprintf(stderr, "mkfs.avfs: --alloc '%s': zrr-run, zrr or contig\n",
+					optarg);
 				return 1;
 			}
+			o.alloc_policy = (uint32_t)avfs_alloc_policy_parse(optarg);
 			break;
 		case 'm': o.disk_model = optarg; break;
 		case 'P':

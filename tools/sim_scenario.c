@@ -12,6 +12,7 @@
 #include "simrun.h"
 #include "units.h"
 #include "workload.h"
+#include "zrr.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -313,7 +314,7 @@ static json_object *run_json(const struct scli *c, const struct avfs_simrun_resu
 	json_object_object_add(j, "scenario", json_object_new_string(c->file));
 	json_object_object_add(j, "disk", json_object_new_string(s->disk));
 	json_object_object_add(j, "policy", json_object_new_string(s->policy));
-	json_object_object_add(j, "alloc", json_object_new_string(s->alloc ? "contig" : "zrr"));
+	json_object_object_add(j, "alloc", json_object_new_string(avfs_alloc_policy_name(s->alloc)));
 	json_object_object_add(j, "seed", json_object_new_uint64(s->seed));
 	json_object_object_add(j, "duration_s", avfs_json_double(s->duration_s, "%.6g"));
 	json_object_object_add(j, "fill", avfs_json_double(s->fill, "%.2f"));
@@ -425,7 +426,7 @@ int avfs_sim_cmd_run_file(int argc, char **argv)
 	} else {
 		printf("avfs-sim run %s: %s, policy %s, %s allocation, seed %" PRIu64 ", %g s "
 		       "simulated in %.1f s\n", c.file, c.s.disk, c.s.policy,
-		       c.s.alloc ? "contiguous" : "ZRR", c.s.seed, c.s.duration_s, r.wall_s);
+		       avfs_alloc_policy_name(c.s.alloc), c.s.seed, c.s.duration_s, r.wall_s);
 		classes_text(&c.s, &r);
 		avfs_sim_report_text(&r, c.s.nbe > 0);
 	}
