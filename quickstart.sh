@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 PACKAGES="gcc libc6-dev pkg-config meson ninja-build python3 liburing-dev libfuse3-dev fuse3 \
 libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev libblkid-dev libsystemd-dev \
 util-linux mount fio man-db systemd python3-prometheus-client \
-qemu-system-x86 busybox-static kmod cpio xz-utils"
+qemu-system-x86 busybox-static kmod cpio xz-utils clang libclang-rt-14-dev"
 
 install_missing() {
 	missing=""

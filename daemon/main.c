@@ -17,6 +17,7 @@
 #include "disk.h"
 #include "engine.h"
 #include "fs.h"
+#include "fsck.h"
 #include "fsio.h"
 #include "fuseops.h"
 #include "hddmodel.h"
@@ -313,6 +314,27 @@ static int watch(struct avfsd *a, int fd, avfs_loop_fn fn, int *id)
 	return *id < 0 ? *id : avfs_loop_arm(a->l, *id, POLLIN);
 }
 
+/* The checker's read-only pass over what the mount loaded (fs/fsck.c): avfsd serves no image
+ * that fsck.avfs -n would report damaged. 0, or 1 (refused, said). */
+static int trusted(struct avfsd *a)
+{
+	struct avfs_fsck_report r;
+	int err = avfs_fsck_check(a->io->fs, 0, &r);
+
+	if (!err && r.errors) {
+		avfsd_log(AVFSD_ERROR, "%s is damaged (%llu error%s%s%s): refusing to mount it; run "
+			  "fsck.avfs -y %s", a->dev_path, (unsigned long long)r.errors,
+			  r.errors == 1 ? "" : "s", r.nfindings ? ", the first: " : "",
+			  r.nfindings ? r.findings[0] : "", a->dev_path);
+		err = 1;
+	} else if (err) {
+		avfsd_log(AVFSD_ERROR, "checking %s failed: %s", a->dev_path, strerror(-err));
+		err = 1;
+	}
+	avfs_fsck_report_free(&r);
+	return err;
+}
+
 /* The default socket: /run/avfs/NAME@MAJ:MIN.sock for a block device (its device number),
  * /run/avfs/NAME@MAJ:MIN:INO.sock for an image (the file system and inode holding it), so that
  * two images of one name in two folders get two sockets. NAME is shortened to fit sun_path. */
@@ -362,14 +384,32 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 			  "(--backend sg on a SCSI disk does)", a->d->ident.backend);
 		return 1;
 	}
-	err = avfs_fsio_mount(a->d, m->ro ? AVFS_MOUNT_RDONLY : 0, &a->io, &rep, why, sizeof(why));
+	/* orphans are freed only once the check below trusts the image */
+	err = avfs_fsio_mount(a->d, (m->ro ? AVFS_MOUNT_RDONLY : 0) | AVFS_MOUNT_KEEP_ORPHANS, &a->io,
+			      &rep, why, sizeof(why));
 	if (err) {
 		avfsd_log(AVFSD_ERROR, "cannot mount %s: %s", a->dev_path, why);
 		return 1;
 	}
+	if (trusted(a))
+		return 1;
+	if (!m->ro) {
+		int64_t n = avfs_fsio_free_orphans(a->io);
+
+		if (n < 0) {
+			avfsd_log(AVFSD_ERROR, "cannot mount %s: freeing orphan inodes failed: %s",
+				  a->dev_path, strerror((int)-n));
+			return 1;
+		}
+		rep.orphans_freed = (uint64_t)n;
+	}
 	avfsd_log(AVFSD_INFO, "mounted %s: journal replayed %llu transactions, %llu blocks repaired "
 		  "from the backup region", a->dev_path, (unsigned long long)rep.replayed_txn,
 		  (unsigned long long)rep.repaired_primary);
+	if (rep.rewrite_failed)
+		avfsd_log(AVFSD_WARNING, "%llu metadata block%s unwritable in the primary region: served "
+			  "from the backup region", (unsigned long long)rep.rewrite_failed,
+			  rep.rewrite_failed == 1 ? "" : "s");
 	if (rep.orphans_freed)
 		avfsd_log(AVFSD_INFO, "freed %llu orphan inodes (files unlinked while open before the "
 			  "last stop)", (unsigned long long)rep.orphans_freed);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #define HDR sizeof(struct avfs_mhdr)
+#define DIR_BLOCKS_MAX (1u << 24)	/* 63 * 16 M slots: beyond any sane directory */
 
 static void dirindex_free(struct dirindex *d)
 {
@@ -152,7 +153,7 @@ static struct dirindex *dix_get(struct avfs_fs *fs, uint64_t dir, struct avfs_di
 	if (x)
 		return x;
 	x = calloc(1, sizeof(*x));
-	if (!x || dix_blocks(x, di->nblocks > 1u << 24 ? 1u << 24 : di->nblocks)) {
+	if (!x || dix_blocks(x, di->nblocks > DIR_BLOCKS_MAX ? DIR_BLOCKS_MAX : di->nblocks)) {
 		dirindex_free(x);
 		*err = -ENOMEM;
 		return NULL;
@@ -184,12 +185,31 @@ static struct dirindex *dix_get(struct avfs_fs *fs, uint64_t dir, struct avfs_di
 	return x;
 }
 
+/* The most directory blocks a directory can span: the index's limit, and no more than the
+ * dynamic metadata region holds. */
+static uint64_t dir_blocks_max(const struct avfs_fs *fs)
+{
+	uint64_t dyn = fs->sb.meta_blocks - fs->sb.dyn_start;
+
+	return dyn < DIR_BLOCKS_MAX ? dyn : DIR_BLOCKS_MAX;
+}
+
 struct avfs_dinode *fs_dir_get(struct avfs_fs *fs, uint64_t dir, int *err)
 {
 	struct avfs_dinode *di = fs_ino_get(fs, dir, err);
 
 	if (di && !S_ISDIR(di->mode)) {
 		*err = -ENOTDIR;
+		return NULL;
+	}
+	/* every walk over the directory runs to nblocks: a damaged count must not make it
+	 * run for 2^32 rounds */
+	if (di && di->nblocks > dir_blocks_max(fs)) {
+		fs_why(fs, "directory inode %llu (metadata block %llu) spans %llu blocks, more than "
+		       "the %llu a directory can have: run fsck.avfs -y",
+		       (unsigned long long)dir, (unsigned long long)fs_ino_block(fs, dir),
+		       (unsigned long long)di->nblocks, (unsigned long long)dir_blocks_max(fs));
+		*err = -EUCLEAN;
 		return NULL;
 	}
 	return di;
@@ -290,8 +310,8 @@ int fs_dir_prepare(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, siz
 	/* a new block at the end, with the map blocks on its way */
 	at->bi = x->nblk;
 	at->grow = true;
-	if (at->bi >= (1u << 24))
-		return -ENOSPC;	/* 63 * 16 M slots: beyond any sane directory */
+	if (at->bi >= DIR_BLOCKS_MAX)
+		return -ENOSPC;
 	if ((err = dix_blocks(x, at->bi + 1)))
 		return err;
 	x->nblk = at->bi;	/* committed only once the block exists */

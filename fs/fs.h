@@ -99,11 +99,38 @@ void avfs_fs_close(struct avfs_fs *fs);	/* frees memory only */
 int avfs_fs_verify_block(const struct avfs_fs *fs, uint64_t m, const uint8_t *img,
 			 uint32_t type);
 
+/* What a replay did and how far it read. */
+struct avfs_replay {
+	uint64_t ntxn, nblocks;	/* transactions and block images applied */
+	uint64_t tail;		/* the log index it started at */
+	uint64_t reach;		/* log blocks [tail, tail + reach) (modulo the log) were read */
+	/* a committed transaction (CRC good) carrying an image it could never have written (a
+	 * home outside its region, a wrong type, a superblock with another geometry): neither it
+	 * nor any later one was applied (avfs_fs_why says which and why); 0 = none */
+	uint64_t rejected_seq;
+	uint64_t end_seq;	/* the sequence after the last transaction applied */
+};
+
 /* Replay: given the whole journal log area (log_blocks images, in order), find the committed
- * transactions from the journal superblocks' tail, apply their images to memory and return
- * how many transactions and blocks were replayed. jsa/jsb: the two journal superblocks. */
+ * transactions from the journal superblocks' tail, check every image of each, apply them to
+ * memory. jsa/jsb: the two journal superblocks. 0 (see out->rejected_seq), -EUCLEAN (both
+ * journal superblocks damaged, with avfs_fs_why), -ENOMEM. */
 int avfs_fs_replay(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb, const uint8_t *log,
-		   uint64_t *ntxn, uint64_t *nblocks);
+		   struct avfs_replay *out);
+/* Replay without a trusted anchor (fsck: a journal superblock unreadable, or both damaged):
+ * the chain of committed transactions, from the tail sequence of a readable anchor on (if
+ * any), that reaches the highest sequence is found by scanning the log, and replayed. Redo in
+ * order is safe from any transaction on: each was written home right after its commit.
+ * 0 (nothing found: out zeroed) or -ENOMEM. */
+int avfs_fs_replay_scan(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb,
+			const uint8_t *log, struct avfs_replay *out);
+/* Give up on the rest of the journal (fsck -y: a block of it unreadable, a transaction
+ * rejected, both anchors damaged): what replay applied stays, the next transaction's
+ * sequence is put above every one still readable in the log (jsa, jsb and log may hold
+ * zeroed blocks for unreadable ones), the head moves past unreadable log blocks (bad: one
+ * flag per log block, or NULL), and the next anchor is written to both copies. */
+void avfs_fs_journal_discard(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb,
+			     const uint8_t *log, const uint8_t *bad);
 /* Was block m written by replay (so its home copies are stale)? */
 bool avfs_fs_replayed(const struct avfs_fs *fs, uint64_t m);
 

@@ -68,6 +68,7 @@ struct avfs_fs {
 	uint64_t next_seq;
 	uint64_t tail_seq;
 	uint64_t jepoch;
+	bool jsuper_both;	/* the journal was discarded: the next anchor goes to both copies */
 	uint64_t mhint, ihint;
 	struct dirindex **dix;	/* [ninodes + 1] */
 	uint32_t *opens;	/* [ninodes + 1] open handles per inode (avfs_fs_open_ref), memory
@@ -83,6 +84,11 @@ struct avfs_fs {
  * core writes with avfs_why() directly. */
 #define fs_why(fs, ...) avfs_why((fs)->why, sizeof((fs)->why), __VA_ARGS__)
 struct avfs_super *fs_sb(struct avfs_fs *fs);	/* the live superblock image */
+
+/* ---- super.c ---- */
+/* Whether two superblock images describe the same format: UUID and every field that never
+ * changes after mkfs (from version up to the dynamic tail). */
+bool fs_super_same_geometry(const struct avfs_super *a, const struct avfs_super *b);
 
 /* ---- cache.c ---- */
 void fs_hdr_init(struct avfs_fs *fs, uint8_t *img, uint64_t m, uint32_t type);

@@ -222,7 +222,13 @@ static int load_range(struct avfs_fsio *io, uint64_t first, uint64_t n, unsigned
 				    (!t || ((struct avfs_mhdr *)tmp)->type == t)) {
 					img = tmp;
 					rep->repaired_primary++;
-					avfs_fs_mark_rewrite(io->fs, m, true, false);
+					/* rewritten home at once, and a home that refuses the write
+					 * (a dead sector) does not refuse the mount: the backup copy
+					 * serves again next time. Not a journaled change: the image
+					 * is the one the home should hold, so no order matters */
+					if (!(flags & AVFS_MOUNT_RDONLY) &&
+					    dev_io(io->d, AVFS_DISK_WRITE, m * MB, tmp, MB, false))
+						rep->rewrite_failed++;
 				} else if (flags & AVFS_MOUNT_FORCE) {
 					/* fsck rebuilds what it can: an empty block of the right kind */
 					memset(tmp, 0, MB);
@@ -268,6 +274,88 @@ static int64_t free_orphans(struct avfs_fsio *io, bool even_open)
 	return total;
 }
 
+/* Read the journal, block by block where the whole read fails (an unreadable block reads as
+ * zeros, which no check passes), and replay it. A journal that cannot be trusted — an
+ * unreadable block where replay had to read, or where an anchor lies; a committed
+ * transaction rejected; both anchors damaged — refuses the mount, pointing at fsck.avfs -y;
+ * with AVFS_MOUNT_FORCE (fsck) what replayed stays and the rest is discarded, said in
+ * rep->journal_why. */
+static int replay(struct avfs_fsio *io, unsigned flags, struct avfs_mount_report *rep, char *w,
+		  size_t wlen)
+{
+	const struct avfs_super *sb = &io->fs->sb;
+	uint64_t jb = sb->journal_blocks, first_bad = UINT64_MAX;
+	uint8_t *jbuf = abuf(jb * MB), *bad = calloc(jb, 1);
+	struct avfs_replay r = { 0 };
+	char why[200] = "";
+	bool no_anchor;
+	int err = -ENOMEM;
+
+	if (!jbuf || !bad)
+		goto out;
+	if (dev_io(io->d, AVFS_DISK_READ, sb->journal_start * MB, jbuf, jb * MB, false)) {
+		for (uint64_t i = 0; i < jb; i++) {
+			if (!dev_io(io->d, AVFS_DISK_READ, (sb->journal_start + i) * MB,
+				    jbuf + i * MB, MB, false))
+				continue;
+			memset(jbuf + i * MB, 0, MB);
+			bad[i] = 1;
+			rep->journal_unreadable++;
+			if (first_bad == UINT64_MAX)
+				first_bad = sb->journal_start + i;
+		}
+	}
+	err = avfs_fs_replay(io->fs, jbuf, jbuf + MB, jbuf + 2 * MB, &r);
+	if (err && err != -EUCLEAN)
+		goto out;
+	no_anchor = err == -EUCLEAN;
+	rep->replayed_txn = r.ntxn;
+	rep->replayed_blocks = r.nblocks;
+	if (err) {
+		snprintf(why, sizeof(why), "%s%s", avfs_fs_why(io->fs),
+			 bad[0] || bad[1] ? " (unreadable)" : "");
+	} else if (r.rejected_seq) {
+		snprintf(why, sizeof(why), "%s", avfs_fs_why(io->fs));
+	} else if (bad[0] || bad[1]) {
+		snprintf(why, sizeof(why), "journal superblock (block %llu) is unreadable",
+			 (unsigned long long)(sb->journal_start + !bad[0]));
+	} else if (first_bad != UINT64_MAX) {
+		for (uint64_t i = 0; i < r.reach && !why[0]; i++) {
+			uint64_t k = 2 + (r.tail + i) % (jb - 2);
+
+			if (bad[k])
+				snprintf(why, sizeof(why), "journal block %llu, which replay needs, is "
+					 "unreadable", (unsigned long long)(sb->journal_start + k));
+		}
+	}
+	err = 0;
+	if (!why[0])
+		goto out;	/* unreadable blocks past what replay needed: rewritten in time */
+	if ((flags & AVFS_MOUNT_FORCE) && !r.rejected_seq && (bad[0] || bad[1] || no_anchor)) {
+		/* no anchor to trust: find the chain of transactions in the log itself */
+		err = avfs_fs_replay_scan(io->fs, jbuf, jbuf + MB, jbuf + 2 * MB, &r);
+		if (err)
+			goto out;
+		rep->replayed_txn = r.ntxn;
+		rep->replayed_blocks = r.nblocks;
+	}
+	if (!(flags & AVFS_MOUNT_FORCE)) {
+		avfs_why(w, wlen, "%s: run fsck.avfs -y (it replays what can be trusted and "
+			 "discards the rest of the journal)", why);
+		err = first_bad != UINT64_MAX && !r.rejected_seq ? -EIO : -EUCLEAN;
+		goto out;
+	}
+	avfs_fs_journal_discard(io->fs, jbuf, jbuf + MB, jbuf + 2 * MB, bad + 2);
+	rep->journal_discarded = true;
+	snprintf(rep->journal_why, sizeof(rep->journal_why), "%s", why);
+out:
+	if (err == -ENOMEM)
+		avfs_why(w, wlen, "out of memory reading the journal");
+	free(bad);
+	free(jbuf);
+	return err;
+}
+
 int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		    struct avfs_mount_report *rep_out, char *w, size_t wlen)
 {
@@ -280,7 +368,7 @@ int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
 {
 	struct avfs_mount_report rep = { 0 };
 	struct avfs_fsio *io = calloc(1, sizeof(*io));
-	uint8_t *sbuf = abuf(MB), *jbuf = NULL;
+	uint8_t *sbuf = abuf(MB);
 	struct avfs_super sb;
 	char w2[256];
 	int err = -ENOMEM;
@@ -317,24 +405,9 @@ int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
 		avfs_fs_mark_rewrite(io->fs, 0, true, false);
 	avfs_fs_load(io->fs, 0, sbuf);
 	/* 2. the journal: replay committed transactions into memory */
-	jbuf = abuf(sb.journal_blocks * MB);
-	if (!jbuf) {
-		err = -ENOMEM;
+	err = replay(io, flags, &rep, w, wlen);
+	if (err)
 		goto fail;
-	}
-	err = dev_io(d, AVFS_DISK_READ, sb.journal_start * MB, jbuf, sb.journal_blocks * MB, false);
-	if (err) {
-		avfs_why(w, wlen, "cannot read the journal: %s", strerror(-err));
-		goto fail;
-	}
-	err = avfs_fs_replay(io->fs, jbuf, jbuf + MB, jbuf + 2 * MB, &rep.replayed_txn,
-			     &rep.replayed_blocks);
-	free(jbuf);
-	jbuf = NULL;
-	if (err) {
-		avfs_why(w, wlen, "%s", avfs_fs_why(io->fs));
-		goto fail;
-	}
 	/* the superblock image may have been replaced by replay: its CRC was checked there */
 	if ((flags & AVFS_MOUNT_CHECK_BACKUP) && !avfs_fs_replayed(io->fs, 0)) {
 		uint8_t *tmp = abuf(MB);
@@ -391,12 +464,16 @@ int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
 fail:
 	if (rep_out)
 		*rep_out = rep;
-	free(jbuf);
 	free(sbuf);
 	if (io)
 		avfs_fs_close(io->fs);
 	free(io);
 	return err;
+}
+
+int64_t avfs_fsio_free_orphans(struct avfs_fsio *io)
+{
+	return avfs_fs_rdonly(io->fs) ? -EROFS : free_orphans(io, false);
 }
 
 int avfs_fsio_sync(struct avfs_fsio *io)

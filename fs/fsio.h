@@ -13,9 +13,16 @@ struct avfs_mount_report {
 	uint64_t replayed_txn, replayed_blocks;
 	uint64_t repaired_primary;	/* primary copies taken from the backup region */
 	uint64_t repaired_backup;	/* backup copies found bad (rewritten unless read-only) */
+	uint64_t rewrite_failed;	/* of repaired_primary: the home refused the rewrite */
 	uint64_t lost_blocks;		/* bad in both copies (FORCE mounts only) */
 	uint64_t orphans_freed;		/* inodes unlinked while open before a crash, freed */
 	bool used_backup_super;
+	uint64_t journal_unreadable;	/* journal blocks that could not be read */
+	/* FORCE mounts only: the journal could not be trusted from some point on (journal_why
+	 * says where and why); what replayed before it stays, the rest is dropped and the next
+	 * anchor written fresh (unless read-only) */
+	bool journal_discarded;
+	char journal_why[200];
 };
 
 /* How far long work is, for a tool's progress line: fn(arg, step, done, total) with done and
@@ -57,6 +64,9 @@ int avfs_fsio_mkfs_progress(struct avfs_disk *d, const struct avfs_mkfs_opts *o,
  * 0 or -errno with why. */
 int avfs_fsio_mount(struct avfs_disk *d, unsigned flags, struct avfs_fsio **out,
 		    struct avfs_mount_report *rep, char *why, size_t whylen);
+/* Free the orphans a crash left (after a mount with AVFS_MOUNT_KEEP_ORPHANS, e.g. once a check
+ * passed), committing. How many, or -errno (-EROFS on a read-only mount). */
+int64_t avfs_fsio_free_orphans(struct avfs_fsio *io);
 /* The same, saying how far the loading of the metadata is through pg (NULL: none). */
 int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
 			     const struct avfs_fsio_progress *pg, struct avfs_fsio **out,

@@ -33,36 +33,97 @@ static int pick_jsuper(struct avfs_fs *fs, const uint8_t *a, const uint8_t *b,
 	return 0;
 }
 
-int avfs_fs_replay(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb, const uint8_t *log,
-		   uint64_t *ntxn, uint64_t *nblocks)
+/* The type a journaled image of home m must have: the superblock, a bitmap and an inode
+ * table block are what their region says; a dynamic block is a map, a directory, a symlink
+ * or free (0: any of those, checked by the caller). */
+static uint32_t home_type(const struct avfs_fs *fs, uint64_t m)
 {
-	const struct avfs_jsuper *js;
-	uint64_t pos, seq, scanned = 0;
-	int err = pick_jsuper(fs, jsa, jsb, &js);
+	if (m == 0)
+		return AVFS_MT_SUPER;
+	if (m < fs->sb.itable_start)
+		return AVFS_MT_BITMAP;
+	if (m < fs->sb.dyn_start)
+		return AVFS_MT_INODES;
+	return 0;
+}
 
-	*ntxn = *nblocks = 0;
-	if (err)
-		return err;
-	fs->jepoch = js->epoch;
-	pos = js->tail_pos;
-	seq = js->tail_seq;
-	fs->tail = pos;
-	fs->tail_seq = seq;
+/* Whether a block image from a committed transaction may be applied to home: in the
+ * metadata region and not the journal, sealed for that home with this file system's UUID,
+ * of the type the home's region holds, and for the superblock, the geometry unchanged (a
+ * journaled superblock carries only new dynamic fields). 0, or -EUCLEAN with why. */
+static int image_ok(const struct avfs_fs *fs, uint64_t home, const uint8_t *img, char *why,
+		    size_t whylen)
+{
+	const struct avfs_mhdr *h = (const void *)img;
+	uint32_t t;
+
+	if (home >= fs->nmeta || (home >= fs->sb.journal_start &&
+				  home < fs->sb.journal_start + fs->sb.journal_blocks)) {
+		avfs_why(why, whylen, "an image for block %llu, outside the metadata it may change",
+			 (unsigned long long)home);
+		return -EUCLEAN;
+	}
+	t = home_type(fs, home);
+	if (fs_verify_img(fs->sb.hdr.uuid, home, img, t) ||
+	    (!t && h->type != AVFS_MT_MAP && h->type != AVFS_MT_DIR && h->type != AVFS_MT_SYMLINK &&
+	     h->type != AVFS_MT_FREE)) {
+		avfs_why(why, whylen, "the image for block %llu is not a sealed %s block",
+			 (unsigned long long)home, t == AVFS_MT_SUPER ? "superblock" :
+			 t == AVFS_MT_BITMAP ? "bitmap" : t == AVFS_MT_INODES ? "inode table" :
+			 "dynamic metadata");
+		return -EUCLEAN;
+	}
+	if (home == 0) {
+		const struct avfs_super *s = (const void *)img;
+
+		if (!fs_super_same_geometry(s, &fs->sb) || s->last_zone >= fs->sb.nzones) {
+			avfs_why(why, whylen, "its superblock (block 0) changes the geometry");
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
+/* Replay has read the first n log blocks from its start. */
+static void reached(const struct avfs_fs *fs, struct avfs_replay *out, uint64_t n)
+{
+	if (n > fs->log_blocks)
+		n = fs->log_blocks;
+	if (n > out->reach)
+		out->reach = n;
+}
+
+/* Replay the committed transactions from log index pos, sequence seq on (apply false: only
+ * count them, changing nothing). */
+static int replay_from(struct avfs_fs *fs, const uint8_t *log, uint64_t pos, uint64_t seq,
+		       bool apply, struct avfs_replay *out)
+{
+	uint64_t scanned = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->tail = pos;
+	if (apply) {
+		fs->tail = pos;
+		fs->tail_seq = seq;
+	}
 	for (;;) {
 		uint64_t p = pos, count = 0, first = pos;
 		uint32_t crc = 0;
 		bool ok = false;
 		const struct avfs_jcommit *c;
+		char why[160] = "";
 
 		/* one transaction: descriptor groups, then a commit whose CRC covers them */
 		while (count < fs->log_blocks) {
 			const uint8_t *d = log + (p % fs->log_blocks) * AVFS_MBLOCK;
 			const struct avfs_jdesc *jd = (const void *)d;
 
+			reached(fs, out, scanned + (p - first) + 1);
 			if (fs_verify_img(fs->sb.hdr.uuid, log_home(fs, p), d, AVFS_MT_JDESC) ||
 			    jd->hdr.seq != seq || jd->count > AVFS_JDESC_MAX ||
 			    count + 1 + jd->count + 1 > fs->log_blocks)
 				break;
+			reached(fs, out, scanned + (p - first) + 1 + jd->count);
 			crc = avfs_crc32c(crc, d, AVFS_MBLOCK);
 			for (uint32_t i = 0; i < jd->count; i++)
 				crc = avfs_crc32c(crc, log + ((p + 1 + i) % fs->log_blocks) * AVFS_MBLOCK,
@@ -77,12 +138,30 @@ int avfs_fs_replay(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb, c
 		if (!ok)
 			break;
 		c = (const void *)(log + (p % fs->log_blocks) * AVFS_MBLOCK);
+		reached(fs, out, scanned + (p - first) + 1);
 		if (fs_verify_img(fs->sb.hdr.uuid, log_home(fs, p), (const uint8_t *)c,
 			       AVFS_MT_JCOMMIT) || c->hdr.seq != seq || c->nblocks != count ||
 		    c->data_crc != crc || scanned + count + 1 > fs->log_blocks)
 			break;
-		/* committed: apply its images in order */
-		for (uint64_t q = first; q < p;) {
+		/* committed. Every image is checked before any is applied: a transaction that
+		 * carries something it could never have written is not half applied */
+		for (uint64_t q = first; q < p && !why[0];) {
+			const struct avfs_jdesc *jd =
+				(const void *)(log + (q % fs->log_blocks) * AVFS_MBLOCK);
+
+			for (uint32_t i = 0; i < jd->count && !why[0]; i++)
+				image_ok(fs, jd->home[i],
+					 log + ((q + 1 + i) % fs->log_blocks) * AVFS_MBLOCK, why,
+					 sizeof(why));
+			q += 1 + jd->count;
+		}
+		if (why[0]) {
+			fs_why(fs, "journal transaction %llu (log block %llu): %s",
+			       (unsigned long long)seq, (unsigned long long)log_home(fs, first), why);
+			out->rejected_seq = seq;
+			break;
+		}
+		for (uint64_t q = first; q < p && apply;) {
 			const struct avfs_jdesc *jd =
 				(const void *)(log + (q % fs->log_blocks) * AVFS_MBLOCK);
 
@@ -90,32 +169,154 @@ int avfs_fs_replay(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb, c
 				const uint8_t *img = log + ((q + 1 + i) % fs->log_blocks) * AVFS_MBLOCK;
 				uint64_t home = jd->home[i];
 
-				if (home >= fs->nmeta || (home >= fs->sb.journal_start &&
-							  home < fs->sb.dyn_start &&
-							  home < fs->sb.journal_start +
-									 fs->sb.journal_blocks) ||
-				    fs_verify_img(fs->sb.hdr.uuid, home, img, 0))
-					continue;	/* cannot be: the CRC matched; never write the journal */
 				if (!fs->blocks[home] &&
 				    posix_memalign((void **)&fs->blocks[home], 64, AVFS_MBLOCK))
 					return -ENOMEM;
 				memcpy(fs->blocks[home], img, AVFS_MBLOCK);
 				avfs_bitmap_set(&fs->replayed, home);
-				(*nblocks)++;
+				out->nblocks++;
 			}
 			q += 1 + jd->count;
 		}
-		(*ntxn)++;
+		out->ntxn++;
 		scanned += count + 1;
 		pos = (p + 1) % fs->log_blocks;
 		seq++;
 	}
+	out->end_seq = seq;
+	if (!apply)
+		return 0;
 	fs->head = pos;
 	fs->used = scanned;
 	/* skip the sequence number a torn transaction may have used, so its remains can never
 	 * pass for the next transaction */
 	fs->next_seq = seq + 1;
 	return 0;
+}
+
+int avfs_fs_replay(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb, const uint8_t *log,
+		   struct avfs_replay *out)
+{
+	const struct avfs_jsuper *js;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = pick_jsuper(fs, jsa, jsb, &js);
+	if (err)
+		return err;
+	fs->jepoch = js->epoch;
+	return replay_from(fs, log, js->tail_pos, js->tail_seq, true, out);
+}
+
+/* Does a valid descriptor with sequence seq sit at log index i? */
+static bool desc_at(const struct avfs_fs *fs, const uint8_t *log, uint64_t i, uint64_t *seq)
+{
+	const uint8_t *d = log + (i % fs->log_blocks) * AVFS_MBLOCK;
+
+	if (fs_verify_img(fs->sb.hdr.uuid, log_home(fs, i), d, AVFS_MT_JDESC))
+		return false;
+	*seq = ((const struct avfs_mhdr *)d)->seq;
+	return true;
+}
+
+struct cand {
+	uint64_t seq, pos;
+};
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+int avfs_fs_replay_scan(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb,
+			const uint8_t *log, struct avfs_replay *out)
+{
+	uint64_t best = UINT64_MAX, best_seq = 0, best_end = 0, best_n = 0, covered = 0;
+	uint64_t min_seq = 0;
+	const uint8_t *js[2] = { jsa, jsb };
+	struct cand *c = malloc(fs->log_blocks * sizeof(*c));
+	size_t n = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return -ENOMEM;
+	/* a readable anchor's tail: everything before it is home already */
+	for (int k = 0; k < 2; k++) {
+		const struct avfs_jsuper *j = (const void *)js[k];
+
+		if (js[k] && !fs_verify_img(fs->sb.hdr.uuid, fs->sb.journal_start + (uint64_t)k,
+					    js[k], AVFS_MT_JSUPER) && j->tail_seq > min_seq &&
+		    j->tail_seq < UINT64_MAX / 2)
+			min_seq = j->tail_seq;
+	}
+	/* the log is a ring of transactions in sequence: replay from the earliest one that is
+	 * whole and leads furthest. Descriptors in ascending sequence; one inside a chain
+	 * already walked adds nothing, so the dry runs stay linear in the log's size */
+	for (uint64_t i = 0; i < fs->log_blocks; i++) {
+		uint64_t seq;
+
+		if (desc_at(fs, log, i, &seq) && seq >= min_seq && seq < UINT64_MAX / 2)
+			c[n++] = (struct cand){ .seq = seq, .pos = i };
+	}
+	qsort(c, n, sizeof(*c), cand_cmp);
+	for (size_t k = 0; k < n; k++) {
+		struct avfs_replay r;
+
+		if (c[k].seq < covered)
+			continue;
+		replay_from(fs, log, c[k].pos, c[k].seq, false, &r);
+		if (!r.ntxn)
+			continue;
+		covered = r.end_seq;
+		if (r.end_seq > best_end || (r.end_seq == best_end && r.ntxn > best_n)) {
+			best = c[k].pos;
+			best_seq = c[k].seq;
+			best_end = r.end_seq;
+			best_n = r.ntxn;
+		}
+	}
+	free(c);
+	if (best == UINT64_MAX)
+		return 0;
+	return replay_from(fs, log, best, best_seq, true, out);
+}
+
+void avfs_fs_journal_discard(struct avfs_fs *fs, const uint8_t *jsa, const uint8_t *jsb,
+			     const uint8_t *log, const uint8_t *bad)
+{
+	const uint8_t *js[2] = { jsa, jsb };
+	uint64_t top = fs->next_seq;
+
+	for (int k = 0; k < 2; k++) {
+		const struct avfs_jsuper *j = (const void *)js[k];
+
+		if (!js[k] || fs_verify_img(fs->sb.hdr.uuid, fs->sb.journal_start + (uint64_t)k,
+					    js[k], AVFS_MT_JSUPER))
+			continue;
+		if (j->epoch > fs->jepoch && j->epoch < UINT64_MAX / 2)
+			fs->jepoch = j->epoch;
+		if (j->tail_seq < UINT64_MAX / 2 && j->tail_seq + 1 > top)
+			top = j->tail_seq + 1;
+	}
+	/* every sequence still in the log must stay below the next transaction's */
+	for (uint64_t i = 0; log && i < fs->log_blocks; i++) {
+		const uint8_t *b = log + i * AVFS_MBLOCK;
+		const struct avfs_mhdr *h = (const void *)b;
+
+		if ((h->type == AVFS_MT_JDESC || h->type == AVFS_MT_JCOMMIT) &&
+		    !fs_verify_img(fs->sb.hdr.uuid, log_home(fs, i), b, 0) &&
+		    h->seq < UINT64_MAX / 2 && h->seq + 2 > top)
+			top = h->seq + 2;
+	}
+	fs->next_seq = top;
+	fs->jsuper_both = true;
+	/* the next mount reads the block at the tail first: not an unreadable one */
+	for (uint64_t i = 0; bad && i < fs->log_blocks && bad[fs->head]; i++)
+		fs->head = (fs->head + 1) % fs->log_blocks;
+	fs->tail = fs->head;
+	fs->used = 0;
 }
 
 bool avfs_fs_replayed(const struct avfs_fs *fs, uint64_t m)

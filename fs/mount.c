@@ -124,10 +124,11 @@ int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen)
 		avfs_why(why, whylen, "superblock missing after load");
 		return -EUCLEAN;
 	}
-	/* the journaled superblock image carries the dynamic fields; geometry must agree */
-	if (sb->meta_blocks != fs->sb.meta_blocks || sb->data_blocks != fs->sb.data_blocks ||
-	    sb->ninodes != fs->sb.ninodes || sb->last_zone >= fs->sb.nzones) {
-		avfs_why(why, whylen, "journaled superblock disagrees with the geometry");
+	/* the journaled superblock image carries the dynamic fields; the geometry must be the one
+	 * checked against the device (replay refuses others: this is the last line) */
+	if (!fs_super_same_geometry(sb, &fs->sb) || sb->last_zone >= fs->sb.nzones) {
+		avfs_why(why, whylen, "the superblock (block 0) replayed from the journal disagrees "
+			 "with the geometry");
 		return -EUCLEAN;
 	}
 	for (uint64_t m = 0; m < fs->sb.dyn_start; m++) {
@@ -139,9 +140,9 @@ int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen)
 			return -EUCLEAN;
 		}
 	}
-	if (load_bitmap(fs, &fs->mmap, sb->mbitmap_start, fs->nmeta) ||
-	    load_bitmap(fs, &fs->dmap, sb->dbitmap_start, sb->data_blocks) ||
-	    load_bitmap(fs, &fs->imap, sb->ibitmap_start, sb->ninodes)) {
+	if (load_bitmap(fs, &fs->mmap, fs->sb.mbitmap_start, fs->nmeta) ||
+	    load_bitmap(fs, &fs->dmap, fs->sb.dbitmap_start, fs->sb.data_blocks) ||
+	    load_bitmap(fs, &fs->imap, fs->sb.ibitmap_start, fs->sb.ninodes)) {
 		avfs_why(why, whylen, "a bitmap block is missing");
 		return -EUCLEAN;
 	}
@@ -214,8 +215,10 @@ int avfs_fs_recovery_plan(struct avfs_fs *fs, struct avfs_plan **out)
 	if (err)
 		goto out;
 	/* once the homes are durable, the journal can start afresh after the replayed part */
-	if (fs_plan_flush(p) || fs_plan_jsuper(fs, p, fs->head, fs->next_seq) || fs_plan_flush(p))
+	if (fs_plan_flush(p) || fs_plan_jsuper(fs, p, fs->head, fs->next_seq) ||
+	    (fs->jsuper_both && fs_plan_jsuper(fs, p, fs->head, fs->next_seq)) || fs_plan_flush(p))
 		goto out;
+	fs->jsuper_both = false;
 	fs->tail = fs->head;
 	fs->tail_seq = fs->next_seq;
 	fs->used = 0;

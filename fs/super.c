@@ -6,6 +6,7 @@
 #include "fs_i.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -254,6 +255,14 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 	if (out)
 		*out = *s;
 	return 0;
+}
+
+bool fs_super_same_geometry(const struct avfs_super *a, const struct avfs_super *b)
+{
+	size_t from = offsetof(struct avfs_super, version), to = offsetof(struct avfs_super, last_zone);
+
+	return !memcmp((const uint8_t *)a + from, (const uint8_t *)b + from, to - from) &&
+	       !memcmp(a->hdr.uuid, b->hdr.uuid, sizeof(a->hdr.uuid));
 }
 
 uint64_t avfs_fs_backup_super_off(uint64_t dev_size)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "crc32c.h"
 #include "fs_i.h"
@@ -836,6 +837,333 @@ static void test_fsck_fuzz_sealed(void **state)
 	env_free(&base);
 }
 
+/* ---- hostile images (issue 19) ---- */
+
+/* Commit the running transaction to the journal only, as if power failed right after the
+ * commit record: the checkpoint writes home and to the backup region never happen. The fs is
+ * abandoned; the next mount replays what was journaled. */
+static void journal_only(struct env *e)
+{
+	struct avfs_fs *fs = e->io->fs;
+	uint64_t lo = fs->sb.journal_start * AVFS_MBLOCK,
+		 hi = (fs->sb.journal_start + fs->sb.journal_blocks) * AVFS_MBLOCK;
+	struct avfs_plan *p;
+	int journaled = 0;
+
+	assert_int_equal(avfs_fs_commit(fs, NOW, &p), 0);
+	assert_non_null(p);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct avfs_plan_op *o = &p->ops[i];
+		struct avfs_plan one = { .ops = (struct avfs_plan_op *)o, .n = 1 };
+
+		if (o->kind != AVFS_PLAN_FLUSH && (o->off < lo || o->off + o->len > hi))
+			continue;
+		assert_int_equal(avfs_fsio_run(e->d, &one), 0);
+		journaled++;
+	}
+	assert_true(journaled >= 2);
+	avfs_plan_free(p);
+	avfs_fsio_abandon(e->io);
+	e->io = NULL;
+}
+
+static int mount_why(struct env *e, unsigned flags, struct avfs_mount_report *rep, char *why,
+		     size_t whylen)
+{
+	int err = avfs_fsio_mount(e->d, flags, &e->io, rep, why, whylen);
+
+	print_message("  mount 0x%x: %d %s\n", flags, err, err ? why : "");
+	return err;
+}
+
+/* fsck -n, fsck -y, then a plain mount and a clean check: what fsck.avfs does. */
+static void fsck_n_y_clean(struct env *e, bool expect_discard, bool remap)
+{
+	struct avfs_mount_report rep;
+	struct avfs_fsck_report r;
+	char why[256] = "";
+
+	assert_int_equal(mount_why(e, AVFS_MOUNT_FORCE | AVFS_MOUNT_CHECK_BACKUP |
+				   AVFS_MOUNT_KEEP_ORPHANS | AVFS_MOUNT_RDONLY, &rep, why,
+				   sizeof(why)), 0);
+	assert_int_equal(rep.journal_discarded, expect_discard);
+	if (expect_discard)
+		print_message("  -n: journal: %s\n", rep.journal_why);
+	check(e->io->fs, 0, NULL);
+	avfs_fsio_abandon(e->io);
+	e->io = NULL;
+	assert_int_equal(mount_why(e, AVFS_MOUNT_FORCE | AVFS_MOUNT_CHECK_BACKUP |
+				   AVFS_MOUNT_KEEP_ORPHANS, &rep, why, sizeof(why)), 0);
+	assert_int_equal(rep.journal_discarded, expect_discard);
+	assert_int_equal(avfs_fsck_check_commit(e->io->fs, AVFS_FSCK_REPAIR, &r, sync_hook, e), 0);
+	avfs_fsck_report_free(&r);
+	assert_int_equal(avfs_fsio_sync(e->io), 0);
+	assert_int_equal(avfs_fsio_unmount(e->io), 0);
+	e->io = NULL;
+	if (remap)	/* the rewrite made the bad sector readable again, as disks remap */
+		assert_int_equal(avfs_memdisk_fail_reads(e->d, 0, 0), 0);
+	mount_ok(e, AVFS_MOUNT_CHECK_BACKUP, &rep);
+	assert_false(rep.journal_discarded);
+	assert_int_equal(check(e->io->fs, 0, NULL), 0);
+}
+
+/* Issue 19: a CRC-valid journal transaction carrying a superblock whose data bitmap starts at
+ * 3590324482 was replayed unchecked, and load_bitmap read out of bounds: fsck.avfs -n, -y and
+ * avfsd all crashed. Now a plain mount refuses it (pointing at fsck.avfs -y), fsck discards
+ * that transaction and the image checks clean. Other geometry fields the same way. */
+static void test_fsck_journal_geometry(void **state)
+{
+	static const size_t fields[] = {
+		offsetof(struct avfs_super, dbitmap_start),
+		offsetof(struct avfs_super, mbitmap_start),
+		offsetof(struct avfs_super, itable_start),
+		offsetof(struct avfs_super, ninodes),
+		offsetof(struct avfs_super, dyn_start),
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		struct avfs_mount_report rep;
+		struct env e;
+		char why[256] = "";
+		uint64_t *f;
+
+		env_new(&e);
+		populate(e.io);
+		assert_int_equal(avfs_fsio_sync(e.io), 0);
+		f = (uint64_t *)((uint8_t *)e.io->fs->blocks[0] + fields[i]);
+		*f = i == 0 ? 3590324482ull : *f + (1ull << 31);
+		fs_dirty(e.io->fs, 0);
+		journal_only(&e);
+		assert_int_equal(mount_why(&e, 0, &rep, why, sizeof(why)), -EUCLEAN);
+		assert_non_null(strstr(why, "fsck.avfs -y"));
+		assert_non_null(strstr(why, "block 0"));
+		fsck_n_y_clean(&e, true, false);
+		env_free(&e);
+	}
+}
+
+/* A journaled image must have the type its home holds: a directory block replayed over an
+ * inode table block is refused like the bad superblock. */
+static void test_fsck_journal_wrong_type(void **state)
+{
+	struct avfs_mount_report rep;
+	struct avfs_fs *fs;
+	struct env e;
+	char why[256] = "";
+	uint64_t m;
+
+	(void)state;
+	env_new(&e);
+	populate(e.io);
+	assert_int_equal(avfs_fsio_sync(e.io), 0);
+	fs = e.io->fs;
+	m = fs->sb.itable_start;
+	((struct avfs_mhdr *)fs->blocks[m])->type = AVFS_MT_DIR;
+	fs_dirty(fs, m);
+	journal_only(&e);
+	assert_int_equal(mount_why(&e, 0, &rep, why, sizeof(why)), -EUCLEAN);
+	assert_non_null(strstr(why, "inode table"));
+	fsck_n_y_clean(&e, true, false);
+	env_free(&e);
+}
+
+static int count_names(void *arg, const char *name, uint64_t ino, uint32_t type, uint64_t next)
+{
+	(void)name, (void)ino, (void)type, (void)next;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Issue 19: a root directory whose block count reads 2^32 (through the journal) mounted, and
+ * readdir ran 2^32 rounds (`ls` never returned, avfsd spun). Now readdir and lookups answer
+ * -EUCLEAN at once, fsck finds and repairs the count, and the names are all back. */
+static void test_fsck_journal_dir_nblocks(void **state)
+{
+	struct avfs_dinode *di;
+	struct env e;
+	uint64_t ino;
+	int before = 0, after = 0;
+
+	(void)state;
+	env_new(&e);
+	populate(e.io);
+	assert_int_equal(avfs_fsio_sync(e.io), 0);
+	assert_int_equal(avfs_fs_readdir(e.io->fs, AVFS_ROOT_INO, 0, count_names, &before), 0);
+	di = raw_inode(e.io->fs, AVFS_ROOT_INO);
+	di->nblocks = 1ull << 32;
+	inode_dirty(e.io->fs, AVFS_ROOT_INO);
+	journal_only(&e);
+	mount_ok(&e, 0, NULL);
+	alarm(60);	/* before the fix this looped for 2^32 rounds: fail, do not hang */
+	assert_int_equal(avfs_fs_readdir(e.io->fs, AVFS_ROOT_INO, 0, count_names, &after),
+			 -EUCLEAN);
+	assert_int_equal(avfs_fs_lookup(e.io->fs, AVFS_ROOT_INO, "f1", &ino), -EUCLEAN);
+	alarm(0);
+	print_message("  %s\n", avfs_fs_why(e.io->fs));
+	assert_non_null(strstr(avfs_fs_why(e.io->fs), "directory inode 1"));
+	find_fix_clean(&e, "nblocks");
+	after = 0;
+	assert_int_equal(avfs_fs_readdir(e.io->fs, AVFS_ROOT_INO, 0, count_names, &after), 0);
+	assert_int_equal(after, before);
+	env_free(&e);
+}
+
+/* A disk on which one byte range can neither be read nor written (a dead sector), over a
+ * memdisk: every request completes at submit. */
+struct deaddisk {
+	struct avfs_disk disk;
+	struct avfs_disk *mem;
+	uint64_t off, len;		/* the dead range; len 0 = none */
+	struct avfs_disk_cqe done[64];
+	unsigned n;
+};
+
+static int dead_submit(void *ctx, const struct avfs_disk_req *req)
+{
+	struct deaddisk *x = ctx;
+	uint64_t a = req->lba * x->disk.info.lbs;
+	int64_t res;
+
+	if (x->n == 64)
+		return -EBUSY;
+	if (req->op != AVFS_DISK_FLUSH && x->len && a < x->off + x->len && x->off < a + req->len) {
+		res = -EIO;
+	} else {
+		struct avfs_disk_req r = *req;
+
+		res = avfs_disk_io_sync(x->mem, &r);
+	}
+	x->done[x->n++] = (struct avfs_disk_cqe){ .cookie = req->cookie, .res = res };
+	return 0;
+}
+
+static int dead_reap(void *ctx, struct avfs_disk_cqe *cqes, unsigned max)
+{
+	struct deaddisk *x = ctx;
+	unsigned k = 0;
+
+	while (k < max && k < x->n) {
+		cqes[k] = x->done[k];
+		k++;
+	}
+	memmove(x->done, x->done + k, (x->n - k) * sizeof(x->done[0]));
+	x->n -= k;
+	return (int)k;
+}
+
+static int dead_wait(void *ctx)
+{
+	return ((struct deaddisk *)ctx)->n ? 0 : -EAGAIN;
+}
+
+static unsigned dead_inflight(void *ctx)
+{
+	return ((struct deaddisk *)ctx)->n;
+}
+
+static void dead_close(void *ctx)
+{
+	free(ctx);	/* the memdisk is the test's */
+}
+
+static const struct avfs_disk_ops dead_ops = {
+	.name = "dead", .submit = dead_submit, .reap = dead_reap, .wait = dead_wait,
+	.inflight = dead_inflight, .close = dead_close,
+};
+
+static struct avfs_disk *dead_open(struct avfs_disk *mem, uint64_t off, uint64_t len)
+{
+	struct deaddisk *x = calloc(1, sizeof(*x));
+
+	assert_non_null(x);
+	x->mem = mem;
+	x->off = off;
+	x->len = len;
+	x->disk.ops = &dead_ops;
+	x->disk.ctx = x;
+	x->disk.info = mem->info;
+	return &x->disk;
+}
+
+/* Issue 19: one unreadable (and unwritable) inode table block made the mount fail although
+ * its backup copy read fine: the rewrite of the primary failed the mount. Now the mount takes
+ * the backup copy, says the home could not be rewritten, and every file is there. */
+static void test_fsck_itable_dead_sector(void **state)
+{
+	struct avfs_mount_report rep;
+	struct env e, dead;
+	char why[256] = "";
+	uint64_t m, ino;
+
+	(void)state;
+	env_new(&e);
+	populate(e.io);
+	m = e.io->fs->sb.itable_start;	/* the root's inode and the first files' */
+	assert_int_equal(avfs_fsio_unmount(e.io), 0);
+	e.io = NULL;
+	avfs_memdisk_data(e.d)[m * AVFS_MBLOCK + 600] ^= 1;	/* what the dead sector holds */
+	dead = (struct env){ .d = dead_open(e.d, m * AVFS_MBLOCK + 512, 512) };
+	assert_int_equal(mount_why(&dead, 0, &rep, why, sizeof(why)), 0);
+	assert_int_equal(rep.repaired_primary, 1);
+	assert_int_equal(rep.rewrite_failed, 1);
+	assert_int_equal(check(dead.io->fs, 0, NULL), 0);
+	assert_int_equal(avfs_fsio_resolve(dead.io, "/d1/d2/f3", &ino), 0);
+	assert_int_equal(avfs_fsio_unmount(dead.io), 0);
+	dead.io = NULL;
+	assert_int_equal(mount_why(&dead, AVFS_MOUNT_RDONLY, &rep, why, sizeof(why)), 0);
+	assert_int_equal(rep.repaired_primary, 1);
+	avfs_fsio_abandon(dead.io);
+	avfs_disk_close(dead.d);
+	/* the sector replaced (writes work again): the rewrite at mount mends the home */
+	mount_ok(&e, 0, &rep);
+	assert_int_equal(rep.repaired_primary, 1);
+	assert_int_equal(rep.rewrite_failed, 0);
+	remount(&e, AVFS_MOUNT_CHECK_BACKUP);
+	assert_int_equal(check(e.io->fs, 0, NULL), 0);
+	avfs_fsio_abandon(e.io);
+	e.io = NULL;
+	mount_ok(&e, AVFS_MOUNT_CHECK_BACKUP, &rep);
+	assert_int_equal(rep.repaired_primary, 0);
+	env_free(&e);
+}
+
+/* Issue 19: one unreadable journal block that replay needs stopped both avfsd and fsck.avfs -y:
+ * the file system was lost. Now the plain mount refuses with -EIO pointing at fsck.avfs -y;
+ * fsck keeps the transactions before the block and discards the rest with a warning; then the
+ * image mounts and checks clean, though the block stays unreadable. */
+static void test_fsck_journal_unreadable(void **state)
+{
+	struct avfs_mount_report rep;
+	struct env e;
+	char why[256] = "";
+	uint64_t jstart, head, ino;
+
+	(void)state;
+	for (int which = 0; which < 3; which++) {	/* a log block, the anchors */
+		env_new(&e);
+		populate(e.io);
+		assert_int_equal(avfs_fsio_sync(e.io), 0);
+		jstart = e.io->fs->sb.journal_start;
+		head = e.io->fs->head;
+		mkfile(e.io, AVFS_ROOT_INO, "late", 4096);
+		journal_only(&e);
+		/* the descriptor of the un-checkpointed transaction, or an anchor */
+		assert_int_equal(avfs_memdisk_fail_reads(e.d, which == 0 ?
+							 (jstart + 2 + head) * AVFS_MBLOCK :
+							 (jstart + (uint64_t)which - 1) * AVFS_MBLOCK,
+							 AVFS_MBLOCK), 0);
+		assert_int_equal(mount_why(&e, 0, &rep, why, sizeof(why)), -EIO);
+		assert_non_null(strstr(why, "fsck.avfs -y"));
+		/* the anchors are both rewritten by fsck -y: on a disk that remaps the sector
+		 * they read again; a log block past the tail is never needed */
+		fsck_n_y_clean(&e, true, which != 0);
+		assert_int_equal(avfs_fsio_resolve(e.io, "/late", &ino), which ? 0 : -ENOENT);
+		assert_int_equal(avfs_fsio_resolve(e.io, "/d1/d2/f3", &ino), 0);
+		env_free(&e);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -854,6 +1182,11 @@ int main(void)
 		cmocka_unit_test(test_fsck_flips_primary),
 		cmocka_unit_test(test_fsck_flips_both),
 		cmocka_unit_test(test_fsck_fuzz_sealed),
+		cmocka_unit_test(test_fsck_journal_geometry),
+		cmocka_unit_test(test_fsck_journal_wrong_type),
+		cmocka_unit_test(test_fsck_journal_dir_nblocks),
+		cmocka_unit_test(test_fsck_itable_dead_sector),
+		cmocka_unit_test(test_fsck_journal_unreadable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -193,6 +193,24 @@ int main(int argc, char **argv)
 		code = EXIT_OPERATIONAL;
 		goto fail;
 	}
+	if (mrep.journal_discarded) {
+		/* said on stderr too: what the journal held past this point is gone */
+		fprintf(stderr, "fsck.avfs: %s: WARNING: the journal cannot be trusted (%s): %llu "
+			"committed transaction%s replayed, the rest of the journal %s\n", path,
+			mrep.journal_why, (unsigned long long)mrep.replayed_txn,
+			mrep.replayed_txn == 1 ? "" : "s",
+			repair ? "discarded" : "would be discarded by -y");
+		add_line(&lines, "journal: %s; the rest of the journal after %llu transaction%s "
+			 "discarded%s", mrep.journal_why, (unsigned long long)mrep.replayed_txn,
+			 mrep.replayed_txn == 1 ? "" : "s", repair ? " (fixed)" : "");
+		errors++;
+		fixed += repair;
+	} else if (mrep.journal_unreadable) {
+		add_line(&lines, "journal: %llu unreadable block%s outside what replay needed%s",
+			 (unsigned long long)mrep.journal_unreadable,
+			 mrep.journal_unreadable == 1 ? "" : "s",
+			 repair ? " (rewritten by the next transactions)" : "");
+	}
 	if (mrep.repaired_primary) {
 		add_line(&lines, "%llu primary metadata block%s damaged: %s the backup copy%s",
 			 (unsigned long long)mrep.repaired_primary,
@@ -200,6 +218,12 @@ int main(int argc, char **argv)
 			 repair ? " (fixed)" : "");
 		errors += mrep.repaired_primary;
 		fixed += repair ? mrep.repaired_primary : 0;
+	}
+	if (mrep.rewrite_failed) {
+		add_line(&lines, "%llu of them could not be rewritten (the device refuses the write): "
+			 "the backup copy serves until the device is replaced",
+			 (unsigned long long)mrep.rewrite_failed);
+		fixed -= repair ? mrep.rewrite_failed : 0;
 	}
 	if (mrep.repaired_backup) {
 		add_line(&lines, "%llu backup metadata cop%s damaged or stale%s",
@@ -280,6 +304,8 @@ int main(int argc, char **argv)
 			{ "repaired_primary", mrep.repaired_primary },
 			{ "repaired_backup", mrep.repaired_backup },
 			{ "lost_blocks", mrep.lost_blocks },
+			{ "journal_unreadable", mrep.journal_unreadable },
+			{ "journal_discarded", mrep.journal_discarded },
 			{ "orphans", rep.orphans },
 			{ "errors", errors },
 			{ "fixed", fixed },
