@@ -11,7 +11,6 @@ Exits non-zero on any miss.
 """
 import json
 import os
-import pty
 import subprocess
 import sys
 import struct
@@ -19,7 +18,7 @@ import tempfile
 import uuid
 import zlib
 
-from checklib import check, digest, fails, run as run_cmd, verdict
+from checklib import check, digest, fails, on_tty, run as run_cmd, verdict
 
 admin, mkfs = sys.argv[1], sys.argv[2]
 MIB = 1 << 20
@@ -27,25 +26,6 @@ MIB = 1 << 20
 
 def run(args, code=0):
     return run_cmd([admin, "profile"] + args, code)
-
-
-def tty_stderr(argv):
-    """Run argv with stderr on a pseudo-terminal (stdout discarded); what it wrote there."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=slave)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:	# EIO: the other side is closed
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait()
-    os.close(master)
-    return out.decode(errors="replace")
 
 
 def gpt_image(path, size=128 * MIB):
@@ -181,10 +161,10 @@ with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
     check("without --write the AVFS image is left as it was", digest(avfs) == before)
 
     # ---- progress: on a terminal only (SPEC §10) ----
-    shown = tty_stderr([admin, "profile", "--quick", "sim:avfs-250g"])
+    _, shown = on_tty([admin, "profile", "--quick", "sim:avfs-250g"])
     check("progress on a terminal: 'avfs-admin: profile: STEP [bar] N%', redrawn in place",
           "\ravfs-admin: profile: " in shown and "%" in shown and "[" in shown)
-    shown = tty_stderr([admin, "profile", "--quick", "--quiet", "sim:avfs-250g"])
+    _, shown = on_tty([admin, "profile", "--quick", "--quiet", "sim:avfs-250g"])
     check("--quiet on a terminal: no progress", "profile: " not in shown)
     p = run(["--quick", "sim:avfs-250g"])
     check("stderr not a terminal: no progress, nothing on stderr", p.stderr == "")

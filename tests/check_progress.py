@@ -4,33 +4,13 @@ terminal (a pseudo-terminal here), a line redrawn in place with the step, a bar 
 percentage that reaches 100 % (mkfs writing the metadata of a 512 GiB image, fsck loading
 it); nothing of it when stderr is a file or with -q; stdout unchanged either way."""
 import os
-import pty
 import subprocess
 import sys
 import tempfile
 
-from checklib import check, verdict
+from checklib import check, on_tty, verdict
 
 mkfs, fsck = sys.argv[1], sys.argv[2]
-
-
-def on_tty(argv):
-    """argv with stderr on a pseudo-terminal: (exit status, what it drew there)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=slave)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:     # EIO: the other side is closed
-            break
-        if not chunk:
-            break
-        out += chunk
-    rc = proc.wait()
-    os.close(master)
-    return rc, out.decode(errors="replace")
 
 
 def frames(drawn, prefix):

@@ -3,6 +3,8 @@ keeps the misses, a measured figure checked against the one it should be, a comm
 its exit status checked (and its JSON read), a file's digest, the verdict."""
 import hashlib
 import json
+import os
+import pty
 import subprocess
 import sys
 
@@ -52,3 +54,22 @@ def digest(path):
 def verdict():
     print("FAILED: " + ", ".join(fails) if fails else "all checks passed")
     sys.exit(1 if fails else 0)
+
+
+def on_tty(argv):
+    """argv with stderr on a pseudo-terminal, stdout discarded: (exit status, what it drew)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:     # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    rc = proc.wait()
+    os.close(master)
+    return rc, out.decode(errors="replace")
