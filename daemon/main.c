@@ -440,7 +440,8 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 					     .rotpred = a->predicting ? &a->rotpred : NULL };
 	{
 		struct avfs_server_conf sc = { .path = sock, .wrote = wrote, .wrote_ctx = a,
-					       .view = &a->view };
+					       .view = &a->view, .mountpoint = a->mnt_path,
+					       .lim = &a->cfg.lim };
 		struct avfs_fuse_conf fc = { .mountpoint = a->mnt_path, .allow_other = allow_other,
 					     .ro = m->ro, .fsname = a->dev_path,
 					     .options = m->fuse, .socket = sock,

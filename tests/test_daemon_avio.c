@@ -534,11 +534,11 @@ static bool hung_up(int s, int ms)
 	return poll(&pfd, 1, ms) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* HELLO and OPEN of the data file; the handle, or -1 */
+/* HELLO and OPEN_PATH of a file; the handle, or -1 */
 static int raw_hello_open(int s, const char *name, uint32_t access, int32_t *open_res)
 {
 	struct avfs_msg_hello hello = { .version = AVFS_PROTO_VERSION };
-	struct avfs_msg_open om = { .access = access };
+	struct avfs_msg_open_path om = { .access = access };
 	struct avfs_msg_hdr h;
 	uint8_t buf[64];
 	struct stat st;
@@ -553,8 +553,9 @@ static int raw_hello_open(int s, const char *name, uint32_t access, int32_t *ope
 	    !raw_recv(s, &h, buf, sizeof(buf), 5000) || h.type != (AVFS_MSG_HELLO | AVFS_MSG_REPLY) ||
 	    ((struct avfs_msg_hello_reply *)buf)->res != 0)
 		return -1;
-	if (!raw_send(s, AVFS_MSG_OPEN, 2, &om, sizeof(om), NULL, 0) ||
-	    !raw_recv(s, &h, buf, sizeof(buf), 5000) || h.type != (AVFS_MSG_OPEN | AVFS_MSG_REPLY))
+	if (!raw_send(s, AVFS_MSG_OPEN_PATH, 2, &om, sizeof(om), p, strlen(p)) ||
+	    !raw_recv(s, &h, buf, sizeof(buf), 5000) ||
+	    h.type != (AVFS_MSG_OPEN_PATH | AVFS_MSG_REPLY))
 		return -1;
 	memcpy(open_res, buf, sizeof(*open_res));
 	return *open_res ? -1 : (int)((struct avfs_msg_open_reply *)buf)->handle;
@@ -1005,17 +1006,17 @@ static int as_nobody(void *arg)
 		return 2;
 	s = raw_connect();
 	h = s >= 0 ? raw_hello_open(s, "secret", AVFS_OPEN_READ, &res) : -1;
-	check(h < 0 && res == -EACCES, "uid %d: OPEN of a 0600 root file by inode: -EACCES (%d)",
+	check(h < 0 && res == -EACCES, "uid %d: OPEN_PATH of a 0600 root file: -EACCES (%d)",
 	      NOBODY, res);
 	close(s);
 	s = raw_connect();
 	h = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_WRITE, &res) : -1;
-	check(h < 0 && res == -EACCES, "uid %d: OPEN for writing of a 0644 root file: -EACCES (%d)",
-	      NOBODY, res);
+	check(h < 0 && res == -EACCES, "uid %d: OPEN_PATH for writing of a 0644 root file: "
+	      "-EACCES (%d)", NOBODY, res);
 	close(s);
 	s = raw_connect();
 	h = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_READ, &res) : -1;
-	check(h >= 0, "uid %d: OPEN for reading of a 0644 root file (%d)", NOBODY, res);
+	check(h >= 0, "uid %d: OPEN_PATH for reading of a 0644 root file (%d)", NOBODY, res);
 	close(s);
 	check(open_file("secret", O_RDONLY) < 0 && errno == EACCES,
 	      "uid %d: open(2) of the 0600 file through the mount: EACCES", NOBODY);
