@@ -168,6 +168,15 @@ int raw_hello_open(int s, const char *name, uint32_t access, int32_t *open_res)
 	*open_res = 1;
 	if (stat(p, &st) || !raw_hello(s))
 		return -1;
+	if (!geteuid()) {	/* root: by inode, the way only root may */
+		struct avfs_msg_open om = { .dev = st.st_dev, .ino = st.st_ino, .access = access };
+		uint8_t buf[64];
+
+		if (!raw_call(s, AVFS_MSG_OPEN, 2, &om, sizeof(om), NULL, 0, buf, sizeof(buf), 5000))
+			return -1;
+		memcpy(open_res, buf, sizeof(*open_res));
+		return *open_res ? -1 : (int)((struct avfs_msg_open_reply *)buf)->handle;
+	}
 	return raw_open_path(s, p, st.st_dev, st.st_ino, access, open_res);
 }
 

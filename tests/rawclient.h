@@ -40,7 +40,8 @@ bool raw_hello(int s);
  * when there was no reply) */
 int raw_open_path(int s, const char *path, uint64_t dev, uint64_t ino, uint32_t access,
 		  int32_t *open_res);
-/* HELLO and OPEN_PATH of the file name on the mount; the handle, or -1 (*open_res: its res) */
+/* HELLO and OPEN of the file name on the mount (by inode as root, else OPEN_PATH); the
+ * handle, or -1 (*open_res: its res) */
 int raw_hello_open(int s, const char *name, uint32_t access, int32_t *open_res);
 
 #endif

@@ -8,6 +8,7 @@
  * (malformed ones and one that never reads among them) beside a reserved stream, which must
  * miss nothing, while the daemon's memory stays bounded and its descriptors come back.
  * env: AVFSD, MKFS, FSCK; STORM_SECONDS, STORM_CLIENTS, STORM_CONCURRENT (storm: 5, 100, 20).
+ * Arguments: none (every scenario), "only NAME" (one, see scenarios[]), "storm".
  * Exit 77 without root or FUSE.
  */
 #include <avio.h>
@@ -808,6 +809,49 @@ static void test_storm(void)
 	check(daemon_alive() && serves(), "storm: the daemon serves");
 }
 
+/* ---- the scenarios, by name (argv: "only NAME" runs one: against an older avfsd, say) ---- */
+
+static void run_sigbus(void)
+{
+	check(in_child("SIGBUS", 30, shm_truncated, NULL), "SIGBUS: the process finished");
+}
+
+static void run_own_mount(void)
+{
+	check(in_child("own mount", 30, shm_own_mount, NULL), "own mount: the process finished");
+}
+
+static void run_others(void)
+{
+	check(in_child("other buffers", 30, shm_others, NULL),
+	      "other buffers: the process finished");
+}
+
+static void run_replace(void)
+{
+	check(in_child("replace", 30, shm_replace, NULL), "replace: the process finished");
+}
+
+static void run_dirs(void)
+{
+	check(in_child("dirs", 30, dir_nobody, NULL), "dirs: the process finished");
+	check(in_child("dirs group", 30, dir_group, NULL), "dirs group: the process finished");
+}
+
+static void run_horizon(void)
+{
+	check(in_child("horizon", 30, horizon, NULL), "horizon: the process finished");
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} scenarios[] = {
+	{ "sigbus", run_sigbus }, { "own-mount", run_own_mount }, { "others", run_others },
+	{ "replace", run_replace }, { "dirs", run_dirs }, { "flood", test_flood },
+	{ "partial", test_partial }, { "quota", test_quota }, { "horizon", run_horizon },
+};
+
 /* ---- set-up ---- */
 
 static bool setup_files(void)
@@ -851,6 +895,7 @@ static bool setup_files(void)
 int main(int argc, char **argv)
 {
 	bool storm = argc > 1 && !strcmp(argv[1], "storm");
+	const char *only = argc > 2 && !strcmp(argv[1], "only") ? argv[2] : NULL;
 	char conf[128];
 	FILE *f;
 	int rc;
@@ -883,18 +928,9 @@ int main(int argc, char **argv)
 	if (storm) {
 		test_storm();
 	} else {
-		check(in_child("SIGBUS", 30, shm_truncated, NULL), "SIGBUS: the process finished");
-		check(in_child("own mount", 30, shm_own_mount, NULL),
-		      "own mount: the process finished");
-		check(in_child("other buffers", 30, shm_others, NULL),
-		      "other buffers: the process finished");
-		check(in_child("replace", 30, shm_replace, NULL), "replace: the process finished");
-		check(in_child("dirs", 30, dir_nobody, NULL), "dirs: the process finished");
-		check(in_child("dirs group", 30, dir_group, NULL), "dirs group: the process finished");
-		test_flood();
-		test_partial();
-		test_quota();
-		check(in_child("horizon", 30, horizon, NULL), "horizon: the process finished");
+		for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+			if (!only || !strcmp(only, scenarios[i].name))
+				scenarios[i].run();
 	}
 	check(daemon_alive(), "the daemon is still running");
 	check(daemon_stop(), "clean unmount (avfsd exits 0)");
