@@ -120,6 +120,13 @@ struct avfs_server {
 static void client_drop(struct client *c, const char *why);
 static void client_flush(struct client *c);
 
+/* unread replies beyond which a client's requests wait (a quarter of its memory, at most
+ * CLIENT_OUT_MAX: it is throttled long before its bound drops it) */
+static size_t out_max(const struct avfs_server *s)
+{
+	return s->lim.client_mem / 4 < CLIENT_OUT_MAX ? s->lim.client_mem / 4 : CLIENT_OUT_MAX;
+}
+
 /* delta bytes more (or fewer) held for c */
 static void mem_charge(struct client *c, int64_t delta)
 {
@@ -174,8 +181,7 @@ static void send_reply(struct client *c, uint16_t type, uint64_t tag, const void
 	if (blen)
 		memcpy(c->out + c->outlen + sizeof(h) + alen, b, blen);
 	c->outlen += sizeof(h) + alen + blen;
-	if (!c->throttled && (c->outlen - c->outoff > CLIENT_OUT_MAX ||
-			      s->mem > s->lim.server_mem)) {
+	if (!c->throttled && (c->outlen - c->outoff > out_max(s) || s->mem > s->lim.server_mem)) {
 		c->throttled = true;	/* stop taking its requests until it reads */
 		c->stalled_since = s->now;
 	}
@@ -1097,7 +1103,7 @@ static void client_input(void *ctx, int64_t now)
 		c->partial_since = 0;
 	else if (used || !c->partial_since)
 		c->partial_since = now;	/* the clock of a half-sent message */
-	if (c->outlen - c->outoff > CLIENT_OUT_MAX) {
+	if (c->outlen - c->outoff > out_max(s)) {
 		c->throttled = true;	/* re-armed when its replies drain */
 		c->stalled_since = now;
 	} else if (!c->throttled && !c->paused) {
