@@ -323,7 +323,10 @@ static int cmd_reserve(int argc, char **argv)
 	};
 	struct avfs_msg_reserve m = { 0 };
 	struct avfs_msg_reserve_reply r;
-	struct avfs_msg_open om = { 0 };
+	struct {
+		struct avfs_msg_open_path m;
+		char path[AVFS_PROTO_PATH_LEN + 1];
+	} om = { 0 };	/* the file by its path: the daemon checks each directory on the way */
 	struct avfs_msg_open_reply orp;
 	uint64_t rate = 0, buffer = 0, io = 0;
 	const char *file, *dir = NULL;
@@ -372,17 +375,26 @@ static int cmd_reserve(int argc, char **argv)
 		return 2;
 	}
 	file = argv[optind];
-	if (stat(file, &st)) {
-		fprintf(stderr, "avfs-admin: %s: %s\n", file, strerror(errno));
-		return 1;
+	{
+		char *real = realpath(file, NULL);
+
+		if (!real || stat(real, &st) || strlen(real) > AVFS_PROTO_PATH_LEN) {
+			fprintf(stderr, "avfs-admin: %s: %s\n", file,
+				real ? "path too long" : strerror(errno));
+			free(real);
+			return 1;
+		}
+		strcpy(om.path, real);
+		free(real);
 	}
 	s = connect_daemon(file);
 	if (s < 0)
 		return 1;
-	om.dev = st.st_dev;
-	om.ino = st.st_ino;
-	om.access = m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ;
-	if (call(s, AVFS_MSG_OPEN, &om, sizeof(om), &orp, sizeof(orp), NULL, NULL)) {
+	om.m.dev = st.st_dev;
+	om.m.ino = st.st_ino;
+	om.m.access = m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ;
+	if (call(s, AVFS_MSG_OPEN_PATH, &om, sizeof(om.m) + strlen(om.path), &orp, sizeof(orp),
+		 NULL, NULL)) {
 		close(s);
 		return 1;
 	}
