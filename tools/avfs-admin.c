@@ -188,9 +188,13 @@ static void print_streams(json_object *arr)
 		json_object *s = json_object_array_get_idx(arr, i);
 		bool det = json_object_get_boolean(json_object_object_get(s, "detached"));
 
-		printf("%4.0f %6.0f %7s %9.0f %3s %9.3f %9.2f %6.2f s %5.1f%% %5.1f%% %9.0f %6.0f "
+		const char *pid = avfs_json_str(s, "pid"), *ino = avfs_json_str(s, "inode");
+
+		/* another user's reservation shows no pid or inode unless the asker is root or
+		 * of the daemon's admin group */
+		printf("%4.0f %6.0f %7s %9s %3s %9.3f %9.2f %6.2f s %5.1f%% %5.1f%% %9.0f %6.0f "
 		       "%9.1f %9.1f\n", avfs_json_num(s, "id"), avfs_json_num(s, "uid"),
-		       det ? "-" : avfs_json_str(s, "pid"), avfs_json_num(s, "inode"),
+		       det || !*pid ? "-" : pid, *ino ? ino : "-",
 		       !strcmp(avfs_json_str(s, "direction"), "write") ? "w" : "r",
 		       avfs_json_num(s, "rate") / 1e6, avfs_json_num(s, "buffer") / (1 << 20),
 		       avfs_json_num(s, "period_ms") / 1e3, 100 * avfs_json_num(s, "utilization"),
