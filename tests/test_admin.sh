@@ -20,6 +20,8 @@ margin=500ms
 be-floor 2%
 isolation on
 quota uid=1000 rate=10M streams=1
+clients-per-uid 32
+detached-quota streams=2 share=50%
 EOF
 admin() { "$ADMIN" --socket "$SOCK" "$@"; }
 # jq-like: json FILE EXPR (EXPR in python over `d`)
@@ -200,6 +202,12 @@ timeout 30 "$AVFSD" --foreground --socket "$SOCK" --config "$AVFS_T/bad.conf" "$
 rc=$?
 check "a malformed configuration: avfsd exits non-zero, naming the line" \
 	bash -c "[ $rc -ne 0 ] && grep -q 'bad.conf:1: quota' '$AVFS_T/bad.log'"
+printf 'margin=500ms\ndetached-quota share=150%%\n' >"$AVFS_T/bad2.conf"
+timeout 30 "$AVFSD" --foreground --socket "$SOCK" --config "$AVFS_T/bad2.conf" "$IMG" "$MNT" \
+	>"$AVFS_T/bad2.log" 2>&1
+rc=$?
+check "a client limit out of range: refused, naming the line" \
+	bash -c "[ $rc -ne 0 ] && grep -q 'bad2.conf:2: detached-quota' '$AVFS_T/bad2.log'"
 check "nothing mounted after the refusal" bash -c "! grep -q ' $MNT fuse' /proc/mounts"
 check "fsck.avfs -n clean" timeout 60 "$FSCK" -n "$IMG"
 avfs_summary
