@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 struct avfsd_closer {
@@ -98,11 +99,18 @@ void avfsd_closer_free(struct avfsd_closer *k)
 {
 	if (!k)
 		return;
+	struct timespec until;
+
 	pthread_mutex_lock(&k->lock);
 	k->end = true;
 	pthread_cond_signal(&k->cond);
 	pthread_mutex_unlock(&k->lock);
-	pthread_join(k->thread, NULL);
+	/* a close that still waits for a mount nobody serves any more (the daemon is going):
+	 * left behind, the process ends anyway */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	if (pthread_timedjoin_np(k->thread, NULL, &until))
+		return;
 	pthread_cond_destroy(&k->cond);
 	pthread_mutex_destroy(&k->lock);
 	free(k->fds);

@@ -16,8 +16,8 @@ int avfsd_closer_new(struct avfsd_closer **out);
 void avfsd_closer_close(struct avfsd_closer *k, int fd);
 /* Descriptors handed over and not closed yet. */
 unsigned avfsd_closer_pending(struct avfsd_closer *k);
-/* Close what is queued and end the thread (the caller's loop must no longer be needed by
- * those closes: its mount is gone by then). */
+/* Close what is queued and end the thread. A close still blocked after 5 s (on a mount whose
+ * loop no longer runs) is left to the process's end, with the closer's memory. */
 void avfsd_closer_free(struct avfsd_closer *k);
 
 #endif

@@ -1097,6 +1097,12 @@ static void client_input(void *ctx, int64_t now)
 		goto out;
 	memmove(c->in, c->in + used, c->inlen - used);
 	c->inlen -= used;
+	if (c->passed_fd >= 0 && !c->inlen) {
+		/* it came with messages that were not SHM: not kept (a descriptor of a file on
+		 * the mount held here would keep the mount busy) */
+		avfsd_closer_close(s->closer, c->passed_fd);
+		c->passed_fd = -1;
+	}
 	if (c->incap > IN_MIN && c->inlen <= IN_MIN && in_resize(c, IN_MIN))
 		goto out;	/* a large message is done: its memory goes back */
 	if (!c->inlen)

@@ -517,7 +517,7 @@ static int quota_nobody(void *arg)
 static void test_quota(void)
 {
 	int32_t ores = 0;
-	uint64_t id;
+	uint64_t id = 0;
 	int s = raw_connect(), h, n;
 
 	h = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_READ, &ores) : -1;
