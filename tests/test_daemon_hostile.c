@@ -654,6 +654,15 @@ static int never_reads(void *arg)
 	return 0;
 }
 
+/* a well-formed client's request: right, refused for memory (-EAGAIN), or failed */
+static void tally(bool right, int64_t res)
+{
+	volatile uint64_t *n = right ? &shared->normal_ok : res == -EAGAIN ?
+			       &shared->normal_refused : &shared->normal_failed;
+
+	__atomic_add_fetch(n, 1, __ATOMIC_RELAXED);
+}
+
 /* one client of the storm, of kind i % 10 */
 static void storm_client(int i)
 {
@@ -678,12 +687,8 @@ static void storm_client(int i)
 			if (raw_call(s, AVFS_MSG_IO, 10 + (uint64_t)k, &io, sizeof(io), NULL, 0, buf,
 				     sizeof(buf), 10000))
 				memcpy(&res, buf, sizeof(res));
-			if (res == 256 << 10 && pattern_bad(buf + 8, io.offset, 256 << 10, 0) < 0)
-				__atomic_add_fetch(&shared->normal_ok, 1, __ATOMIC_RELAXED);
-			else if (res == -EAGAIN)
-				__atomic_add_fetch(&shared->normal_refused, 1, __ATOMIC_RELAXED);
-			else
-				__atomic_add_fetch(&shared->normal_failed, 1, __ATOMIC_RELAXED);
+			tally(res == 256 << 10 &&
+			      pattern_bad(buf + 8, io.offset, 256 << 10, 0) < 0, res);
 		}
 		break;
 	case 3: case 4: case 5: {	/* libavio */
@@ -691,12 +696,7 @@ static void storm_client(int i)
 		static uint8_t buf[MiB] __attribute__((aligned(4096)));
 		ssize_t r = avio_sync(fd, AVFS_READ, buf, (uint64_t)(i % 60) * MiB, MiB, 0);
 
-		if (r == MiB && pattern_bad(buf, (uint64_t)(i % 60) * MiB, MiB, 0) < 0)
-			__atomic_add_fetch(&shared->normal_ok, 1, __ATOMIC_RELAXED);
-		else if (r == -EAGAIN)
-			__atomic_add_fetch(&shared->normal_refused, 1, __ATOMIC_RELAXED);
-		else
-			__atomic_add_fetch(&shared->normal_failed, 1, __ATOMIC_RELAXED);
+		tally(r == MiB && pattern_bad(buf, (uint64_t)(i % 60) * MiB, MiB, 0) < 0, r);
 		break;
 	}
 	case 6: case 7: {	/* garbage; a 4 GiB length */
