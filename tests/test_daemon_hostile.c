@@ -726,67 +726,74 @@ static void storm_client(int i)
 	_exit(0);
 }
 
+/* the storm's processes: the stream, the one that never reads, the clients */
+struct procs {
+	pid_t sp, np;
+	int sst;		/* the stream's exit status */
+	bool sdone, ndone;
+	int active;		/* clients running */
+};
+
+/* one of them ended (flags: waitpid's): true, else false */
+static bool reap(struct procs *p, int flags)
+{
+	int st;
+	pid_t w = waitpid(-1, &st, flags);
+
+	if (w <= 0)
+		return false;
+	if (w == p->sp)
+		p->sdone = true, p->sst = st;
+	else if (w == p->np)
+		p->ndone = true;
+	else
+		p->active--;
+	return true;
+}
+
 static void test_storm(void)
 {
 	int seconds = env_int("STORM_SECONDS", 5), total = env_int("STORM_CLIENTS", 100);
-	int conc = env_int("STORM_CONCURRENT", 20), spawned = 0, active = 0, base = daemon_fds();
+	int conc = env_int("STORM_CONCURRENT", 20), spawned = 0, base = daemon_fds();
 	long rss0 = proc_kb("VmRSS:"), peak = rss0;
 	int64_t t0 = avfs_clock_ns(), end = t0 + (int64_t)seconds * 1000000000;
-	pid_t sp, np;
-	int st, sst = -1;
-	bool sdone = false, ndone = false;
+	struct procs p = { .sst = -1 };
+	int st;
 
-	note("storm: %d clients at most %d at a time for at least %d s beside a reserved stream; "
+	note("storm: at least %d clients, at most %d at a time, for at least %d s, beside a reserved stream; "
 	     "the daemon's memory bound %d MiB", total, conc, seconds, SERVER_MEM);
 	fflush(stdout);
-	sp = fork();
-	if (!sp)
+	p.sp = fork();
+	if (!p.sp)
 		_exit(stream((void *)(intptr_t)(seconds + 2)));
 	usleep(300000);	/* the stream runs before the storm begins */
-	np = fork();
-	if (!np)
+	p.np = fork();
+	if (!p.np)
 		_exit(never_reads((void *)(intptr_t)seconds));
 	while (spawned < total || avfs_clock_ns() < end) {
 		long r = proc_kb("VmRSS:");
-		pid_t w;
 
 		peak = r > peak ? r : peak;
-		while (active < conc && (spawned < total || avfs_clock_ns() < end)) {
+		while (p.active < conc && (spawned < total || avfs_clock_ns() < end)) {
 			pid_t c = fork();
 
 			if (!c)
 				storm_client(spawned);
 			spawned += c > 0;
-			active += c > 0;
+			p.active += c > 0;
 		}
-		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-			if (w == sp)
-				sdone = true, sst = st;
-			else if (w == np)
-				ndone = true;
-			else
-				active--;
-		}
+		while (reap(&p, WNOHANG))
+			;
 		usleep(2000);
 	}
-	while (active > 0) {
-		pid_t w = waitpid(-1, &st, 0);
-
-		if (w < 0)
-			break;
-		if (w == sp)
-			sdone = true, sst = st;
-		else if (w == np)
-			ndone = true;
-		else
-			active--;
-	}
-	if (!sdone)
-		waitpid(sp, &sst, 0);
-	check(WIFEXITED(sst) && !WEXITSTATUS(sst), "storm: the stream's process finished");
-	if (!ndone) {
-		kill(np, SIGKILL);
-		waitpid(np, &st, 0);
+	while (p.active > 0 && reap(&p, 0))
+		;
+	if (!p.sdone)
+		waitpid(p.sp, &p.sst, 0);
+	check(WIFEXITED(p.sst) && !WEXITSTATUS(p.sst), "storm: the stream's process finished");
+	if (!p.ndone) {
+		kill(p.np, SIGKILL);
+		waitpid(p.np, &st, 0);
 	}
 	note("storm: %d clients in %.1f s; normal requests ok %llu, refused (-EAGAIN) %llu, failed "
 	     "%llu; malformed closed %llu, left open %llu", spawned, (avfs_clock_ns() - t0) / 1e9,
