@@ -760,8 +760,8 @@ static void test_storm(void)
 	struct procs p = { .sst = -1 };
 	int st;
 
-	note("storm: at least %d clients, at most %d at a time, for at least %d s, beside a reserved stream; "
-	     "the daemon's memory bound %d MiB", total, conc, seconds, SERVER_MEM);
+	note("storm: at least %d clients, at most %d at a time, for at least %d s, beside a "
+	     "reserved stream; the daemon's memory bound %d MiB", total, conc, seconds, SERVER_MEM);
 	fflush(stdout);
 	p.sp = fork();
 	if (!p.sp)
