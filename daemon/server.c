@@ -162,7 +162,9 @@ static void send_reply(struct client *c, uint16_t type, uint64_t tag, const void
 			cap *= 2;
 		if (cap < need)	/* large: by the MiB, not doubled */
 			cap = (need + OUT_KEEP - 1) / OUT_KEEP * OUT_KEEP;
-		if (c->mem + (cap - c->outcap) > s->lim.client_mem) {
+		/* the data of admitted reads was counted as they were issued and moves here:
+		 * what rounding the buffer adds may pass the bound by as much */
+		if (c->mem + (cap - c->outcap) > s->lim.client_mem + 2 * OUT_KEEP) {
 			client_drop(c, "its unread replies exceed its memory bound");
 			return;
 		}
