@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -645,6 +646,11 @@ int main(int argc, char **argv)
 	char why[512], rdev[PATH_MAX], rmnt[PATH_MAX];
 	int c, ret, ready_fd = -1;
 
+	/* clients' large buffers (messages, replies, copies of up to 16 MiB) straight from mmap
+	 * and back to the system when freed: the daemon's RSS follows what it holds, which the
+	 * client limits bound (clientlim.h), not malloc's high-water mark (its threshold would
+	 * otherwise rise past 1 MiB after the first such free and keep freed copies in the heap) */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	avfsd_config_default(&a.cfg);
 	while ((c = getopt_long(argc, argv, "fo:svhV", opts, NULL)) != -1) {
 		switch (c) {
