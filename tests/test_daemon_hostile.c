@@ -121,6 +121,23 @@ static long proc_kb(const char *field)
 	return v;
 }
 
+/* the daemon's CPU time so far, user + system */
+static double proc_cpu_s(void)
+{
+	char p[64], b[1024], *q;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", daemon_pid);
+	f = fopen(p, "r");
+	if (!f)
+		return -1;
+	if (fgets(b, sizeof(b), f) && (q = strrchr(b, ')')))
+		sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+	fclose(f);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static int daemon_fds(void)
 {
 	char p[64];
@@ -476,18 +493,29 @@ static int reserve(int s, uint32_t handle, uint64_t *id)
 	return r.res;
 }
 
+static char admin_buf[1 << 20];
+
+/* the admin command's JSON (in admin_buf), or NULL */
+static const char *admin_json(int s, const char *cmd)
+{
+	struct avfs_msg_hdr h;
+
+	memset(admin_buf, 0, sizeof(admin_buf));
+	if (!raw_send(s, AVFS_MSG_ADMIN, 80, cmd, strlen(cmd), NULL, 0) ||
+	    !raw_recv(s, &h, admin_buf, sizeof(admin_buf) - 1, 5000))
+		return NULL;
+	return admin_buf + sizeof(struct avfs_msg_admin_reply);
+}
+
 /* occurrences of "field" in the admin command's JSON */
 static int admin_count(int s, const char *cmd, const char *field)
 {
-	static char buf[1 << 20];
-	struct avfs_msg_hdr h;
+	const char *j = admin_json(s, cmd);
 	int n = 0;
 
-	memset(buf, 0, sizeof(buf));
-	if (!raw_send(s, AVFS_MSG_ADMIN, 80, cmd, strlen(cmd), NULL, 0) ||
-	    !raw_recv(s, &h, buf, sizeof(buf) - 1, 5000))
+	if (!j)
 		return -1;
-	for (const char *p = buf + 8; (p = strstr(p, field)); p++)
+	for (const char *p = j; (p = strstr(p, field)); p++)
 		n++;
 	return n;
 }
@@ -725,6 +753,7 @@ static void storm_client(int i)
 		raw_hello(s);
 		break;
 	}
+	usleep(500000 + (useconds_t)(i % 5) * 100000);	/* connected a while: 200 at once */
 	close(s);
 	_exit(0);
 }
@@ -818,6 +847,18 @@ static void test_storm(void)
 	      SERVER_MEM);
 	check(fds_back(base), "storm: the daemon's descriptors back to %d", base);
 	check(daemon_alive() && serves(), "storm: the daemon serves");
+	{	/* what the daemon saw of deadlines and its disk, for the record */
+		int s = raw_connect();
+		const char *j = s >= 0 && raw_hello(s) ? admin_json(s, "stats") : NULL;
+		const char *rt = j ? strstr(j, "\"rt\"") : NULL, *e = rt ? strchr(rt, '}') : NULL;
+
+		if (e)
+			note("storm: avfs-admin stats: %.*s}}, disk_utilization %.3f", (int)(e - rt),
+			     rt, atof(strstr(j, "\"disk_utilization\"") + 19));
+		if (s >= 0)
+			close(s);
+		note("storm: the daemon's CPU time %.1f s", proc_cpu_s());
+	}
 }
 
 /* ---- the scenarios, by name (argv: "only NAME" runs one: against an older avfsd, say) ---- */
