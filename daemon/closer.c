@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -46,13 +47,19 @@ static void *closer_main(void *arg)
 int avfsd_closer_new(struct avfsd_closer **out)
 {
 	struct avfsd_closer *k = calloc(1, sizeof(*k));
+	sigset_t all, old;
 	int err;
 
 	if (!k)
 		return -ENOMEM;
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
+	/* the thread takes no signal: the daemon's (SIGTERM, SIGINT, SIGHUP) go to its
+	 * signalfd, which only sees them while every thread blocks them */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&k->thread, NULL, closer_main, k);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		pthread_cond_destroy(&k->cond);
 		pthread_mutex_destroy(&k->lock);

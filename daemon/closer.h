@@ -1,8 +1,8 @@
 /*
  * closer.h — closes descriptors that clients sent avfsd, on a thread of its own. Closing a
  * descriptor of a file on avfsd's own FUSE mount sends the kernel's FLUSH to avfsd's loop, which
- * would wait for itself; closed here, the loop stays free to answer it. It closes, in order,
- * and nothing else: it never looks at what the descriptors are.
+ * would wait for itself; closed here, the loop stays free to answer it. It closes and nothing
+ * else: it never looks at what the descriptors are, and its thread takes no signals.
  */
 #ifndef AVFSD_CLOSER_H
 #define AVFSD_CLOSER_H
