@@ -212,9 +212,11 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 		avfs_why(why, whylen, "superblock checksum or header is wrong");
 		return -EUCLEAN;
 	}
-	if (s->version != AVFS_FORMAT_VERSION) {
-		avfs_why(why, whylen, "unsupported format version %u (this build reads %u)",
-		       s->version, AVFS_FORMAT_VERSION);
+	if (s->version < AVFS_FORMAT_VERSION_MIN || s->version > AVFS_FORMAT_VERSION) {
+		avfs_why(why, whylen, "image format %u, this build reads %u to %u: %s", s->version,
+			 AVFS_FORMAT_VERSION_MIN, AVFS_FORMAT_VERSION,
+			 s->version > AVFS_FORMAT_VERSION ? "made or changed by a newer AVFS, use its "
+			 "tools" : "not an image this build knows");
 		return -EINVAL;
 	}
 	if (s->mblock_size != AVFS_MBLOCK || s->block_shift < AVFS_BLOCK_MIN_SHIFT ||
@@ -259,10 +261,17 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 
 bool fs_super_same_geometry(const struct avfs_super *a, const struct avfs_super *b)
 {
-	size_t from = offsetof(struct avfs_super, version), to = offsetof(struct avfs_super, last_zone);
+	/* the version may rise (fs_super_version_ok), nothing else may change */
+	size_t from = offsetof(struct avfs_super, mblock_size);
+	size_t to = offsetof(struct avfs_super, last_zone);
 
 	return !memcmp((const uint8_t *)a + from, (const uint8_t *)b + from, to - from) &&
 	       !memcmp(a->hdr.uuid, b->hdr.uuid, sizeof(a->hdr.uuid));
+}
+
+bool fs_super_version_ok(const struct avfs_super *img, const struct avfs_super *home)
+{
+	return img->version >= home->version && img->version <= AVFS_FORMAT_VERSION;
 }
 
 uint64_t avfs_fs_backup_super_off(uint64_t dev_size)
