@@ -48,7 +48,7 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 {
 	uint32_t shift = o->block_shift ? o->block_shift : AVFS_BLOCK_DEFAULT_SHIFT;
 	uint64_t dev = o->size & ~(uint64_t)(AVFS_MBLOCK - 1);
-	uint64_t bs, est, ninodes, jb, dyn, meta = 0, data_blocks = 0, data_off = 0, backup_off = 0;
+	uint64_t bs, est, ninodes, jb, dyn, xat, meta = 0, data_blocks = 0, data_off = 0, backup_off = 0;
 	uint64_t mbm = 1, dbm, ibm, itb, align;
 	struct avfs_bitmap tmp;
 	struct avfs_alloc a;
@@ -85,7 +85,11 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 		       (unsigned long long)jb);
 		return -EINVAL;
 	}
-	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + 256;
+	/* block maps, directories and symlinks (an eighth of the inodes), and extended
+	 * attribute blocks (one per inode that has any, format.h) for half of the inodes, up to
+	 * 1/256 of the device (a small image keeps its room for data) */
+	xat = ninodes / 2 < dev / AVFS_MBLOCK / 256 ? ninodes / 2 : dev / AVFS_MBLOCK / 256;
+	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + xat + 256;
 	if (dyn < 16 || dyn > (1ull << 31)) {
 		avfs_why(why, whylen, "dynamic metadata of %llu blocks out of range",
 		       (unsigned long long)dyn);
