@@ -605,6 +605,18 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_open(req, fi);
 }
 
+/* getxattr's and listxattr's answer: n bytes (or -errno) for a caller's buffer of size (0:
+ * the length only). */
+static void reply_xattr(fuse_req_t req, int n, size_t size, const char *buf)
+{
+	if (n < 0)
+		fuse_reply_err(req, -n);
+	else if (!size)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
 /* The virtual attribute user.avfs.socket, on every inode: libavio finds the daemon of a file's
  * mount there. It is not listed (copies of a tree do not take it along) and cannot be set. */
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -625,12 +637,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	}
 	/* a value fits a block: a larger buffer gets what a block holds */
 	n = avfs_fs_getxattr(fu->fs, ino, name, buf, size > sizeof(buf) ? sizeof(buf) : size);
-	if (n < 0)
-		fuse_reply_err(req, -n);
-	else if (!size)
-		fuse_reply_xattr(req, (size_t)n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
+	reply_xattr(req, n, size, buf);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -642,12 +649,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	int n = avfs_fs_listxattr(fu->fs, ino, fuse_req_ctx(req)->uid == 0, buf,
 				  size > sizeof(buf) ? sizeof(buf) : size);
 
-	if (n < 0)
-		fuse_reply_err(req, -n);
-	else if (!size)
-		fuse_reply_xattr(req, (size_t)n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
+	reply_xattr(req, n, size, buf);
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,

@@ -21,27 +21,6 @@ trap 'umount "$REF" 2>/dev/null; avfs_cleanup' EXIT
 AS1000="setpriv --reuid 1000 --regid 1000 --clear-groups"
 AS1001="setpriv --reuid 1001 --regid 1001 --clear-groups"
 
-same() {	# same GOT WANT
-	[ "$1" = "$2" ] && return 0
-	echo "  got '$1'"
-	echo "  want '$2'"
-	return 1
-}
-
-fails_with() {	# fails_with TEXT CMD...: CMD must fail and say TEXT on stderr
-	local text=$1 err
-	shift
-	if err=$("$@" 2>&1 >/dev/null); then
-		echo "  '$*' succeeded, want '$text'"
-		return 1
-	fi
-	case "$err" in
-	*"$text"*) return 0 ;;
-	esac
-	echo "  '$*': '$err', want '$text'"
-	return 1
-}
-
 t_fsck() {
 	"$FSCK" -n "$IMG" >"$AVFS_T/fsck.out" 2>&1 || { cat "$AVFS_T/fsck.out"; return 1; }
 }
