@@ -117,9 +117,11 @@ struct avfs_xblock *fs_xattr_block(struct avfs_fs *fs, uint64_t ino, struct avfs
 	*err = 0;
 	if (!di->xattr)
 		return NULL;
-	xb = (struct avfs_xblock *)fs->blocks[di->xattr];
-	if (!fs_meta_ok(fs, di->xattr, AVFS_MT_XATTR) || xb->ino != ino ||
-	    xb->used > AVFS_XATTR_ROOM || fs_xattr_prefix(xb, &n) != xb->used || n != xb->count) {
+	/* (the pointer is checked before the array is indexed with it) */
+	xb = fs_meta_ok(fs, di->xattr, AVFS_MT_XATTR) ? (struct avfs_xblock *)fs->blocks[di->xattr] :
+							  NULL;
+	if (!xb || xb->ino != ino || xb->used > AVFS_XATTR_ROOM ||
+	    fs_xattr_prefix(xb, &n) != xb->used || n != xb->count) {
 		fs_why(fs, "inode %llu: its extended attribute block %u is damaged: run fsck.avfs -y",
 		       (unsigned long long)ino, di->xattr);
 		*err = -EUCLEAN;
