@@ -82,6 +82,9 @@ int avfs_fs_format(const struct avfs_super *geometry, int64_t now_ns, struct avf
 /* ---- mount (driven by fs/fsio.c or any driver) ---- */
 
 #define AVFS_MOUNT_RDONLY (1u << 0)	/* never produce writes (fsck -n) */
+#define AVFS_MOUNT_NOACL (1u << 4)	/* no POSIX ACLs (as ext4's -o noacl): ACL attributes
+					 * refused and not listed, creates take the umask alone,
+					 * a chmod leaves a stored ACL as it is */
 
 /* Check a superblock image. 0, or -EUCLEAN / -EINVAL with why. */
 int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super *out,
@@ -209,8 +212,8 @@ int avfs_fs_mknod_dev(struct avfs_fs *fs, uint64_t dir, const char *name, uint32
 /* Create as a kernel with POSIX ACLs asks (FUSE_CAP_POSIX_ACL with FUSE_CAP_DONT_MASK): mode
  * (a type of avfs_fs_mknod_dev's or S_IFDIR, and permissions) comes without the umask; the
  * directory's default ACL, if it has one, is inherited and masks the mode (the kernel's
- * posix_acl_create), else umask does. The functions above and below inherit the same way,
- * with no umask. */
+ * posix_acl_create), else umask does (AVFS_MOUNT_NOACL: umask always). The functions above
+ * and below inherit the same way, with no umask. */
 int avfs_fs_create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		   uint32_t rdev, uint32_t umask, uint32_t uid, uint32_t gid, int64_t now,
 		   uint64_t *ino);
@@ -279,7 +282,8 @@ int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct
  * shared blocks. Who may read or change which attribute is the caller's (the kernel checks,
  * on the mount); the core keeps the rules of the kernel's xattr_permission that depend on the
  * inode alone: user.* only on regular files and directories, no ACL on a symlink, a default
- * ACL only on a directory. Common errors: -ENOENT / -EINVAL (inode), -ERANGE (a name empty or
+ * ACL only on a directory. A mount with AVFS_MOUNT_NOACL has no ACLs: their names are refused
+ * (-EOPNOTSUPP) and not listed, and creates and chmod leave them alone. Common errors: -ENOENT / -EINVAL (inode), -ERANGE (a name empty or
  * longer than 255 bytes), -EOPNOTSUPP (a namespace AVFS does not keep), -EINVAL ("user." with
  * nothing after), -EUCLEAN (a damaged attribute block: fsck.avfs). */
 #define AVFS_XATTR_CREATE 1u	/* XATTR_CREATE: fail with -EEXIST when name exists */

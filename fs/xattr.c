@@ -56,6 +56,17 @@ static int name_check(const char *name, size_t *nl)
 	return ns_of(name, n);
 }
 
+/* Is ns one of the POSIX ACLs, and are they off (a mount with AVFS_MOUNT_NOACL)? */
+static bool is_acl(int ns)
+{
+	return ns == NS_ACL_ACCESS || ns == NS_ACL_DEFAULT;
+}
+
+static bool acl_off(const struct avfs_fs *fs)
+{
+	return fs->flags & AVFS_MOUNT_NOACL;
+}
+
 /* ---- the block's entries ---- */
 
 static struct avfs_xent *xent(const struct avfs_xblock *xb, uint32_t off)
@@ -95,8 +106,7 @@ size_t fs_xattr_prefix(const struct avfs_xblock *xb, uint16_t *count)
 		if (!e->name_len || xent_size(e) > used - off || memchr(name, 0, e->name_len))
 			break;
 		ns = ns_of(name, e->name_len);
-		if (ns < 0 || ((ns == NS_ACL_ACCESS || ns == NS_ACL_DEFAULT) &&
-			       fs_acl_valid(name + e->name_len, e->value_len)))
+		if (ns < 0 || (is_acl(ns) && fs_acl_valid(name + e->name_len, e->value_len)))
 			break;
 		if (prev && name_cmp(xent_name(prev), prev->name_len, name, e->name_len) >= 0)
 			break;
@@ -239,7 +249,7 @@ void fs_xattr_free(struct avfs_fs *fs, struct avfs_dinode *di)
 
 /* The checks every call makes: a live inode, a name AVFS keeps that the inode's type may
  * carry (as the kernel's xattr_permission: user.* only on files and directories; ACLs not
- * on symlinks). write: -EPERM for user.* elsewhere, else -ENODATA. */
+ * on symlinks, nor at all without them). write: -EPERM for user.* elsewhere, else -ENODATA. */
 static int xattr_begin(struct avfs_fs *fs, uint64_t ino, const char *name, bool write,
 		       struct avfs_dinode **dip, size_t *nl)
 {
@@ -252,7 +262,7 @@ static int xattr_begin(struct avfs_fs *fs, uint64_t ino, const char *name, bool 
 		return ns;
 	if (ns == NS_USER && !S_ISREG(di->mode) && !S_ISDIR(di->mode))
 		return write ? -EPERM : -ENODATA;
-	if ((ns == NS_ACL_ACCESS || ns == NS_ACL_DEFAULT) && S_ISLNK(di->mode))
+	if (is_acl(ns) && (S_ISLNK(di->mode) || acl_off(fs)))
 		return -EOPNOTSUPP;
 	*dip = di;
 	return ns;
@@ -289,6 +299,7 @@ int avfs_fs_listxattr(struct avfs_fs *fs, uint64_t ino, bool trusted, char *buf,
 	struct avfs_xblock *xb;
 	size_t total = 0;
 	uint32_t off = 0;
+	int ns;
 
 	if (!di)
 		return err;
@@ -299,7 +310,8 @@ int avfs_fs_listxattr(struct avfs_fs *fs, uint64_t ino, bool trusted, char *buf,
 		const struct avfs_xent *e = xent(xb, off);
 
 		off += xent_size(e);
-		if (!trusted && ns_of(xent_name(e), e->name_len) == NS_TRUSTED)
+		ns = ns_of(xent_name(e), e->name_len);
+		if ((!trusted && ns == NS_TRUSTED) || (acl_off(fs) && is_acl(ns)))
 			continue;
 		if (size && total + e->name_len + 1 > size)
 			return -ERANGE;
@@ -333,7 +345,7 @@ int avfs_fs_setxattr(struct avfs_fs *fs, uint64_t ino, const char *name, const v
 		return -E2BIG;
 	if (ns == NS_ACL_DEFAULT && !S_ISDIR(di->mode))
 		return -EACCES;	/* as the kernel's set_posix_acl */
-	if ((ns == NS_ACL_ACCESS || ns == NS_ACL_DEFAULT) && fs_acl_valid(value, len))
+	if (is_acl(ns) && fs_acl_valid(value, len))
 		return -EINVAL;
 	xb = fs_xattr_block(fs, ino, di, &err);
 	if (err)
@@ -394,7 +406,7 @@ int fs_xattr_chmod(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uin
 	struct avfs_xblock *xb = fs_xattr_block(fs, ino, di, &err);
 	uint32_t off;
 
-	if (!xb || !locate(xb, FS_ACL_ACCESS, strlen(FS_ACL_ACCESS), &off))
+	if (!xb || acl_off(fs) || !locate(xb, FS_ACL_ACCESS, strlen(FS_ACL_ACCESS), &off))
 		return err;
 	{
 		struct avfs_xent *e = xent(xb, off);
@@ -419,7 +431,7 @@ int fs_xattr_inherit(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *pdi, 
 		return err;
 	if (S_ISLNK(mode))
 		return 0;	/* no ACL, no umask: a symlink's permissions are not used */
-	v = fs_xattr_find(xb, FS_ACL_DEFAULT, strlen(FS_ACL_DEFAULT), &vl);
+	v = acl_off(fs) ? NULL : fs_xattr_find(xb, FS_ACL_DEFAULT, strlen(FS_ACL_DEFAULT), &vl);
 	if (!v) {
 		in->mode &= ~(umask & 0777u);
 		return 0;

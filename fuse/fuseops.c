@@ -65,6 +65,7 @@ struct avfs_fuse {
 	struct avfs_iobuf_pool bufs;	/* data buffers of reads, writes and read-ahead */
 	enum avfs_atime atime;	/* the mount's access-time rule */
 	enum avfs_fuse_close close;	/* what FLUSH (a close) waits for */
+	bool noacl;		/* the mount's -o noacl: no POSIX ACLs (op_init) */
 	bool kill_suidgid;	/* the write being processed asks to clear setuid/setgid (the
 				 * kernel's FUSE_WRITE_KILL_SUIDGID: a writer without CAP_FSETID) */
 	uint8_t *zeros;		/* ZERO_CHUNK zero bytes: the writes of a punched hole's edges */
@@ -130,7 +131,8 @@ static void after_change(struct avfs_fuse *fu)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct avfs_fuse *fu = userdata;
+
 	conn->max_write = 1u << 20;	/* SPEC §9: large requests where the kernel allows */
 	conn->max_read = 1u << 20;	/* must match the max_read mount option */
 	conn->max_readahead = 1u << 20;
@@ -141,10 +143,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
 	/* POSIX ACLs: the kernel enforces them and passes them as system.posix_acl_* attributes,
 	 * the core keeps the mode in step and applies a directory's default ACL, or else the
-	 * umask, to what is created in it (so the kernel must not apply the umask first) */
-	if (conn->capable & FUSE_CAP_POSIX_ACL)
+	 * umask, to what is created in it (so the kernel must not apply the umask first). Their
+	 * price: with attributes never cached (attr_timeout 0), a permission check by a user
+	 * other than the owner asks for the ACL again (a getxattr); -o noacl saves it */
+	if (!fu->noacl && conn->capable & FUSE_CAP_POSIX_ACL)
 		conn->want |= FUSE_CAP_POSIX_ACL;
-	if (conn->capable & FUSE_CAP_DONT_MASK)
+	if (!fu->noacl && conn->capable & FUSE_CAP_DONT_MASK)
 		conn->want |= FUSE_CAP_DONT_MASK;
 }
 
@@ -1217,6 +1221,7 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 		    AVFS_ATIME_RELATIME;
 	fu->close = c->close == AVFS_CLOSE_DURABLE || c->close == AVFS_CLOSE_ASYNC ? c->close :
 		    AVFS_CLOSE_SYNC;
+	fu->noacl = c->noacl;
 	snprintf(fu->socket, sizeof(fu->socket), "%s", c->socket ? c->socket : "");
 	/* low level; the kernel checks permissions against our modes */
 	fuse_opt_add_arg(&args, "avfsd");

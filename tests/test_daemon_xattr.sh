@@ -4,7 +4,8 @@
 # setfacl/getfacl with the kernel enforcing the ACL (a denied and an allowed uid), default ACL
 # inheritance and chmod side by side with the kernel's tmpfs (the same commands give the same
 # getfacl), an rsync -aAX round trip through the mount (identical dumps), attributes that
-# survive kill -9 after fsync, and fsck clean after. The core's own rules: test_xattr.c.
+# survive kill -9 after fsync, -o noacl (ACLs refused, the modes alone), and fsck clean after.
+# The core's own rules: test_xattr.c.
 # env: AVFSD MKFS FSCK (default: ../build). Exit 77 without root, FUSE or the attr/acl tools.
 set -u
 . "$(dirname "$0")/daemon_env.sh"
@@ -168,7 +169,7 @@ t_rsync() {
 	rsync -aAX "$REF/src/" "$MNT/copy/" && rsync -aAX "$MNT/copy/" "$REF/back/" &&
 	same "$(dumps "$MNT/copy")" "$(dumps "$REF/src")" &&
 	same "$(dumps "$REF/back")" "$(dumps "$REF/src")" &&
-	[ -n "$(getfattr -d -m - "$MNT/copy/a/1")" ]
+	[ -n "$(getfattr --absolute-names -d -m - "$MNT/copy/a/1")" ]
 }
 check "rsync -aAX into the mount and back: identical attributes, ACLs, data" t_rsync
 
@@ -182,11 +183,28 @@ check "setfattr, setfacl, fsync, kill -9" t_kill
 check "fsck.avfs -n clean after the crash" t_fsck
 check "remount after kill -9" avfs_start --allow-other || { avfs_summary; exit 1; }
 t_survived() {
-	same "$(getfattr --only-values -n user.durable "$MNT/f")" yes &&
+	same "$(getfattr --absolute-names --only-values -n user.durable "$MNT/f")" yes &&
 	same "$(getfacl -cpn "$MNT/d" | grep user:1000)" "user:1000:rwx" &&
 	same "$(dumps "$MNT/copy")" "$(dumps "$REF/src")"
 }
 check "attributes and ACLs fsync'ed before kill -9 are there" t_survived
+check "clean unmount" avfs_stop
+
+# ---- -o noacl: as ext4's, the kernel checks the modes alone ----
+check "remount with -o noacl" avfs_start --allow-other -o noacl || { avfs_summary; exit 1; }
+t_noacl() {
+	cd "$MNT" && echo x >na && chmod 600 na &&
+	fails_with "Operation not supported" setfacl -m u:1000:r na &&
+	fails_with "Permission denied" $AS1000 cat na &&
+	! getfattr --absolute-names -d -m - s "$MNT/copy/a/1" 2>&1 | grep -q posix_acl &&
+	same "$(getfattr --absolute-names --only-values -n user.k "$MNT/copy/a/1")" v1 &&
+	(umask 022 && touch dd/noacl) && same "$(stat -c %a dd/noacl)" 644 && cd /
+}
+check "-o noacl: setfacl refused, ACLs neither listed nor inherited, the umask applies" t_noacl
+check "clean unmount (noacl)" avfs_stop
+check "remount with ACLs" avfs_start --allow-other || { avfs_summary; exit 1; }
+check "the ACLs kept while mounted noacl are back" \
+	same "$(dumps "$MNT/copy")" "$(dumps "$REF/src")"
 check "clean unmount" avfs_stop
 check "fsck.avfs -n clean at the end" t_fsck
 avfs_summary

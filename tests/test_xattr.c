@@ -3,7 +3,8 @@
  * fs/acl.c) on a RAM disk: get/list/set/remove, XATTR_CREATE/REPLACE, ext4's limits and
  * errors, the namespaces per inode type, an access ACL's tie to the mode (set, chmod),
  * default ACL inheritance and the umask on create, persistence across a remount, format 1
- * images raised to 2 by their first attribute, and fsck on damaged attribute blocks.
+ * images raised to 2 by their first attribute, a mount without ACLs (noacl), and fsck on
+ * damaged attribute blocks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,12 +33,17 @@ struct fx {
 	struct avfs_fs *fs;
 };
 
-static void fx_mount(struct fx *f)
+static void fx_mount_flags(struct fx *f, unsigned flags)
 {
 	char why[256];
 
-	assert_int_equal(avfs_fsio_mount(f->d, 0, &f->io, NULL, why, sizeof(why)), 0);
+	assert_int_equal(avfs_fsio_mount(f->d, flags, &f->io, NULL, why, sizeof(why)), 0);
 	f->fs = f->io->fs;
+}
+
+static void fx_mount(struct fx *f)
+{
+	fx_mount_flags(f, 0);
 }
 
 static void fx_init(struct fx *f)
@@ -500,6 +506,41 @@ static void test_xattr_format1(void **state)
 	fx_done(&f);
 }
 
+/* A mount without ACLs (-o noacl, as ext4's): the names refused and hidden, creates take the
+ * umask, a chmod leaves the stored ACL; a mount with them finds everything as it was. */
+static void test_xattr_noacl(void **state)
+{
+	struct fx f;
+	uint64_t d, a, ino;
+	struct avfs_stat st = { .mode = 0700 };
+	char list[128];
+
+	(void)state;
+	fx_init(&f);
+	d = mk(&f, 1, "d", S_IFDIR | 0755);
+	a = mk(&f, 1, "a", S_IFREG | 0644);
+	assert_int_equal(set_acl(&f, d, FS_ACL_DEFAULT, "u::7 u:1000:7 g::5 m::7 o::0"), 0);
+	assert_int_equal(set_acl(&f, a, FS_ACL_ACCESS, "u::6 u:1000:6 g::4 m::6 o::4"), 0);
+	set(&f, a, "user.k", "v");
+	assert_int_equal(avfs_fsio_unmount(f.io), 0);
+	fx_mount_flags(&f, AVFS_MOUNT_NOACL);
+	assert_int_equal(set_acl(&f, a, FS_ACL_ACCESS, "u::6 g::4 o::4"), -EOPNOTSUPP);
+	assert_int_equal(avfs_fs_getxattr(f.fs, a, FS_ACL_ACCESS, NULL, 0), -EOPNOTSUPP);
+	assert_int_equal(avfs_fs_removexattr(f.fs, d, FS_ACL_DEFAULT, 3), -EOPNOTSUPP);
+	assert_int_equal(avfs_fs_listxattr(f.fs, a, true, list, sizeof(list)), 7);
+	assert_memory_equal(list, "user.k", 7);
+	assert_int_equal(avfs_fs_setattr(f.fs, a, AVFS_SET_MODE, &st, 4), 0);
+	assert_int_equal(mode_of(&f, a), S_IFREG | 0700);
+	assert_int_equal(avfs_fs_create(f.fs, d, "f", S_IFREG | 0666, 0, 022, 0, 0, 3, &ino), 0);
+	assert_int_equal(mode_of(&f, ino), S_IFREG | 0644);
+	assert_int_equal(fs_ino_raw(f.fs, ino)->xattr, 0);
+	assert_fsck_clean(f.fs);
+	fx_remount(&f);	/* with ACLs again: they were kept as they were */
+	assert_acl(&f, a, FS_ACL_ACCESS, "u::6 u:1000:6 g::4 m::6 o::4");
+	assert_acl(&f, d, FS_ACL_DEFAULT, "u::7 u:1000:7 g::5 m::7 o::0");
+	fx_done(&f);
+}
+
 static void fsck_expect(struct fx *f, const char *text, uint64_t want_fixed)
 {
 	struct avfs_fsck_report r;
@@ -579,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_xattr_acl_inherit),
 		cmocka_unit_test(test_xattr_persist),
 		cmocka_unit_test(test_xattr_format1),
+		cmocka_unit_test(test_xattr_noacl),
 		cmocka_unit_test(test_xattr_fsck),
 	};
 
