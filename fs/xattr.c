@@ -214,8 +214,10 @@ static void store(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di,
 	if (!xb) {
 		uint64_t m;
 
+		/* nothing to remove; a first attribute's block was reserved with the credits, so
+		 * its allocation does not fail */
 		if (!v || fs_meta_alloc(fs, AVFS_MT_XATTR, &m))
-			return;	/* nothing to remove; (credits reserved the block) */
+			return;
 		xb = (struct avfs_xblock *)fs->blocks[m];
 		xb->ino = (uint32_t)ino;
 		di->xattr = (uint32_t)m;
