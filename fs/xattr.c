@@ -272,11 +272,11 @@ static int xattr_begin(struct avfs_fs *fs, uint64_t ino, const char *name, bool 
 
 int avfs_fs_getxattr(struct avfs_fs *fs, uint64_t ino, const char *name, void *buf, size_t size)
 {
-	struct avfs_dinode *di;
+	struct avfs_dinode *di = NULL;
 	struct avfs_xblock *xb;
 	const uint8_t *v;
 	uint16_t vl;
-	size_t nl;
+	size_t nl = 0;
 	int err = xattr_begin(fs, ino, name, false, &di, &nl);
 
 	if (err < 0)
@@ -329,11 +329,11 @@ int avfs_fs_listxattr(struct avfs_fs *fs, uint64_t ino, bool trusted, char *buf,
 int avfs_fs_setxattr(struct avfs_fs *fs, uint64_t ino, const char *name, const void *value,
 		     size_t len, unsigned flags, int64_t now)
 {
-	struct avfs_dinode *di;
+	struct avfs_dinode *di = NULL;
 	struct avfs_xblock *xb;
 	uint32_t mode;
 	uint16_t vl;
-	size_t nl;
+	size_t nl = 0;
 	bool found, keep = true;
 	int ns, err;
 
@@ -377,10 +377,10 @@ int avfs_fs_setxattr(struct avfs_fs *fs, uint64_t ino, const char *name, const v
 
 int avfs_fs_removexattr(struct avfs_fs *fs, uint64_t ino, const char *name, int64_t now)
 {
-	struct avfs_dinode *di;
+	struct avfs_dinode *di = NULL;
 	struct avfs_xblock *xb;
 	uint16_t vl;
-	size_t nl;
+	size_t nl = 0;
 	int err;
 
 	RW_CHECK(fs);
