@@ -338,14 +338,67 @@ static bool in_group(const struct client *c, uint32_t gid)
 	return false;
 }
 
+/* The access ACL of a (the kernel's posix_acl_permission over its xattr form: a version
+ * word 2, then entries of tag, permissions and id, little-endian) for c wanting bits: 1
+ * granted, 0 denied (also an ACL that cannot be read or makes no sense, as the kernel's -EIO),
+ * -1 none: the mode decides. */
+static int acl_may(struct avfs_server *s, const struct client *c, const struct avfs_stat *a,
+		   uint32_t bits)
+{
+	enum { USER_OBJ = 1, USER = 2, GROUP_OBJ = 4, GROUP = 8, MASK = 0x10, OTHER = 0x20 };
+	static uint8_t v[65536];	/* XATTR_SIZE_MAX; the loop's thread alone */
+	int n = avfs_fs_getxattr(s->fs, a->ino, "system.posix_acl_access", v, sizeof(v));
+	size_t k, m, ne;
+	bool found = false;
+
+	if (n == -ENODATA || n == -EOPNOTSUPP)
+		return -1;
+	if (n < 4 || (n - 4) % 8 || v[0] != 2 || v[1] || v[2] || v[3])
+		return 0;
+	ne = (size_t)(n - 4) / 8;
+#define TAG(i) (uint16_t)(v[4 + 8 * (i)] | v[5 + 8 * (i)] << 8)
+#define PERM(i) (uint16_t)(v[6 + 8 * (i)] | v[7 + 8 * (i)] << 8)
+#define ID(i) ((uint32_t)v[8 + 8 * (i)] | (uint32_t)v[9 + 8 * (i)] << 8 | \
+	       (uint32_t)v[10 + 8 * (i)] << 16 | (uint32_t)v[11 + 8 * (i)] << 24)
+	for (k = 0; k < ne; k++) {
+		uint16_t tag = TAG(k);
+
+		if ((tag == USER_OBJ && c->uid == a->uid) || (tag == OTHER && !found))
+			return (PERM(k) & bits) == bits;	/* no mask applies */
+		if (tag == OTHER)
+			return 0;	/* of a matching group, none granted it */
+		if (tag == USER && ID(k) == c->uid)
+			break;
+		if ((tag == GROUP_OBJ && in_group(c, a->gid)) ||
+		    (tag == GROUP && in_group(c, ID(k)))) {
+			found = true;
+			if ((PERM(k) & bits) == bits)
+				break;
+		}
+	}
+	if (k == ne)
+		return 0;	/* no ACL_OTHER entry */
+	for (m = k + 1; m < ne && TAG(m) != MASK; m++)
+		;
+	return (PERM(k) & (m < ne ? PERM(m) : 7) & bits) == bits;
+#undef TAG
+#undef PERM
+#undef ID
+}
+
 /* May c do bits (4 read, 2 write, 1 search) to a, as the kernel's generic_permission would
- * decide from the mode (the file system has no ACLs)? Root may everything. */
-static bool may(const struct client *c, const struct avfs_stat *a, uint32_t bits)
+ * decide: the owner by the mode's owner bits, others by the access ACL if the file has one,
+ * else by the mode. Root may everything. */
+static bool may(struct avfs_server *s, const struct client *c, const struct avfs_stat *a,
+		uint32_t bits)
 {
 	uint32_t have;
+	int acl;
 
 	if (c->uid == 0)
 		return true;
+	if (c->uid != a->uid && (a->mode & 070) && (acl = acl_may(s, c, a, bits)) >= 0)
+		return acl;
 	have = c->uid == a->uid ? (a->mode >> 6) & 7 : in_group(c, a->gid) ? (a->mode >> 3) & 7 :
 	       a->mode & 7;
 	return (have & bits) == bits;
@@ -405,7 +458,7 @@ static void open_handle(struct avfs_server *s, struct client *c, uint64_t ino, u
 		rep->res = -ENOENT;
 	else if (!S_ISREG(a.mode))
 		rep->res = -EINVAL;
-	else if (!may(c, &a, access_bits(access)))
+	else if (!may(s, c, &a, access_bits(access)))
 		rep->res = -EACCES;	/* checked as the mount would, with the peer's credentials */
 	else if (c->nhandles >= 4096)
 		rep->res = -EMFILE;
@@ -476,7 +529,7 @@ static int walk(struct avfs_server *s, const struct client *c, const char *p, si
 			return -ENOENT;
 		if (!S_ISDIR(a.mode))
 			return -ENOTDIR;
-		if (!may(c, &a, 1))
+		if (!may(s, c, &a, 1))
 			return -EACCES;
 		err = avfs_fs_lookup(s->fs, cur, name, &cur);
 		if (err)

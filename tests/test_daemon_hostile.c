@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define MiB (1u << 20)
@@ -42,7 +43,7 @@
 
 static struct {
 	volatile int count, go;
-	uint64_t secret_dev, secret_ino, grp_dev, grp_ino;
+	uint64_t secret_dev, secret_ino, grp_dev, grp_ino, aclno_dev, aclno_ino;
 	/* storm */
 	volatile uint64_t normal_ok, normal_refused, normal_failed, bad_closed, bad_open;
 	volatile uint64_t stream_requests, stream_misses, stream_failed, stream_bytes;
@@ -353,6 +354,21 @@ static int dir_nobody(void *arg)
 	r = fd >= 0 && b ? avio_sync(fd, AVFS_READ, b, 0, 4096, 0) : 1;
 	check(r == -EACCES, "dirs: uid %d libavio read through a descriptor root opened: -EACCES "
 	      "(%zd)", NOBODY, r);
+	s = raw_connect();
+	h = s >= 0 ? raw_hello_open(s, "acl/f", AVFS_OPEN_READ, &res) : -1;
+	fd = open_file("acl/f", O_RDONLY);
+	check(h >= 0 && fd >= 0, "dirs: uid %d through a directory whose ACL grants it search "
+	      "(other ---): OPEN_PATH (%d), as open(2)", NOBODY, res);
+	close(fd);
+	close(s);
+	s = raw_connect();
+	path_of(p, sizeof(p), "aclno/f");
+	h = s >= 0 && raw_hello(s) ? raw_open_path(s, p, shared->aclno_dev, shared->aclno_ino,
+						   AVFS_OPEN_READ, &res) : -1;
+	check(h < 0 && res == -EACCES && open_file("aclno/f", O_RDONLY) < 0 && errno == EACCES,
+	      "dirs: uid %d through a directory whose ACL denies it (other r-x): -EACCES (%d), "
+	      "as open(2)", NOBODY, res);
+	close(s);
 	s = raw_connect();
 	path_of(p, sizeof(p), "grp/f");
 	h = s >= 0 && raw_hello(s) ? raw_open_path(s, p, shared->grp_dev, shared->grp_ino,
@@ -908,6 +924,22 @@ static const struct {
 	{ "partial", test_partial }, { "quota", test_quota }, { "horizon", run_horizon },
 };
 
+/* a directory with an access ACL: other ---, uid NOBODY given `user` (rwx bits) */
+static bool acl_dir(const char *name, unsigned other, unsigned user)
+{
+	uint32_t v[11] = { 2 };	/* version, then (tag | perm << 16, id) pairs, little-endian */
+	unsigned tags[5][3] = { { 0x01, 7, 0 }, { 0x02, user, NOBODY }, { 0x04, 5, 0 },
+				{ 0x10, 7, 0 }, { 0x20, other, 0 } };
+	char p[256];
+
+	for (int i = 0; i < 5; i++) {
+		v[1 + 2 * i] = tags[i][0] | tags[i][1] << 16;
+		v[2 + 2 * i] = tags[i][2];
+	}
+	path_of(p, sizeof(p), name);
+	return !mkdir(p, 0755) && !setxattr(p, "system.posix_acl_access", v, sizeof(v), 0);
+}
+
 /* ---- set-up ---- */
 
 static bool setup_files(void)
@@ -939,6 +971,17 @@ static bool setup_files(void)
 	shared->secret_ino = st.st_ino;
 	if (fd >= 0)
 		close(fd);
+	/* an ACL grants uid NOBODY search where the mode would not; one denies it where the
+	 * mode's other bits would grant it */
+	ok = ok && acl_dir("acl", 0, 1) && acl_dir("aclno", 5, 0);
+	for (int i = 0; ok && i < 2; i++) {
+		fd = open_file(i ? "aclno/f" : "acl/f", O_WRONLY | O_CREAT | O_TRUNC);
+		ok = fd >= 0 && !ftruncate(fd, MiB) && !fstat(fd, &st);
+		shared->aclno_dev = st.st_dev;
+		shared->aclno_ino = st.st_ino;
+		if (fd >= 0)
+			close(fd);
+	}
 	fd = open_file("grp/f", O_WRONLY | O_CREAT | O_TRUNC);
 	ok = ok && fd >= 0 && !ftruncate(fd, MiB) && !fstat(fd, &st);
 	shared->grp_dev = st.st_dev;
@@ -982,8 +1025,8 @@ int main(int argc, char **argv)
 		check(false, "avfsd mounts the image");
 		goto out;
 	}
-	check(setup_files(), "files: data (64 MiB), sparse, secret/f (0700 dir), grp/f (0710 dir "
-	      "of group %d)", GROUP);
+	check(setup_files(), "files: data (64 MiB), sparse, secret/f (0700 dir), acl/f, aclno/f "
+	      "(ACL dirs), grp/f (0710 dir of group %d)", GROUP);
 	if (storm) {
 		test_storm();
 	} else {
