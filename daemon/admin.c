@@ -42,15 +42,21 @@ static json_object *margins(const struct avfs_qos *q, bool p001)
 	return o;
 }
 
-static json_object *stream_json(struct avfs_engine *e, const struct avfs_estream *s)
+/* A reservation; one of another user than viewer without its pid and inode (which say who
+ * watches what). */
+static json_object *stream_json(struct avfs_engine *e, const struct avfs_estream *s,
+				uint32_t viewer)
 {
+	bool full = viewer == AVFSD_ADMIN_ALL || viewer == s->req.uid;
 	const struct avfs_stream_info *si = avfs_admit_find(avfs_engine_admit(e), s->id);
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "id", json_object_new_int64((int64_t)s->id));
 	json_object_object_add(o, "uid", json_object_new_int64(s->req.uid));
-	json_object_object_add(o, "pid", json_object_new_int64(s->pid));
-	json_object_object_add(o, "inode", json_object_new_int64((int64_t)s->ino));
+	if (full) {
+		json_object_object_add(o, "pid", json_object_new_int64(s->pid));
+		json_object_object_add(o, "inode", json_object_new_int64((int64_t)s->ino));
+	}
 	json_object_object_add(o, "detached", json_object_new_boolean(!s->owner));
 	json_object_object_add(o, "direction", json_object_new_string(s->req.write ? "write"
 										     : "read"));
@@ -72,12 +78,13 @@ static json_object *stream_json(struct avfs_engine *e, const struct avfs_estream
 	return o;
 }
 
-static json_object *streams_array(struct avfs_engine *e)
+static json_object *streams_array(struct avfs_engine *e, uint32_t viewer)
 {
 	json_object *a = json_object_new_array();
 
 	for (size_t i = 0; i < avfs_engine_stream_count(e); i++)
-		json_object_array_add(a, stream_json(e, avfs_engine_stream_at(e, i)));
+		json_object_array_add(a, stream_json(e, avfs_engine_stream_at(e, i),
+							    viewer));
 	return a;
 }
 
@@ -164,7 +171,8 @@ static json_object *status(const struct avfsd_admin_view *v, struct avfs_engine 
 	return o;
 }
 
-static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *e, int64_t now)
+static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *e, int64_t now,
+			  uint32_t viewer)
 {
 	const struct avfs_metrics *m = avfs_engine_metrics(e);
 	const struct avfs_sched_conf *c = &avfs_engine_conf(e)->sched;
@@ -188,7 +196,7 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object_object_add(rt, "p0", jd(s.p0));
 	json_object_object_add(rt, "margin_ms", margins(&m->rt, true));
 	json_object_object_add(o, "rt", rt);
-	json_object_object_add(o, "streams", streams_array(e));
+	json_object_object_add(o, "streams", streams_array(e, viewer));
 	for (unsigned i = 0; i < AVFS_SEEK_CLASSES; i++) {
 		json_object_array_add(bins, json_object_new_string(avfs_seek_class_names[i]));
 		json_object_array_add(counts, json_object_new_int64((int64_t)s.seek_class[i]));
@@ -241,7 +249,7 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 }
 
 char *avfsd_admin_json(const struct avfsd_admin_view *v, struct avfs_engine *e, size_t clients,
-		       const char *cmd, size_t len, int64_t now, int *err)
+		       const char *cmd, size_t len, int64_t now, uint32_t viewer, int *err)
 {
 	json_object *o = NULL;
 	char *text;
@@ -251,9 +259,9 @@ char *avfsd_admin_json(const struct avfsd_admin_view *v, struct avfs_engine *e, 
 		o = status(v, e, clients, now);
 	} else if (len == 7 && !memcmp(cmd, "streams", 7)) {
 		o = json_object_new_object();
-		json_object_object_add(o, "streams", streams_array(e));
+		json_object_object_add(o, "streams", streams_array(e, viewer));
 	} else if (len == 5 && !memcmp(cmd, "stats", 5)) {
-		o = stats(v, e, now);
+		o = stats(v, e, now, viewer);
 	} else {
 		*err = -EINVAL;
 		return NULL;

@@ -21,9 +21,13 @@ struct avfsd_admin_view {
 	const struct avfs_rotpred *rotpred;	/* the JIT predictor, NULL: none */
 };
 
+#define AVFSD_ADMIN_ALL UINT32_MAX	/* viewer: root or the admin group, who see everything */
+
 /* The document of an admin command ("status", "streams", "stats": cmd[0..len), not
- * terminated), malloc'ed; NULL with *err = -EINVAL (unknown command) or -ENOMEM. */
+ * terminated), malloc'ed; NULL with *err = -EINVAL (unknown command) or -ENOMEM. Reservations
+ * of uids other than viewer are listed without their pid and inode (AVFSD_ADMIN_ALL: all in
+ * full). */
 char *avfsd_admin_json(const struct avfsd_admin_view *v, struct avfs_engine *e, size_t clients,
-		       const char *cmd, size_t len, int64_t now, int *err);
+		       const char *cmd, size_t len, int64_t now, uint32_t viewer, int *err);
 
 #endif

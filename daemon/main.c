@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -442,7 +443,8 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 					     .rotpred = a->predicting ? &a->rotpred : NULL };
 	{
 		struct avfs_server_conf sc = { .path = sock, .wrote = wrote, .wrote_ctx = a,
-					       .view = &a->view };
+					       .view = &a->view, .mountpoint = a->mnt_path,
+					       .lim = &a->cfg.lim };
 		struct avfs_fuse_conf fc = { .mountpoint = a->mnt_path, .allow_other = allow_other,
 					     .ro = m->ro, .noacl = m->noacl,
 					     .fsname = a->dev_path,
@@ -647,6 +649,11 @@ int main(int argc, char **argv)
 	char why[512], rdev[PATH_MAX], rmnt[PATH_MAX];
 	int c, ret, ready_fd = -1;
 
+	/* clients' large buffers (messages, replies, copies of up to 16 MiB) straight from mmap
+	 * and back to the system when freed: the daemon's RSS follows what it holds, which the
+	 * client limits bound (clientlim.h), not malloc's high-water mark (its threshold would
+	 * otherwise rise past 1 MiB after the first such free and keep freed copies in the heap) */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	avfsd_config_default(&a.cfg);
 	while ((c = getopt_long(argc, argv, "fo:svhV", opts, NULL)) != -1) {
 		switch (c) {

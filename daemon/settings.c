@@ -11,6 +11,7 @@
 #include "units.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ void avfsd_config_default(struct avfsd_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	avfs_engine_conf_default(&c->ec);
+	avfs_server_limits_default(&c->lim);
 }
 
 int avfsd_config_set(struct avfsd_config *c, const char *nv, char *why, size_t whylen)
@@ -78,6 +80,92 @@ static int number(const char *s, bool binary, uint64_t *out)
 	return err;
 }
 
+/* A share: "25%" or "0.25", within 0..1. 0 or -EINVAL. */
+static int share(const char *s, double *out)
+{
+	char *end;
+	double f = strtod(s, &end);
+
+	if (end == s)
+		return -EINVAL;
+	if (*end == '%')
+		f /= 100, end++;
+	if (*end || !(f >= 0 && f <= 1))
+		return -EINVAL;
+	*out = f;
+	return 0;
+}
+
+/* A line about clients (struct avfs_server_limits): 0 (taken, or not one: *taken false), or
+ * -EINVAL with why. */
+static int client_line(struct avfs_server_limits *l, char **tok, int n, bool *taken, char *why,
+		       size_t whylen)
+{
+	uint64_t v;
+
+	*taken = true;
+	if (!strcmp(tok[0], "clients-per-uid") && n == 2) {
+		if (avfs_parse_uint(tok[1], &v) || !v || v > 1024 - 32) {
+			snprintf(why, whylen, "clients-per-uid: '%s' is not a count from 1 to 992",
+				 tok[1]);
+			return -EINVAL;
+		}
+		l->clients_per_uid = (uint32_t)v;
+		return 0;
+	}
+	if ((!strcmp(tok[0], "client-memory") || !strcmp(tok[0], "server-memory")) && n == 2) {
+		/* a client must be able to hold a largest message and a largest reply */
+		if (number(tok[1], true, &v) || v < (40ull << 20) || v > (1ull << 40)) {
+			snprintf(why, whylen, "%s: '%s' is not a size from 40M to 1T", tok[0],
+				 tok[1]);
+			return -EINVAL;
+		}
+		*(tok[0][0] == 'c' ? &l->client_mem : &l->server_mem) = v;
+		return 0;
+	}
+	if (!strcmp(tok[0], "detached-quota") && n == 2 && !strcmp(tok[1], "off")) {
+		l->detached_streams = UINT32_MAX;
+		l->detached_share = 1;
+		return 0;
+	}
+	if (!strcmp(tok[0], "detached-quota") && n >= 2) {
+		uint32_t streams = l->detached_streams;
+		double sh = l->detached_share;
+
+		for (int i = 1; i < n; i++) {
+			if (!strncmp(tok[i], "streams=", 8) && !avfs_parse_uint(tok[i] + 8, &v) &&
+			    v < UINT32_MAX) {
+				streams = (uint32_t)v;
+				continue;
+			}
+			if (!strncmp(tok[i], "share=", 6) && !share(tok[i] + 6, &sh))
+				continue;
+			snprintf(why, whylen, "detached-quota: '%s' is neither streams=N nor "
+				 "share=PERCENT (or say off)", tok[i]);
+			return -EINVAL;
+		}
+		l->detached_streams = streams;
+		l->detached_share = sh;
+		return 0;
+	}
+	if (!strcmp(tok[0], "admin-group") && n == 2) {
+		struct group *g = getgrnam(tok[1]);
+
+		if (g) {
+			l->admin_gid = g->gr_gid;
+		} else if (!avfs_parse_uint(tok[1], &v) && v < AVFS_SERVER_NO_GID) {
+			l->admin_gid = (uint32_t)v;
+		} else {
+			snprintf(why, whylen, "admin-group: '%s' is neither a group nor a gid",
+				 tok[1]);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	*taken = false;
+	return 0;
+}
+
 /* An admission line: 0 (taken, or not one: *admission false), or -EINVAL with why. */
 static int admission_line(struct avfsd_config *c, char *line, bool *admission, char *why,
 			  size_t whylen)
@@ -93,6 +181,13 @@ static int admission_line(struct avfsd_config *c, char *line, bool *admission, c
 	if (!n || strchr(tok[0], '='))
 		return 0;	/* empty, or a setting NAME=VALUE */
 	*admission = true;
+	{
+		bool taken;
+		int err = client_line(&c->lim, tok, n, &taken, why, whylen);
+
+		if (err || taken)
+			return err;
+	}
 	if (!strcmp(tok[0], "be-floor") && n == 2) {
 		char *end;
 		double f = strtod(tok[1], &end);
@@ -152,7 +247,8 @@ static int admission_line(struct avfsd_config *c, char *line, bool *admission, c
 		return 0;
 	}
 	snprintf(why, whylen, "unknown setting '%s' (admission sweep|fahrrad, be-floor, "
-		 "isolation, io, quota, or NAME=VALUE)", tok[0]);
+		 "isolation, io, quota, clients-per-uid, client-memory, server-memory, "
+		 "detached-quota, admin-group, or NAME=VALUE)", tok[0]);
 	return -EINVAL;
 }
 

@@ -1,9 +1,10 @@
 /*
  * settings.h — avfsd's settings: --set NAME=VALUE and the --config file (docs/ADMIN.md): the
  * engine's and the scheduler's settings (NAME=VALUE, the names avfs-sim --help lists) and the
- * admission settings and per-user quotas (be-floor, isolation, io, quota); and the mount
- * options of -o (an fstab line's, through mount.avfs), which map to avfsd's flags or go to
- * FUSE. It parses and checks; it applies nothing to a running daemon.
+ * admission settings and per-user quotas (be-floor, isolation, io, quota), the limits on
+ * clients (clients-per-uid, client-memory, server-memory, detached-quota, admin-group); and
+ * the mount options of -o (an fstab line's, through mount.avfs), which map to avfsd's flags or
+ * go to FUSE. It parses and checks; it applies nothing to a running daemon.
  */
 #ifndef AVFSD_SETTINGS_H
 #define AVFSD_SETTINGS_H
@@ -14,6 +15,7 @@
 
 #include "disk.h"
 #include "engine.h"
+#include "clientlim.h"
 
 #define AVFSD_QUOTAS 64
 
@@ -32,6 +34,8 @@ struct avfsd_config {
 				 * what a close(2) on the mount waits for) */
 	struct avfsd_quota q[AVFSD_QUOTAS];
 	unsigned nq;
+	struct avfs_server_limits lim;	/* clients-per-uid, client-memory, server-memory,
+					 * detached-quota, admin-group */
 };
 
 /* What the command line and -o say about the mount (strings borrowed from argv or from the
@@ -60,7 +64,7 @@ struct avfsd_mount_opts {
  */
 int avfsd_mount_options(struct avfsd_mount_opts *m, char *opts, char *why, size_t whylen);
 
-/* Engine defaults, no quota. */
+/* Engine defaults, no quota, the server's default limits. */
 void avfsd_config_default(struct avfsd_config *c);
 /* One NAME=VALUE setting. 0, or -EINVAL / -ERANGE / -ENOENT with why. */
 int avfsd_config_set(struct avfsd_config *c, const char *nv, char *why, size_t whylen);

@@ -82,7 +82,8 @@ static void setup(void)
 	struct avfs_mkfs_opts mo = { .block_shift = 16, .zones = 4, .seed = 9 };
 	struct avfs_engine_ops ops = { .submit = ops_submit, .arm = ops_arm };
 	struct avfs_engine_conf ec;
-	struct avfs_server_conf sc = { .mnt_dev = MNT_DEV, .view = &g.view };
+	struct avfs_server_conf sc = { .mnt_dev = MNT_DEV, .view = &g.view,
+				       .mountpoint = "/fuzz" };	/* OPEN_PATH's paths */
 	static uint8_t buf[1 << 18];
 	char why[256];
 	uint64_t ino;

@@ -99,5 +99,17 @@ int main(int argc, char **argv)
 	hello();
 	msg(AVFS_MSG_TRACE, &tr, sizeof(tr));
 	save(argv[1], "trace");
+	hello();
+	{	/* the file by its path, /fuzz being the mount point the target gives the server */
+		struct {
+			struct avfs_msg_open_path m;
+			char p[8];
+		} op = { { .dev = 0x1234, .ino = 2, .access = AVFS_OPEN_READ }, "/fuzz/f" };
+
+		msg(AVFS_MSG_OPEN_PATH, &op, sizeof(op.m) + 7);
+	}
+	io.op = AVFS_IO_READ;
+	msg(AVFS_MSG_IO, &io, sizeof(io));
+	save(argv[1], "open_path");
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -209,10 +210,13 @@ static int __shm_create(void)
 	void *base;
 	int fd, err;
 
-	fd = memfd_create("avfs-buffers", MFD_CLOEXEC);
+	fd = memfd_create("avfs-buffers", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)size)) {
+	/* sealed at its size: the daemon maps it only so (a truncation would pull pages from
+	 * under requests in flight) */
+	if (ftruncate(fd, (off_t)size) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
 		err = -errno;
 		goto out_close;
 	}
@@ -498,10 +502,11 @@ static int __send_msg(struct avio_conn *c, uint16_t type, uint64_t tag, const vo
 
 /*
  * One control round trip (OPEN, SHM, CANCEL, RESERVE...) with the lock held throughout; IO
- * replies that arrive meanwhile complete their requests. reply gets the reply's fixed struct.
+ * replies that arrive meanwhile complete their requests. msg is followed by data (dlen bytes,
+ * may be NULL); reply gets the reply's fixed struct.
  */
-static int __ctrl_call(struct avio_conn *c, uint16_t type, const void *msg, size_t len, int fd,
-		       void *reply, size_t rlen)
+static int __ctrl_call(struct avio_conn *c, uint16_t type, const void *msg, size_t len,
+		       const void *data, size_t dlen, int fd, void *reply, size_t rlen)
 {
 	int64_t stall;
 	struct pollfd pfd;
@@ -510,7 +515,7 @@ static int __ctrl_call(struct avio_conn *c, uint16_t type, const void *msg, size
 	c->ctrl_tag = AVIO_CTRL_TAG | ++c->seq;
 	c->ctrl_type = type;
 	c->ctrl_done = false;
-	err = __send_msg(c, type, c->ctrl_tag, msg, len, NULL, 0, fd);
+	err = __send_msg(c, type, c->ctrl_tag, msg, len, data, dlen, fd);
 	if (err)
 		return err;
 	stall = avfs_clock_ns() + AVIO_STALL_NS;
@@ -572,15 +577,36 @@ static int __conn_open(struct avio_conn *c, int fd)
 	return 0;
 }
 
-/* the daemon's handle of (dev, ino) for this access, asked once and cached */
-static int __file_handle(struct avio_conn *c, const struct stat *st, uint32_t access,
+/*
+ * OPEN_PATH: fd's path as the kernel names it, for the daemon to walk with this process's
+ * credentials (search permission on each directory). 0 and *r, or -ENOENT when fd has no path
+ * the daemon could walk (deleted, or none), or the round trip's -errno.
+ */
+static int __open_path(struct avio_conn *c, int fd, const struct stat *st, uint32_t access,
+		       struct avfs_msg_open_reply *r)
+{
+	struct avfs_msg_open_path m = { .dev = st->st_dev, .ino = st->st_ino, .access = access };
+	char proc[64], path[AVFS_PROTO_PATH_LEN + 1];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, path, sizeof(path));
+	if (n <= 0 || n > (ssize_t)AVFS_PROTO_PATH_LEN || path[0] != '/')
+		return -ENOENT;
+	return __ctrl_call(c, AVFS_MSG_OPEN_PATH, &m, sizeof(m), path, (size_t)n, -1, r,
+			   sizeof(*r));
+}
+
+/* the daemon's handle of (dev, ino) for this access, asked once and cached: by the path of fd
+ * (the daemon checks the directories on the way), else by inode (root's alone) */
+static int __file_handle(struct avio_conn *c, int fd, const struct stat *st, uint32_t access,
 			 uint32_t *handle)
 {
 	struct avfs_msg_open m = { .dev = st->st_dev, .ino = st->st_ino, .access = access };
 	struct avfs_msg_open_reply r;
 	struct avio_file *f;
 	size_t i;
-	int err;
+	int err, by_path;
 
 	for (i = 0; i < c->nfiles; i++) {
 		f = &c->files[i];
@@ -598,9 +624,20 @@ static int __file_handle(struct avio_conn *c, const struct stat *st, uint32_t ac
 		c->files = f;
 		c->files_cap = cap;
 	}
-	err = __ctrl_call(c, AVFS_MSG_OPEN, &m, sizeof(m), -1, &r, sizeof(r));
-	if (err)
-		return err;
+	by_path = __open_path(c, fd, st, access, &r);
+	if (by_path && by_path != -ENOENT)
+		return by_path;
+	if (by_path || r.res == -ENOENT || r.res == -EXDEV) {
+		/* no path to walk, or not this one (deleted and made again, another mount
+		 * namespace): by inode, which the daemon grants to root alone */
+		int32_t path_res = by_path ? -ENOENT : r.res;
+
+		err = __ctrl_call(c, AVFS_MSG_OPEN, &m, sizeof(m), NULL, 0, -1, &r, sizeof(r));
+		if (err)
+			return err;
+		if (r.res == -EPERM)
+			r.res = path_res;
+	}
 	if (r.res == -EXDEV || r.res == -ENOENT || r.res == -ESTALE)
 		return -EBADF;	/* not a file of the daemon's mount */
 	if (r.res == -EPERM)
@@ -621,7 +658,7 @@ static int __shm_share(struct avio_conn *c)
 
 	if (c->shm_state)
 		return 0;
-	err = __ctrl_call(c, AVFS_MSG_SHM, &m, sizeof(m), shm.fd, &r, sizeof(r));
+	err = __ctrl_call(c, AVFS_MSG_SHM, &m, sizeof(m), NULL, 0, shm.fd, &r, sizeof(r));
 	if (err)
 		return err;
 	c->shm_state = r.res == 0 ? 1 : -1;
@@ -657,7 +694,7 @@ static int __start(struct avio_conn *c, avfs_asyncio_t *aio, int op, const struc
 		return err;
 	if (aio->aio_nbytes > c->max_io)
 		return -EINVAL;
-	err = __file_handle(c, st, access, &m.handle);
+	err = __file_handle(c, aio->aio_fildes, st, access, &m.handle);
 	if (err)
 		return err;
 	if (shm_lookup(aio->aio_buf, aio->aio_nbytes, &off)) {
@@ -731,9 +768,16 @@ int avfs_asyncio_start(avfs_asyncio_t *aio, int op)
 	err = fd_access(aio->aio_fildes, op, &st, &access);
 	if (err)
 		return err;
-	/* a deadline already past is refused before anything is sent (or connected) */
-	if (aio->aio_deadline && aio->aio_deadline <= avfs_clock_ns())
-		return -ETIME;
+	/* a deadline already past, or beyond the daemon's horizon, is refused before anything
+	 * is sent (or connected) */
+	if (aio->aio_deadline) {
+		int64_t now = avfs_clock_ns();
+
+		if (aio->aio_deadline <= now)
+			return -ETIME;
+		if (aio->aio_deadline - now > AVFS_PROTO_HORIZON_NS)
+			return -ERANGE;
+	}
 
 	pthread_once(&avio_once, avio_init);
 	pthread_mutex_lock(&c->lock);
@@ -873,7 +917,7 @@ int avfs_asyncio_cancel(avfs_asyncio_t *aio)
 		goto out;
 	}
 	m.target = aio->__tag;
-	ret = __ctrl_call(c, AVFS_MSG_CANCEL, &m, sizeof(m), -1, &r, sizeof(r));
+	ret = __ctrl_call(c, AVFS_MSG_CANCEL, &m, sizeof(m), NULL, 0, -1, &r, sizeof(r));
 	if (ret) {
 		/* the connection is lost: the request has completed with -ENOTCONN */
 		ret = aio_state(aio) == AVIO_ST_DONE ? AVFS_ALLDONE : ret;
@@ -932,7 +976,7 @@ static int __handle_of(struct avio_conn *c, int fd, int op, uint32_t *handle)
 	if (!err)
 		err = __conn_get(c, fd);
 	if (!err)
-		err = __file_handle(c, &st, access, handle);
+		err = __file_handle(c, fd, &st, access, handle);
 	return err;
 }
 
@@ -950,7 +994,7 @@ static int file_call(int fd, int op, uint16_t type, void *msg, size_t len, uint3
 	pthread_mutex_lock(&c->lock);
 	err = __handle_of(c, fd, op, handle);
 	if (!err)
-		err = __ctrl_call(c, type, msg, len, -1, r, sizeof(*r));
+		err = __ctrl_call(c, type, msg, len, NULL, 0, -1, r, sizeof(*r));
 	__conn_wake(c);
 	pthread_mutex_unlock(&c->lock);
 	return err;

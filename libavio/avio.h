@@ -62,7 +62,9 @@ typedef struct avfs_asyncio {
  * extended attribute "user.avfs.socket" of aio_fildes. A file is introduced to the daemon
  * once per (device, inode, access mode); later requests on it cost one message.
  * Buffers from avfs_buf_alloc() move no data through the socket (the daemon does its direct
- * I/O into them); any other buffer works with one copy through the socket.
+ * I/O into them: a memfd sealed at its size, which the daemon requires); any other buffer
+ * works with one copy through the socket. A request of such a copy that the daemon's memory
+ * bounds cannot take now completes with aio_ret = -EAGAIN.
  *
  * A deadline the daemon cannot meet completes the request with aio_ret = -ETIME.
  *
@@ -73,8 +75,14 @@ typedef struct avfs_asyncio {
  *   -EBUSY     aio is still in flight from an earlier start
  *   -EBADF     aio_fildes is not open, not a regular file, not on an AVFS mount, or not open
  *              for reading (AVFS_READ) / writing (AVFS_WRITE)
- *   -EACCES    the daemon refused this process access to the file
+ *   -EACCES    the daemon refused this process access to the file: the daemon walks the
+ *              file's path (as /proc/self/fd names it) with the process's uid and groups
+ *              and needs search permission on every directory on the way, as open(2) did;
+ *              a deleted file, or one reached through another mount namespace, is
+ *              open to root alone
  *   -ETIME     aio_deadline is not 0 and already past: nothing was sent
+ *   -ERANGE    aio_deadline is more than 600 s ahead (AVFS_PROTO_HORIZON_NS): nothing was
+ *              sent
  *   -EAGAIN    the process already has the daemon's limit of requests (256) in flight
  *   -ENOTCONN  no daemon at the socket, or the connection to it was lost (lost is final:
  *              every later start fails so too)

@@ -186,7 +186,8 @@ size_t avfs_proto_reply_size(uint16_t type)
 {
 	switch (type) {
 	case AVFS_MSG_HELLO: return sizeof(struct avfs_msg_hello_reply);
-	case AVFS_MSG_OPEN: return sizeof(struct avfs_msg_open_reply);
+	case AVFS_MSG_OPEN:
+	case AVFS_MSG_OPEN_PATH: return sizeof(struct avfs_msg_open_reply);
 	case AVFS_MSG_IO: return sizeof(struct avfs_msg_io_reply);
 	case AVFS_MSG_CANCEL: return sizeof(struct avfs_msg_cancel_reply);
 	case AVFS_MSG_SHM: return sizeof(struct avfs_msg_shm_reply);

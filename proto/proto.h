@@ -15,13 +15,14 @@
 #define AVFS_PROTO_MAX_PAYLOAD (AVFS_PROTO_MAX_IO + 4096)
 #define AVFS_PROTO_MAX_TEXT (AVFS_PROTO_MAX_PAYLOAD + (64u << 20))	/* ADMIN, TRACE replies */
 #define AVFS_PROTO_QUEUE 256u		/* requests in flight per client; more: -EAGAIN */
+#define AVFS_PROTO_HORIZON_NS (600ll * 1000000000)	/* a deadline further ahead: -ERANGE */
 #define AVFS_PROTO_ALIGN 4096u		/* offsets and sizes of libavio I/O */
 /* the socket of a mount: readable from any file on it as this extended attribute */
 #define AVFS_XATTR_SOCKET "user.avfs.socket"
 
 enum avfs_msg_type {
 	AVFS_MSG_HELLO = 1,	/* first message: versions, limits */
-	AVFS_MSG_OPEN = 2,	/* a file of the mount, by (st_dev, st_ino): a handle */
+	AVFS_MSG_OPEN = 2,	/* a file of the mount, by (st_dev, st_ino): a handle (root only) */
 	AVFS_MSG_CLOSE = 3,	/* forget a handle */
 	AVFS_MSG_IO = 4,	/* read or write, with a deadline */
 	AVFS_MSG_CANCEL = 5,	/* cancel a request by tag */
@@ -31,6 +32,7 @@ enum avfs_msg_type {
 	AVFS_MSG_STATS = 9,	/* the QoS statistics of a handle's service */
 	AVFS_MSG_ADMIN = 10,	/* avfs-admin: a command as text; the reply is JSON text */
 	AVFS_MSG_TRACE = 11,	/* avfs-admin: stream the request trace for a while */
+	AVFS_MSG_OPEN_PATH = 12,	/* a file of the mount by its path: a handle */
 	AVFS_MSG_REPLY = 0x80,	/* or'ed into a reply's type */
 };
 
@@ -65,8 +67,23 @@ struct avfs_msg_open {
 };
 
 struct avfs_msg_open_reply {
-	int32_t res;		/* 0 or -errno (-EACCES, -ENOENT, -EXDEV: not this mount) */
+	int32_t res;		/* 0 or -errno (-EACCES, -ENOENT, -EXDEV: not this mount, -EPERM:
+				 * OPEN by inode of a client other than root) */
 	uint32_t handle;
+};
+
+/* OPEN_PATH: the struct, then the file's absolute path (as readlink of /proc/self/fd/N gives
+ * it; at most AVFS_PROTO_PATH_LEN bytes, no NUL). The daemon walks it from its mount point
+ * with the client's uid and groups, as the kernel would: search permission on every
+ * directory, then the file's own mode for access; the walk must end at (dev, ino). The reply
+ * is struct avfs_msg_open_reply (-EACCES, -ENOENT: no such path or another file there now,
+ * -EXDEV: not under the mount point). */
+#define AVFS_PROTO_PATH_LEN 4096u
+
+struct avfs_msg_open_path {
+	uint64_t dev, ino;	/* fstat() of the client's descriptor */
+	uint32_t access;	/* AVFS_OPEN_READ | AVFS_OPEN_WRITE */
+	uint32_t reserved;
 };
 
 struct avfs_msg_close {
@@ -86,7 +103,8 @@ struct avfs_msg_io {
 	uint16_t reserved;
 	uint64_t offset;	/* multiple of AVFS_PROTO_ALIGN */
 	uint64_t nbytes;	/* multiple of AVFS_PROTO_ALIGN, <= AVFS_PROTO_MAX_IO */
-	int64_t deadline;	/* CLOCK_MONOTONIC ns; 0 = best effort */
+	int64_t deadline;	/* CLOCK_MONOTONIC ns; 0 = best effort; at most
+				 * AVFS_PROTO_HORIZON_NS ahead, else -ERANGE */
 	uint64_t shm_off;	/* AVFS_IO_SHM: where in the memfd */
 };
 
@@ -107,12 +125,16 @@ struct avfs_msg_cancel_reply {
 	uint32_t reserved;
 };
 
+/* SHM: the descriptor must be a memfd sealed against shrinking and growing (F_SEAL_SHRINK |
+ * F_SEAL_GROW: a truncation cannot pull the pages from under the daemon), of the client's own
+ * uid (root: any). Replacing it while requests use it is refused (-EBUSY). */
 struct avfs_msg_shm {
 	uint64_t size;		/* of the memfd (sent as SCM_RIGHTS with this message) */
 };
 
 struct avfs_msg_shm_reply {
-	int32_t res;
+	int32_t res;		/* 0, -EINVAL (no descriptor, not a sealed memfd, a bad size),
+				 * -EPERM (another user's), -EBUSY (requests use the one before) */
 	uint32_t reserved;
 };
 
@@ -133,7 +155,8 @@ struct avfs_msg_reserve {
 };
 
 struct avfs_msg_reserve_reply {
-	int32_t res;		/* 0, -EBUSY (the disk), -EDQUOT (the user's quota), -EINVAL, -EEXIST */
+	int32_t res;		/* 0, -EBUSY (the disk), -EDQUOT (the user's quota, or the
+				 * quota of detached reservations), -EINVAL, -EEXIST */
 	uint32_t quota_streams;	/* streams the user may still open (UINT32_MAX: no quota) */
 	uint64_t id;		/* the reservation's id */
 	uint64_t left_rate;	/* refused: the largest rate of this kind still admitted */

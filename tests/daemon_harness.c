@@ -18,6 +18,7 @@ const char *avfsd_bin, *mkfs_bin, *fsck_bin;
 char work_dir[64], img[96], mnt[96], sock[96], log_path[96];
 pid_t daemon_pid = -1;
 bool daemon_allow_other;
+const char *daemon_config;
 
 static struct { int passed, failed; } *counts;	/* shared with the test's children */
 
@@ -136,13 +137,24 @@ bool daemon_start(void)
 	if (daemon_pid < 0)
 		return false;
 	if (daemon_pid == 0) {
+		const char *argv[10];
+		int n = 0;
+
 		to_log();
+		argv[n++] = avfsd_bin;
+		argv[n++] = "--foreground";
 		if (daemon_allow_other)
-			execl(avfsd_bin, avfsd_bin, "--foreground", "--allow-other", "--socket", sock,
-			      img, mnt, (char *)NULL);
-		else
-			execl(avfsd_bin, avfsd_bin, "--foreground", "--socket", sock, img, mnt,
-			      (char *)NULL);
+			argv[n++] = "--allow-other";
+		if (daemon_config) {
+			argv[n++] = "--config";
+			argv[n++] = daemon_config;
+		}
+		argv[n++] = "--socket";
+		argv[n++] = sock;
+		argv[n++] = img;
+		argv[n++] = mnt;
+		argv[n] = NULL;
+		execv(avfsd_bin, (char *const *)argv);
 		_exit(127);
 	}
 	for (i = 0; i < 1000; i++) {

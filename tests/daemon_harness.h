@@ -19,6 +19,8 @@ extern char work_dir[64], img[96], mnt[96], sock[96], log_path[96];
 extern pid_t daemon_pid;
 /* Start avfsd with --allow-other (for tests that act as another uid). */
 extern bool daemon_allow_other;
+/* Start avfsd with --config this file (NULL: none). */
+extern const char *daemon_config;
 
 /* Read the environment, check for root and /dev/fuse, make /var/tmp/avfs-NAME-XXXXXX with the
  * paths above and the mount point, ignore SIGPIPE. 0 ready, 77 skip (said why on stdout), 1

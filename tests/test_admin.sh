@@ -20,6 +20,8 @@ margin=500ms
 be-floor 2%
 isolation on
 quota uid=1000 rate=10M streams=1
+clients-per-uid 32
+detached-quota streams=2 share=50%
 EOF
 admin() { "$ADMIN" --socket "$SOCK" "$@"; }
 # jq-like: json FILE EXPR (EXPR in python over `d`)
@@ -194,12 +196,19 @@ check "trace is root's: uid 1000 refused, no file left" bash -c "[ $? = 1 ] && [
 
 # ---- stop; a malformed configuration ----
 check "clean unmount" avfs_stop
-printf 'quota uid=1000 rate=lots\n' >"$AVFS_T/bad.conf"
-timeout 30 "$AVFSD" --foreground --socket "$SOCK" --config "$AVFS_T/bad.conf" "$IMG" "$MNT" \
-	>"$AVFS_T/bad.log" 2>&1
-rc=$?
-check "a malformed configuration: avfsd exits non-zero, naming the line" \
-	bash -c "[ $rc -ne 0 ] && grep -q 'bad.conf:1: quota' '$AVFS_T/bad.log'"
+# refused NAME WHAT EXPECTED CONTENT: avfsd with the configuration CONTENT exits non-zero and
+# its log has EXPECTED (the file, line and setting)
+refused() {
+	printf "$4" >"$AVFS_T/$1.conf"
+	timeout 30 "$AVFSD" --foreground --socket "$SOCK" --config "$AVFS_T/$1.conf" "$IMG" "$MNT" \
+		>"$AVFS_T/$1.log" 2>&1
+	local rc=$?
+	check "$2" bash -c "[ $rc -ne 0 ] && grep -q '$1.conf:$3' '$AVFS_T/$1.log'"
+}
+refused bad "a malformed configuration: avfsd exits non-zero, naming the line" "1: quota" \
+	'quota uid=1000 rate=lots\n'
+refused bad2 "a client limit out of range: refused, naming the line" "2: detached-quota" \
+	'margin=500ms\ndetached-quota share=150%%\n'
 check "nothing mounted after the refusal" bash -c "! grep -q ' $MNT fuse' /proc/mounts"
 check "fsck.avfs -n clean" timeout 60 "$FSCK" -n "$IMG"
 avfs_summary

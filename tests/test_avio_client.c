@@ -333,6 +333,10 @@ static void *fake_main(void *arg)
 			fake_reply(f, h.type, h.tag, &r, sizeof(r), NULL, 0);
 			break;
 		}
+		case AVFS_MSG_OPEN_PATH:	/* libavio names the file by its path */
+			assert_true(h.len > sizeof(struct avfs_msg_open_path) &&
+				    p[sizeof(struct avfs_msg_open_path)] == '/');
+			/* fall through */
 		case AVFS_MSG_OPEN: {
 			struct avfs_msg_open_reply r = { 0, 7 };
 
@@ -345,6 +349,9 @@ static void *fake_main(void *arg)
 			struct avfs_msg_shm_reply r = { 0, 0 };
 
 			memcpy(&m, p, sizeof(m));
+			/* sealed at its size, as avfsd requires */
+			assert_int_equal(fcntl(f->rxfd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW),
+					 F_SEAL_SHRINK | F_SEAL_GROW);
 			f->shm_size = m.size;
 			f->shm = mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_SHARED, f->rxfd, 0);
 			assert_true(f->shm != MAP_FAILED);

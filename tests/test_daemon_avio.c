@@ -10,6 +10,7 @@
 #include <avio.h>
 #include "clock.h"
 #include "daemon_harness.h"
+#include "rawclient.h"
 #include "pattern.h"
 #include "proto.h"
 
@@ -45,50 +46,6 @@ static int open_file(const char *name, int flags)
 
 	path_of(p, sizeof(p), name);
 	return open(p, flags, 0644);
-}
-
-/* run fn in a child process within timeout_s; true when it exited 0 */
-static bool in_child(const char *what, int timeout_s, int (*fn)(void *), void *arg)
-{
-	pid_t pid;
-	int st = 0, i;
-
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0)
-		_exit(fn(arg));
-	for (i = 0; i < timeout_s * 100; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
-		usleep(10000);
-	}
-	if (i == timeout_s * 100) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		note("%s: still running after %d s, killed", what, timeout_s);
-		return false;
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		note("%s: child %s %d", what, WIFSIGNALED(st) ? "killed by signal" : "exit status",
-		     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-		return false;
-	}
-	return true;
-}
-
-/* ---- libavio helpers ---- */
-
-/* start and wait for one request; its aio_ret, or the start's error */
-static ssize_t avio_sync(int fd, int op, void *buf, uint64_t off, size_t len, int64_t deadline)
-{
-	avfs_asyncio_t a = { .aio_fildes = fd, .aio_offset = (off_t)off, .aio_buf = buf,
-			     .aio_nbytes = len, .aio_deadline = deadline };
-	int err = avfs_asyncio_start(&a, op);
-
-	if (err)
-		return err;
-	err = avfs_asyncio_check(&a, AVFS_WAIT);
-	return err ? err : a.aio_ret;
 }
 
 /* ---- scenario: one client, the calls ---- */
@@ -450,115 +407,6 @@ static void test_many_clients(void)
 }
 
 /* ---- raw protocol ---- */
-
-static int raw_connect(void)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
-	if (s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof(sun))) {
-		close(s);
-		return -1;
-	}
-	return s;
-}
-
-static bool raw_send(int s, uint16_t type, uint64_t tag, const void *m, size_t len,
-		     const void *data, size_t dlen)
-{
-	struct avfs_msg_hdr h = { .magic = AVFS_PROTO_MAGIC, .type = type,
-				  .len = (uint32_t)(len + dlen), .tag = tag };
-	struct iovec iov[3] = { { &h, sizeof(h) }, { (void *)m, len }, { (void *)data, dlen } };
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
-	size_t want = sizeof(h) + len + dlen;
-	ssize_t n = sendmsg(s, &mh, MSG_NOSIGNAL);
-
-	return n == (ssize_t)want;	/* small messages on a fresh socket go in one piece */
-}
-
-/* receive one reply (header + payload into buf), waiting at most ms */
-static bool raw_recv(int s, struct avfs_msg_hdr *h, void *buf, size_t cap, int ms)
-{
-	size_t have = 0, want = sizeof(*h);
-	uint8_t *p = (uint8_t *)h;
-	int64_t until = avfs_clock_ns() + (int64_t)ms * 1000000;
-
-	for (int part = 0; part < 2; part++) {
-		while (have < want) {
-			struct pollfd pfd = { .fd = s, .events = POLLIN };
-			ssize_t n;
-
-			if (poll(&pfd, 1, (int)((until - avfs_clock_ns()) / 1000000) + 1) != 1)
-				return false;
-			n = recv(s, p + have, want - have, 0);
-			if (n <= 0)
-				return false;
-			have += (size_t)n;
-		}
-		if (part == 0) {
-			if (h->magic != AVFS_PROTO_MAGIC || h->len > cap)
-				return false;
-			p = buf;
-			have = 0;
-			want = h->len;
-		}
-	}
-	return true;
-}
-
-/* the daemon closed s: EOF (after any replies) within ms */
-static bool raw_closed(int s, int ms)
-{
-	static uint8_t sink[1 << 16];
-	int64_t until = avfs_clock_ns() + (int64_t)ms * 1000000;
-
-	while (avfs_clock_ns() < until) {
-		struct pollfd pfd = { .fd = s, .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&pfd, 1, 100) != 1)
-			continue;
-		n = recv(s, sink, sizeof(sink), MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return true;
-	}
-	return false;
-}
-
-/* true once the peer has closed s, seen by poll alone: no byte of s is read */
-static bool hung_up(int s, int ms)
-{
-	struct pollfd pfd = { .fd = s, .events = POLLRDHUP };
-
-	return poll(&pfd, 1, ms) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-/* HELLO and OPEN of the data file; the handle, or -1 */
-static int raw_hello_open(int s, const char *name, uint32_t access, int32_t *open_res)
-{
-	struct avfs_msg_hello hello = { .version = AVFS_PROTO_VERSION };
-	struct avfs_msg_open om = { .access = access };
-	struct avfs_msg_hdr h;
-	uint8_t buf[64];
-	struct stat st;
-	char p[256];
-
-	path_of(p, sizeof(p), name);
-	if (stat(p, &st))
-		return -1;
-	om.dev = st.st_dev;
-	om.ino = st.st_ino;
-	if (!raw_send(s, AVFS_MSG_HELLO, 1, &hello, sizeof(hello), NULL, 0) ||
-	    !raw_recv(s, &h, buf, sizeof(buf), 5000) || h.type != (AVFS_MSG_HELLO | AVFS_MSG_REPLY) ||
-	    ((struct avfs_msg_hello_reply *)buf)->res != 0)
-		return -1;
-	if (!raw_send(s, AVFS_MSG_OPEN, 2, &om, sizeof(om), NULL, 0) ||
-	    !raw_recv(s, &h, buf, sizeof(buf), 5000) || h.type != (AVFS_MSG_OPEN | AVFS_MSG_REPLY))
-		return -1;
-	memcpy(open_res, buf, sizeof(*open_res));
-	return *open_res ? -1 : (int)((struct avfs_msg_open_reply *)buf)->handle;
-}
 
 /* a normal libavio client, in its own process, reads 4 MiB right within 10 s */
 static int normal_client(void *arg)
@@ -1005,17 +853,17 @@ static int as_nobody(void *arg)
 		return 2;
 	s = raw_connect();
 	h = s >= 0 ? raw_hello_open(s, "secret", AVFS_OPEN_READ, &res) : -1;
-	check(h < 0 && res == -EACCES, "uid %d: OPEN of a 0600 root file by inode: -EACCES (%d)",
+	check(h < 0 && res == -EACCES, "uid %d: OPEN_PATH of a 0600 root file: -EACCES (%d)",
 	      NOBODY, res);
 	close(s);
 	s = raw_connect();
 	h = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_WRITE, &res) : -1;
-	check(h < 0 && res == -EACCES, "uid %d: OPEN for writing of a 0644 root file: -EACCES (%d)",
-	      NOBODY, res);
+	check(h < 0 && res == -EACCES, "uid %d: OPEN_PATH for writing of a 0644 root file: "
+	      "-EACCES (%d)", NOBODY, res);
 	close(s);
 	s = raw_connect();
 	h = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_READ, &res) : -1;
-	check(h >= 0, "uid %d: OPEN for reading of a 0644 root file (%d)", NOBODY, res);
+	check(h >= 0, "uid %d: OPEN_PATH for reading of a 0644 root file (%d)", NOBODY, res);
 	close(s);
 	check(open_file("secret", O_RDONLY) < 0 && errno == EACCES,
 	      "uid %d: open(2) of the 0600 file through the mount: EACCES", NOBODY);

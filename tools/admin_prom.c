@@ -105,8 +105,8 @@ static void labels(FILE *f, json_object *doc, json_object *s, const char *q)
 		label(f, "id", n, false);
 		snprintf(n, sizeof(n), "%.0f", avfs_json_num(s, "uid"));
 		label(f, "uid", n, false);
-		snprintf(n, sizeof(n), "%.0f", avfs_json_num(s, "inode"));
-		label(f, "inode", n, false);
+		if (*avfs_json_str(s, "inode"))	/* hidden from other users than its own */
+			label(f, "inode", avfs_json_str(s, "inode"), false);
 		label(f, "direction", avfs_json_str(s, "direction"), false);
 	}
 	if (q)

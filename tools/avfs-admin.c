@@ -188,9 +188,13 @@ static void print_streams(json_object *arr)
 		json_object *s = json_object_array_get_idx(arr, i);
 		bool det = json_object_get_boolean(json_object_object_get(s, "detached"));
 
-		printf("%4.0f %6.0f %7s %9.0f %3s %9.3f %9.2f %6.2f s %5.1f%% %5.1f%% %9.0f %6.0f "
+		const char *pid = avfs_json_str(s, "pid"), *ino = avfs_json_str(s, "inode");
+
+		/* another user's reservation shows no pid or inode unless the asker is root or
+		 * of the daemon's admin group */
+		printf("%4.0f %6.0f %7s %9s %3s %9.3f %9.2f %6.2f s %5.1f%% %5.1f%% %9.0f %6.0f "
 		       "%9.1f %9.1f\n", avfs_json_num(s, "id"), avfs_json_num(s, "uid"),
-		       det ? "-" : avfs_json_str(s, "pid"), avfs_json_num(s, "inode"),
+		       det || !*pid ? "-" : pid, *ino ? ino : "-",
 		       !strcmp(avfs_json_str(s, "direction"), "write") ? "w" : "r",
 		       avfs_json_num(s, "rate") / 1e6, avfs_json_num(s, "buffer") / (1 << 20),
 		       avfs_json_num(s, "period_ms") / 1e3, 100 * avfs_json_num(s, "utilization"),
@@ -323,7 +327,10 @@ static int cmd_reserve(int argc, char **argv)
 	};
 	struct avfs_msg_reserve m = { 0 };
 	struct avfs_msg_reserve_reply r;
-	struct avfs_msg_open om = { 0 };
+	struct {
+		struct avfs_msg_open_path m;
+		char path[AVFS_PROTO_PATH_LEN + 1];
+	} om = { 0 };	/* the file by its path: the daemon checks each directory on the way */
 	struct avfs_msg_open_reply orp;
 	uint64_t rate = 0, buffer = 0, io = 0;
 	const char *file, *dir = NULL;
@@ -372,17 +379,26 @@ static int cmd_reserve(int argc, char **argv)
 		return 2;
 	}
 	file = argv[optind];
-	if (stat(file, &st)) {
-		fprintf(stderr, "avfs-admin: %s: %s\n", file, strerror(errno));
-		return 1;
+	{
+		char *real = realpath(file, NULL);
+
+		if (!real || stat(real, &st) || strlen(real) > AVFS_PROTO_PATH_LEN) {
+			fprintf(stderr, "avfs-admin: %s: %s\n", file,
+				real ? "path too long" : strerror(errno));
+			free(real);
+			return 1;
+		}
+		strcpy(om.path, real);
+		free(real);
 	}
 	s = connect_daemon(file);
 	if (s < 0)
 		return 1;
-	om.dev = st.st_dev;
-	om.ino = st.st_ino;
-	om.access = m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ;
-	if (call(s, AVFS_MSG_OPEN, &om, sizeof(om), &orp, sizeof(orp), NULL, NULL)) {
+	om.m.dev = st.st_dev;
+	om.m.ino = st.st_ino;
+	om.m.access = m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ;
+	if (call(s, AVFS_MSG_OPEN_PATH, &om, sizeof(om.m) + strlen(om.path), &orp, sizeof(orp),
+		 NULL, NULL)) {
 		close(s);
 		return 1;
 	}
