@@ -4,7 +4,8 @@
  * H), and then served through the EDF / reduced C-SCAN / C-SCAN windows — in papers/001's
  * batches (hold = batch, the default: H over the held requests in LBA order, then all of them
  * as one batch) or as one sweep that never stops (hold = sweep: H over the C-SCAN order from
- * the head, new requests joining the sweep where it has not passed yet). A command
+ * the head, taken between turns; new requests join the turn under way where the head has not
+ * passed yet, as long as every request keeps half the margin). A command
  * carries the pending requests that follow it on the disk (coalescing: a stream's next
  * buffers, one seek and one rotational wait for all). BE requests go in C-SCAN order from the
  * last executed request with ageing, under hold only when H allows; long requests in chunks
@@ -60,6 +61,7 @@ struct tm {
 	struct node *be_old, *be_new;	/* BE in arrival order */
 	uint64_t cursor;	/* batch/sweep C-SCAN position */
 	uint64_t lap;		/* sweep: the turn the head is in (the cursor's) */
+	bool running;		/* sweep: the turn t->lap was let go (H came): it runs to its end */
 	uint64_t last_end;	/* end of the last executed command (RT or BE) */
 	uint64_t run_bytes;	/* bytes read or written in a row up to last_end */
 	uint64_t seq, rng;
@@ -393,6 +395,45 @@ static void be_unlink(struct tm *t, struct node *n)
 	n->older = n->newer = NULL;
 }
 
+/* The latest deadline of the nodes in turns up to lap (-1 if none). */
+static int64_t maxdl_upto(const struct node *n, uint64_t lap)
+{
+	int64_t m = -1;
+
+	while (n) {
+		if (n->lap <= lap) {
+			if (n->dl > m)
+				m = n->dl;
+			if (n->l && n->l->maxdl > m)
+				m = n->l->maxdl;
+			n = n->r;
+		} else {
+			n = n->l;
+		}
+	}
+	return m;
+}
+
+static double hold_of(struct tm *t, const struct tree *tr);
+
+/* Sweep: may n (fresh, ahead of the head) join the turn under way? Every request served after
+ * it is delayed by its service time, and a turn that takes whatever arrives ahead of the head
+ * could be held up without end (the requests at its far end waiting for the ones that keep
+ * joining before them), so it joins if its deadline is earlier than that of a request of the
+ * turn (papers/001 §3.3.4's rule for a batch), or if every request still keeps half the
+ * margin m in the sweep's order: H with it >= now - m/2. The other half is for the model's
+ * errors (docs/DESIGN.md, "Decisions measured"). If it joins, it is in the tree on return. */
+static bool joins_turn(struct tm *t, struct node *n, int64_t now)
+{
+	bool earlier = n->dl < maxdl_upto(t->batch->root, t->lap);
+
+	tree_insert(t, t->batch, n);
+	if (earlier || hold_of(t, t->batch) >= (double)now - (double)t->c.margin_ns / 2)
+		return true;
+	tree_erase(t, t->batch, n);
+	return false;
+}
+
 /* Sweep: must a new request at off wait for the next turn although the head has not passed
  * it (see place())? */
 static bool next_turn(struct tm *t, uint64_t off)
@@ -413,7 +454,7 @@ static bool next_turn(struct tm *t, uint64_t off)
 }
 
 /* Put a request (new, or partly done) where it belongs. */
-static void place(struct tm *t, struct node *n, bool fresh)
+static void place(struct tm *t, struct node *n, bool fresh, int64_t now)
 {
 	struct avfs_io *io = n->io;
 
@@ -448,11 +489,14 @@ static void place(struct tm *t, struct node *n, bool fresh)
 		 * stream's buffer that came due while its command ran, still in the drive's
 		 * read-ahead.) The remainder of a chunk, or a request whose seek went out, keeps
 		 * its turn. */
+		n->in_batch = true;
 		if (fresh)
 			n->lap = io->off >= t->cursor && !next_turn(t, io->off) ? t->lap
 										  : t->lap + 1;
-		tree_insert(t, t->batch, n);
-		n->in_batch = true;
+		if (fresh && n->lap == t->lap && !joins_turn(t, n, now))
+			n->lap = t->lap + 1;
+		if (!n->home)
+			tree_insert(t, t->batch, n);
 		return;
 	}
 	/* papers/001 §3.3.4: an RT request arriving during a batch joins it only if its
@@ -472,13 +516,12 @@ static int tm_submit(void *ctx, struct avfs_io *io, int64_t now)
 	struct tm *t = ctx;
 	struct node *n = calloc(1, sizeof(*n));
 
-	(void)now;
 	if (!n)
 		return -ENOMEM;
 	n->io = io;
 	n->tie = t->seq++;
 	io->pv[0] = n;
-	place(t, n, true);
+	place(t, n, true, now);
 	t->npending++;
 	return 0;
 }
@@ -877,18 +920,48 @@ static bool be_under_hold(struct tm *t, double h, int64_t now, struct avfs_sched
 	return true;
 }
 
+/* The modelled time from now until d is served, in the order of tr (as hold_of() counts). */
+static double prefix_of(struct tm *t, const struct tree *tr, const struct node *d)
+{
+	const struct node *first = tmin(tr->root);
+	double p = 0;
+
+	for (const struct node *x = tr->root; x;) {
+		if (x != d && less(d, x->lap, x->key, x->tie)) {
+			x = x->l;
+			continue;
+		}
+		p += x->ts + (x->l ? x->l->sum : 0);
+		if (x == d)
+			break;
+		x = x->r;
+	}
+	if (first && first->io->off == t->last_end)
+		p -= t->c.model.tk_ns + t->c.model.tr_ns / 2;
+	return p;
+}
+
 /* hold = sweep. Every RT request is in t->batch in the sweep's order: the turn the head is in
- * from the cursor on, then the next turn. It holds while every request can wait — the hold
- * time of papers/001 eq. (3) taken over that order, so a request the head has just passed
- * counts the whole turn before it — and then serves in that order; the EDF and reduced C-SCAN
- * windows of §3.3.4 take over when deadlines come close, as in a batch. The sweep never
- * ends, so a request never waits for more than one turn of the head (a batch makes one that
- * arrives just after it began wait for the rest of it and for the next). */
+ * from the cursor on, then the next turn. Between two turns the sweep holds while every
+ * request can wait — the hold time of papers/001 eq. (3) taken over that order — and once H
+ * comes, the turn runs to its end in that order, as a batch does (holding again after each
+ * command would keep every request at the edge of its margin, the hold letting go just enough
+ * for the next one: one stream's turn then meets another's and both miss). Requests join the
+ * turn under way where the head has not passed yet (place(), joins_turn()); the EDF window of
+ * §3.3.4 and a reduced C-SCAN window — when the request due first would keep less than half
+ * the margin in the sweep's order — are detours that leave the sweep where it was. So a
+ * request waits for at most the rest of one turn where a batch makes one that arrives just
+ * after it began wait for the rest of it and for the next. */
 static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 {
-	struct node *d = min_dl(t->batch->root), *n;
+	struct node *d = min_dl(t->batch->root), *n = tmin(t->batch->root);
 	double h;
 
+	if (n->lap > t->lap) {		/* the turn is done (the detours too): the next one */
+		t->lap = n->lap;
+		t->cursor = 0;
+		t->running = false;
+	}
 	if (d->dl <= now) {		/* missed: fail it, never issue it */
 		fail(t, d, t->batch, cmd);
 		return;
@@ -897,25 +970,29 @@ static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 		issue_in(t, d, t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
 		return;
 	}
-	h = hold_of(t, t->batch);
-	if (h > (double)now) {		/* every request can wait: hold */
-		if (be_under_hold(t, h, now, cmd))
+	if (!t->running) {
+		h = hold_of(t, t->batch);
+		if (h > (double)now) {	/* every request can wait: hold */
+			/* (a BE command moves the head: the first request pays its seek again) */
+			if (be_under_hold(t, t->batch->root->minh, now, cmd))
+				return;
+			cmd->kind = AVFS_SCHED_WAIT;	/* the hold timer */
+			cmd->at = (int64_t)ceil(h);
 			return;
-		cmd->kind = AVFS_SCHED_WAIT;	/* the hold timer */
-		cmd->at = (int64_t)ceil(h);
-		return;
+		}
+		t->running = true;
 	}
-	if (h + (double)t->c.margin_ns <= (double)now) {
-		/* the sweep's order would miss a deadline: the requests due soon first, in the
-		 * sweep's order (reduced C-SCAN), a detour */
+	if (d->dl <= now + t->c.margin_ns &&
+	    (double)now + prefix_of(t, t->batch, d) > (double)(d->dl - t->c.margin_ns / 2)) {
+		/* the sweep's order would leave the request due first less than m/2: the
+		 * requests due soon first, in the sweep's order (reduced C-SCAN), a detour */
 		int64_t lim = d->dl + t->c.margin_ns;
 
 		n = next_ge_dl(t->batch->root, 0, lim);
 		issue_in(t, n, t->batch, now, cmd, lim - 1, INT64_MAX, true);
 		return;
 	}
-	n = tmin(t->batch->root);	/* the sweep goes on */
-	issue(t, n, t->batch, now, cmd);
+	issue(t, n, t->batch, now, cmd);	/* the sweep goes on */
 	if (cmd->kind == AVFS_SCHED_DISPATCH && !cmd->seek) {
 		t->lap = n->lap;
 		t->cursor = cmd->off + cmd->len;
@@ -1014,7 +1091,6 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 	struct node *n = io ? io->pv[0] : NULL;
 	uint32_t mine;
 
-	(void)now;
 	if (!n)
 		return true;
 	land(t, n);
@@ -1034,7 +1110,7 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 		return true;
 	}
 	if (cmd->seek) {
-		place(t, n, false);	/* the transfer is still to come */
+		place(t, n, false, now);	/* the transfer is still to come */
 		return false;
 	}
 	mine = io->more ? (uint32_t)io->len : cmd->len;	/* a coalesced command carried all of n */
@@ -1047,7 +1123,7 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 
 	n->split_done = false;
 	if (io->len) {
-		place(t, n, false);	/* the rest of a chunked request */
+		place(t, n, false, now);	/* the rest of a chunked request */
 		return false;
 	}
 	io->pv[0] = NULL;

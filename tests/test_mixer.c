@@ -415,6 +415,92 @@ static void test_mixer_sweep(void **state)
 	avfs_sched_destroy(&s);
 }
 
+/* The sweep's turn, once H came, runs to its end (it does not hold again after each command:
+ * that kept every request at the edge of its margin, and Fahrrad's four greedy streams
+ * missed tens of thousands of deadlines); between turns it holds again. */
+static void test_mixer_sweep_turn_runs(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+	struct avfs_io a = rt(10 * GB, 1u << 20, t + 520 * MS);
+	struct avfs_io b = rt(20 * GB, 65536, t + 5000 * MS);
+	struct avfs_io n = rt(5 * GB, 65536, t + 5000 * MS);
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	c.sweep = true;
+	s = mk(&c);
+	assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
+	assert_int_equal(avfs_sched_submit(&s, &b, 0), 0);
+	avfs_sched_next(&s, t, &cmd);		/* a is due: the turn goes */
+	assert_ptr_equal(cmd.io, &a);
+	assert_true(avfs_sched_done(&s, &cmd, t + 20 * MS, (int)cmd.len));
+	assert_true(avfs_tm_hold_time(s.ctx) > (double)(t + 4000 * MS));	/* b could wait... */
+	avfs_sched_next(&s, t + 20 * MS, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);	/* ...but its turn runs on */
+	assert_ptr_equal(cmd.io, &b);
+	assert_int_equal(avfs_sched_submit(&s, &n, t + 21 * MS), 0);	/* behind: next turn */
+	assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
+	avfs_sched_next(&s, t + 30 * MS, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_WAIT);	/* a new turn: held until H */
+	assert_int_equal(cmd.at, (int64_t)ceil(avfs_tm_hold_time(s.ctx)));
+	avfs_sched_destroy(&s);
+}
+
+/* A request ahead of the head joins the turn under way only if every request keeps half the
+ * margin after it (H >= now - m/2), or if it is due before one of the turn (papers/001's rule
+ * for a batch); else it waits for the next turn. Before this rule a turn took whatever
+ * greedy streams sent ahead of the head, and the requests at its far end missed. */
+static void test_mixer_sweep_join(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+	struct avfs_io a = rt(10 * GB, 1u << 20, t + 520 * MS);
+	struct avfs_io far, big = rt(20 * GB, 8u << 20, t + 5000 * MS), early;
+	double ts_far;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	c.sweep = true;
+	s = mk(&c);
+	assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
+	avfs_sched_next(&s, t, &cmd);
+	assert_ptr_equal(cmd.io, &a);
+	/* far keeps m/2 + 50 ms alone; big ahead of it (~150 ms) would leave it less */
+	ts_far = avfs_svc_time(&c.model, 30 * GB, 65536, false);
+	far = rt(30 * GB, 65536, t + 1 * MS + 300 * MS + (int64_t)ts_far);
+	assert_int_equal(avfs_sched_submit(&s, &far, t + 1 * MS), 0);
+	assert_true(avfs_tm_hold_time(s.ctx) >= (double)(t + 1 * MS) - 250 * MS);
+	assert_int_equal(avfs_sched_submit(&s, &big, t + 1 * MS), 0);
+	assert_true(avfs_tm_hold_time(s.ctx) >= (double)(t + 1 * MS) - 250 * MS);	/* not in */
+	/* early, 4 MiB, would also leave far less than m/2, but is due before it: it joins */
+	early = rt(25 * GB, 4u << 20, far.deadline - 5 * MS);
+	assert_int_equal(avfs_sched_submit(&s, &early, t + 2 * MS), 0);
+	assert_true(avfs_tm_hold_time(s.ctx) < (double)(t + 2 * MS) - 250 * MS);
+	assert_true(avfs_sched_done(&s, &cmd, t + 20 * MS, (int)cmd.len));
+	{
+		struct avfs_io *want[3] = { &early, &far, &big };
+		int64_t now = t + 20 * MS;
+
+		for (int i = 0; i < 3; i++) {
+			avfs_sched_next(&s, now, &cmd);
+			if (cmd.kind == AVFS_SCHED_WAIT) {
+				now = cmd.at;
+				avfs_sched_next(&s, now, &cmd);
+			}
+			assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+			assert_ptr_equal(cmd.io, want[i]);
+			now += 20 * MS;
+			assert_true(avfs_sched_done(&s, &cmd, now, (int)cmd.len));
+		}
+	}
+	avfs_sched_destroy(&s);
+}
+
 /* BE order is C-SCAN from the end of the last executed request, and a request older than the
  * age bound goes first: nothing starves. */
 static void test_mixer_be_cscan_and_ageing(void **state)
@@ -884,6 +970,8 @@ int main(void)
 		cmocka_unit_test(test_mixer_service_time),
 		cmocka_unit_test(test_mixer_settings),
 		cmocka_unit_test(test_mixer_sweep),
+		cmocka_unit_test(test_mixer_sweep_join),
+		cmocka_unit_test(test_mixer_sweep_turn_runs),
 		cmocka_unit_test(test_mixer_windows),
 	};
 
