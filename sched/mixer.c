@@ -688,33 +688,37 @@ static unsigned in_order(struct node *n, struct node **v, unsigned at, unsigned 
  * merge however many they are (each taken alone would cost a removal: O(k log n) against
  * O(log n + k)). They are found first without changing the tree; the range between the first
  * and the last must hold them and nothing else (a request overlapping them keeps the slow
- * way). Returns how many it carried. */
+ * way). With `with_n`, n is still in tr (its turn: lap) and goes out in the same cut, which
+ * saves its own removal; it is out on return whatever else happens. Returns how many
+ * followers it carried. */
 static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint64_t lap,
 			    struct avfs_sched_cmd *cmd, struct avfs_io **last, uint64_t cap,
-			    double budget, unsigned room)
+			    double budget, unsigned room, bool with_n)
 {
-	struct node *v[AVFS_SCHED_COALESCE_MAX], *first = NULL, *end_node = NULL;
+	struct node *v[AVFS_SCHED_COALESCE_MAX], *first = with_n ? n : NULL, *end_node = first;
 	struct node *a, *b, *c, *d, *st[SPINE];
 	uint64_t end = cmd->off + cmd->len, len = cmd->len;
-	unsigned cnt = 0, sp = 0;
+	unsigned cnt = 0, sp = 0, want;
 
-	/* in order from the first node at or after (lap, end): a stack of the nodes whose left
-	 * subtree is still to come, so that k followers cost O(k + depth), not O(k depth) */
+	/* in order from the first node at or after (lap, end) — or n: a stack of the nodes whose
+	 * left subtree is still to come, so that k followers cost O(k + depth), not O(k depth) */
 	for (struct node *x = tr->root; x && sp < SPINE;) {
-		if (!less(x, lap, end, 0)) {
+		if (with_n ? !less(x, n->lap, n->key, n->tie) : !less(x, lap, end, 0)) {
 			st[sp++] = x;
 			x = x->l;
 		} else {
 			x = x->r;
 		}
 	}
-	for (;;) {
+	for (bool skip = with_n;; skip = false) {
 		struct node *s = sp ? st[--sp] : NULL;
 
 		if (s)
 			for (struct node *x = s->r; x && sp < SPINE; x = x->l)
 				st[sp++] = x;
-		if (cnt == room || !follows(n, s, lap, end) || len + s->io->len > cap ||
+		if (skip && s == n)
+			continue;	/* n itself comes first */
+		if (skip || cnt == room || !follows(n, s, lap, end) || len + s->io->len > cap ||
 		    s->dl > t->join_lim ||
 		    avfs_svc_time(&t->c.model, cmd->off, len + s->io->len,
 				  cmd->off == t->last_end) > budget)
@@ -726,18 +730,29 @@ static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint6
 		end += s->io->len;
 		cnt++;
 	}
-	if (!cnt)
+	if (!first)
 		return 0;
+	want = cnt + with_n;
 	split(t, tr->root, first->lap, first->key, first->tie, &a, &b);
 	split(t, b, end_node->lap, end_node->key, end_node->tie + 1, &c, &d);
-	if (in_order(c, v, 0, cnt) != cnt) {	/* something else lies among them */
+	if (in_order(c, v, 0, want) != want) {	/* something else lies among them */
 		tr->root = merge(t, merge(t, a, c), d);
-		return 0;
+		if (!with_n)
+			return 0;
+		take(t, n, tr);
+		return carry_range(t, n, tr, lap, cmd, last, cap, budget, room, false);
 	}
 	refresh_first(t, &d, tmax(a));	/* its alpha now depends on what precedes the range */
 	tr->root = merge(t, a, d);
-	tr->n -= cnt;
-	for (unsigned i = 0; i < cnt; i++) {
+	tr->n -= want;
+	if (with_n) {		/* as take() */
+		n->in_batch = tr == t->batch;
+		n->l = n->r = NULL;
+		n->home = NULL;
+		if (tr == &t->be)
+			be_unlink(t, n);
+	}
+	for (unsigned i = with_n; i < want; i++) {
 		v[i]->l = v[i]->r = NULL;
 		v[i]->home = NULL;
 		if (tr == &t->be)
@@ -747,7 +762,7 @@ static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint6
 	return cnt;
 }
 
-/* Extend n's command (n alone so far, taken out of tr) by its followers: each taken out of
+/* Take n (still in tr) out of it and extend its command by its followers: each taken out of
  * its tree and flown with n, chained on io->more; a later deadline served early is never a
  * miss. */
 static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_sched_cmd *cmd,
@@ -760,17 +775,22 @@ static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_
 
 	if (t->c.chunk && t->c.chunk < cap)
 		cap = t->c.chunk;	/* semi-preemptible I/O bounds every command */
-	if (!cap || !t->c.rotational || cmd->len >= cap)
+	if (!cap || !t->c.rotational || cmd->len >= cap) {
+		take(t, n, tr);
 		return;
+	}
 	budget = co_budget(t, n, now);
-	/* the common case at once: followers in n's tree and turn, then in the next turn (the
-	 * sweep) or among the held requests (a batch's request), in the window's order */
+	/* the common case at once: n with its followers in its tree and turn, then those in the
+	 * next turn (the sweep) or among the held requests (a batch's request), in the window's
+	 * order */
 	if (!t->out_of_order) {
 		k += carry_range(t, n, tr, n->lap, cmd, &last, cap, budget,
-				 AVFS_SCHED_COALESCE_MAX - k);
+				 AVFS_SCHED_COALESCE_MAX - k, true);
 		if (tr == t->batch)
 			k += carry_range(t, n, t->c.sweep ? tr : t->rt, t->c.sweep ? n->lap + 1 : 0,
-					 cmd, &last, cap, budget, AVFS_SCHED_COALESCE_MAX - k);
+					 cmd, &last, cap, budget, AVFS_SCHED_COALESCE_MAX - k, false);
+	} else {
+		take(t, n, tr);
 	}
 	while (k < AVFS_SCHED_COALESCE_MAX) {	/* the others one by one */
 		struct tree *from = NULL;
@@ -832,8 +852,6 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 			return true;
 		}
 	}
-	take(t, n, tr);
-	fly(t, n);
 	t->jit_node = NULL;
 	*cmd = (struct avfs_sched_cmd){ .kind = AVFS_SCHED_DISPATCH, .io = io, .off = io->off,
 					.len = cmd_len(t, io), .write = io->write };
@@ -841,7 +859,10 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 	cmd->fua = io->fua && cmd->len == io->len;
 	t->cnt.chunks += cmd->len < io->orig_len;
 	if (cmd->len == io->len && !io->fua)
-		coalesce(t, n, tr, cmd, now);
+		coalesce(t, n, tr, cmd, now);	/* takes n out of tr */
+	else
+		take(t, n, tr);
+	fly(t, n);
 	return true;
 }
 
