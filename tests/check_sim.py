@@ -44,18 +44,9 @@ if tm and again:
     strip = lambda d: {k: v for k, v in d.items() if not k.endswith("wall_s") and k != "decision_us"}
     check("the same seed gives the same figures", strip(tm) == strip(again))
 
-# hold = sweep (docs/DESIGN.md, "Decisions measured"): 19 HD streams, reads only, run on
-# time where papers/001's batches fall behind; with a short margin (m = 100 ms), where the
-# sweep once fell apart (held again after every command, joins without a bound, detours that
-# never moved it on), 14 streams run on time
-sw = run("--workload", "19r0w", "--duration", "300", "--set", "hold=sweep", "--json")
-ba = run("--workload", "19r0w", "--duration", "300", "--set", "hold=batch", "--json")
-if sw and ba:
-    print(f"19r0w 300 s: sweep {sw['deadline_misses']} misses (util {sw['disk_utilization']:.3f}), "
-          f"batches {ba['deadline_misses']}")
-    check("19r0w for 300 s: the sweep misses nothing", sw["rt_requests"] > 25000 and
-          sw["deadline_misses"] == 0)
-    check("19r0w for 300 s: batches fall behind", ba["deadline_misses"] > 0)
+# hold = sweep (docs/DESIGN.md, "Decisions measured"): with a short margin (m = 100 ms), where
+# the sweep as first built fell apart (held again after every command, joins without a bound,
+# detours that never moved it on: 13,628 misses of 19,306), 14 streams run on time
 short = run("--workload", "14r0w", "--duration", "300", "--margin", "100ms", "--urgent", "20ms",
             "--set", "hold=sweep", "--json")
 if short:
