@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 
 	avfs_sched_conf_default(&conf);
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		char why[160] = "", *eq, *save = NULL, *tok;
+		char why[160] = "", *save = NULL, *tok;
 
 		switch (o) {
 		case 'p':
@@ -173,14 +173,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 's':
-			eq = strchr(optarg, '=');
-			if (!eq) {
-				fprintf(stderr, "sched_cost: --set NAME=VALUE\n");
-				return 2;
-			}
-			*eq = '\0';
-			if (avfs_sched_conf_set(&conf, optarg, eq + 1, why, sizeof(why))) {
-				fprintf(stderr, "sched_cost: --set: %s\n", why);
+			if (avfs_sched_conf_set_pair(&conf, optarg, why, sizeof(why))) {
+				fprintf(stderr, "sched_cost: --set %s\n", why);
 				return 2;
 			}
 			break;

@@ -93,8 +93,9 @@ struct avfs_sched_conf {
 	uint64_t split_bytes;	/* split seeks longer than this (0 = never; needs predictor) */
 	/* traffic mixer: how RT requests are held and ordered — false: papers/001's batches
 	 * (hold until H, then the whole held set as one batch); true: the sweep (a C-SCAN that
-	 * never stops, held while every request can wait: the hold time over the sweep's order
-	 * from the head) */
+	 * never stops: held between two turns while every request can wait, the hold time over
+	 * the sweep's order from the head; a turn let go runs to its end, and takes the requests
+	 * that arrive ahead of the head while every request keeps half the margin) */
 	bool sweep;
 	/* traffic mixer: a command may carry the pending requests that follow it on the device
 	 * (same direction and class: a stream's next buffers) up to this many bytes, 0 = one
@@ -126,6 +127,10 @@ void avfs_sched_conf_default(struct avfs_sched_conf *c);
  * 0, -ENOENT (unknown name) or -ERANGE / -EINVAL with why. */
 int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char *value,
 			char *why, size_t whylen);
+/* The same from one "NAME=VALUE" argument (the tools' --set). 0, -EINVAL (no '=' or no name)
+ * or avfs_sched_conf_set's errors, with why. */
+int avfs_sched_conf_set_pair(struct avfs_sched_conf *c, const char *pair, char *why,
+			     size_t whylen);
 /* Check a whole configuration (e < m, ranges). 0 or -EINVAL with why. */
 int avfs_sched_conf_check(const struct avfs_sched_conf *c, char *why, size_t whylen);
 /* The settings table, for --help and avfs-admin: name, default, unit, range, meaning. */

@@ -4,7 +4,8 @@
  * H), and then served through the EDF / reduced C-SCAN / C-SCAN windows — in papers/001's
  * batches (hold = batch, the default: H over the held requests in LBA order, then all of them
  * as one batch) or as one sweep that never stops (hold = sweep: H over the C-SCAN order from
- * the head, new requests joining the sweep where it has not passed yet). A command
+ * the head, taken between turns; new requests join the turn under way where the head has not
+ * passed yet, as long as every request keeps half the margin). A command
  * carries the pending requests that follow it on the disk (coalescing: a stream's next
  * buffers, one seek and one rotational wait for all). BE requests go in C-SCAN order from the
  * last executed request with ageing, under hold only when H allows; long requests in chunks
@@ -60,6 +61,7 @@ struct tm {
 	struct node *be_old, *be_new;	/* BE in arrival order */
 	uint64_t cursor;	/* batch/sweep C-SCAN position */
 	uint64_t lap;		/* sweep: the turn the head is in (the cursor's) */
+	bool running;		/* sweep: the turn t->lap was let go (H came): it runs to its end */
 	uint64_t last_end;	/* end of the last executed command (RT or BE) */
 	uint64_t run_bytes;	/* bytes read or written in a row up to last_end */
 	uint64_t seq, rng;
@@ -393,6 +395,45 @@ static void be_unlink(struct tm *t, struct node *n)
 	n->older = n->newer = NULL;
 }
 
+/* The latest deadline of the nodes in turns up to lap (-1 if none). */
+static int64_t maxdl_upto(const struct node *n, uint64_t lap)
+{
+	int64_t m = -1;
+
+	while (n) {
+		if (n->lap <= lap) {
+			if (n->dl > m)
+				m = n->dl;
+			if (n->l && n->l->maxdl > m)
+				m = n->l->maxdl;
+			n = n->r;
+		} else {
+			n = n->l;
+		}
+	}
+	return m;
+}
+
+static double hold_of(struct tm *t, const struct tree *tr);
+
+/* Sweep: may n (fresh, ahead of the head) join the turn under way? Every request served after
+ * it is delayed by its service time, and a turn that takes whatever arrives ahead of the head
+ * could be held up without end (the requests at its far end waiting for the ones that keep
+ * joining before them), so it joins if its deadline is earlier than that of a request of the
+ * turn (papers/001 §3.3.4's rule for a batch), or if every request still keeps half the
+ * margin m in the sweep's order: H with it >= now - m/2. The other half is for the model's
+ * errors (docs/DESIGN.md, "Decisions measured"). If it joins, it is in the tree on return. */
+static bool joins_turn(struct tm *t, struct node *n, int64_t now)
+{
+	bool earlier = n->dl < maxdl_upto(t->batch->root, t->lap);
+
+	tree_insert(t, t->batch, n);
+	if (earlier || hold_of(t, t->batch) >= (double)now - (double)t->c.margin_ns / 2)
+		return true;
+	tree_erase(t, t->batch, n);
+	return false;
+}
+
 /* Sweep: must a new request at off wait for the next turn although the head has not passed
  * it (see place())? */
 static bool next_turn(struct tm *t, uint64_t off)
@@ -413,7 +454,7 @@ static bool next_turn(struct tm *t, uint64_t off)
 }
 
 /* Put a request (new, or partly done) where it belongs. */
-static void place(struct tm *t, struct node *n, bool fresh)
+static void place(struct tm *t, struct node *n, bool fresh, int64_t now)
 {
 	struct avfs_io *io = n->io;
 
@@ -448,11 +489,14 @@ static void place(struct tm *t, struct node *n, bool fresh)
 		 * stream's buffer that came due while its command ran, still in the drive's
 		 * read-ahead.) The remainder of a chunk, or a request whose seek went out, keeps
 		 * its turn. */
+		n->in_batch = true;
 		if (fresh)
 			n->lap = io->off >= t->cursor && !next_turn(t, io->off) ? t->lap
 										  : t->lap + 1;
-		tree_insert(t, t->batch, n);
-		n->in_batch = true;
+		if (fresh && n->lap == t->lap && !joins_turn(t, n, now))
+			n->lap = t->lap + 1;
+		if (!n->home)
+			tree_insert(t, t->batch, n);
 		return;
 	}
 	/* papers/001 §3.3.4: an RT request arriving during a batch joins it only if its
@@ -472,13 +516,12 @@ static int tm_submit(void *ctx, struct avfs_io *io, int64_t now)
 	struct tm *t = ctx;
 	struct node *n = calloc(1, sizeof(*n));
 
-	(void)now;
 	if (!n)
 		return -ENOMEM;
 	n->io = io;
 	n->tie = t->seq++;
 	io->pv[0] = n;
-	place(t, n, true);
+	place(t, n, true, now);
 	t->npending++;
 	return 0;
 }
@@ -645,33 +688,37 @@ static unsigned in_order(struct node *n, struct node **v, unsigned at, unsigned 
  * merge however many they are (each taken alone would cost a removal: O(k log n) against
  * O(log n + k)). They are found first without changing the tree; the range between the first
  * and the last must hold them and nothing else (a request overlapping them keeps the slow
- * way). Returns how many it carried. */
+ * way). With `with_n`, n is still in tr (its turn: lap) and goes out in the same cut, which
+ * saves its own removal; it is out on return whatever else happens. Returns how many
+ * followers it carried. */
 static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint64_t lap,
 			    struct avfs_sched_cmd *cmd, struct avfs_io **last, uint64_t cap,
-			    double budget, unsigned room)
+			    double budget, unsigned room, bool with_n)
 {
-	struct node *v[AVFS_SCHED_COALESCE_MAX], *first = NULL, *end_node = NULL;
+	struct node *v[AVFS_SCHED_COALESCE_MAX], *first = with_n ? n : NULL, *end_node = first;
 	struct node *a, *b, *c, *d, *st[SPINE];
 	uint64_t end = cmd->off + cmd->len, len = cmd->len;
-	unsigned cnt = 0, sp = 0;
+	unsigned cnt = 0, sp = 0, want;
 
-	/* in order from the first node at or after (lap, end): a stack of the nodes whose left
-	 * subtree is still to come, so that k followers cost O(k + depth), not O(k depth) */
+	/* in order from the first node at or after (lap, end) — or n: a stack of the nodes whose
+	 * left subtree is still to come, so that k followers cost O(k + depth), not O(k depth) */
 	for (struct node *x = tr->root; x && sp < SPINE;) {
-		if (!less(x, lap, end, 0)) {
+		if (with_n ? !less(x, n->lap, n->key, n->tie) : !less(x, lap, end, 0)) {
 			st[sp++] = x;
 			x = x->l;
 		} else {
 			x = x->r;
 		}
 	}
-	for (;;) {
+	for (bool skip = with_n;; skip = false) {
 		struct node *s = sp ? st[--sp] : NULL;
 
 		if (s)
 			for (struct node *x = s->r; x && sp < SPINE; x = x->l)
 				st[sp++] = x;
-		if (cnt == room || !follows(n, s, lap, end) || len + s->io->len > cap ||
+		if (skip && s == n)
+			continue;	/* n itself comes first */
+		if (skip || cnt == room || !follows(n, s, lap, end) || len + s->io->len > cap ||
 		    s->dl > t->join_lim ||
 		    avfs_svc_time(&t->c.model, cmd->off, len + s->io->len,
 				  cmd->off == t->last_end) > budget)
@@ -683,18 +730,29 @@ static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint6
 		end += s->io->len;
 		cnt++;
 	}
-	if (!cnt)
+	if (!first)
 		return 0;
+	want = cnt + with_n;
 	split(t, tr->root, first->lap, first->key, first->tie, &a, &b);
 	split(t, b, end_node->lap, end_node->key, end_node->tie + 1, &c, &d);
-	if (in_order(c, v, 0, cnt) != cnt) {	/* something else lies among them */
+	if (in_order(c, v, 0, want) != want) {	/* something else lies among them */
 		tr->root = merge(t, merge(t, a, c), d);
-		return 0;
+		if (!with_n)
+			return 0;
+		take(t, n, tr);
+		return carry_range(t, n, tr, lap, cmd, last, cap, budget, room, false);
 	}
 	refresh_first(t, &d, tmax(a));	/* its alpha now depends on what precedes the range */
 	tr->root = merge(t, a, d);
-	tr->n -= cnt;
-	for (unsigned i = 0; i < cnt; i++) {
+	tr->n -= want;
+	if (with_n) {		/* as take() */
+		n->in_batch = tr == t->batch;
+		n->l = n->r = NULL;
+		n->home = NULL;
+		if (tr == &t->be)
+			be_unlink(t, n);
+	}
+	for (unsigned i = with_n; i < want; i++) {
 		v[i]->l = v[i]->r = NULL;
 		v[i]->home = NULL;
 		if (tr == &t->be)
@@ -704,7 +762,7 @@ static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint6
 	return cnt;
 }
 
-/* Extend n's command (n alone so far, taken out of tr) by its followers: each taken out of
+/* Take n (still in tr) out of it and extend its command by its followers: each taken out of
  * its tree and flown with n, chained on io->more; a later deadline served early is never a
  * miss. */
 static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_sched_cmd *cmd,
@@ -717,17 +775,22 @@ static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_
 
 	if (t->c.chunk && t->c.chunk < cap)
 		cap = t->c.chunk;	/* semi-preemptible I/O bounds every command */
-	if (!cap || !t->c.rotational || cmd->len >= cap)
+	if (!cap || !t->c.rotational || cmd->len >= cap) {
+		take(t, n, tr);
 		return;
+	}
 	budget = co_budget(t, n, now);
-	/* the common case at once: followers in n's tree and turn, then in the next turn (the
-	 * sweep) or among the held requests (a batch's request), in the window's order */
+	/* the common case at once: n with its followers in its tree and turn, then those in the
+	 * next turn (the sweep) or among the held requests (a batch's request), in the window's
+	 * order */
 	if (!t->out_of_order) {
 		k += carry_range(t, n, tr, n->lap, cmd, &last, cap, budget,
-				 AVFS_SCHED_COALESCE_MAX - k);
+				 AVFS_SCHED_COALESCE_MAX - k, true);
 		if (tr == t->batch)
 			k += carry_range(t, n, t->c.sweep ? tr : t->rt, t->c.sweep ? n->lap + 1 : 0,
-					 cmd, &last, cap, budget, AVFS_SCHED_COALESCE_MAX - k);
+					 cmd, &last, cap, budget, AVFS_SCHED_COALESCE_MAX - k, false);
+	} else {
+		take(t, n, tr);
 	}
 	while (k < AVFS_SCHED_COALESCE_MAX) {	/* the others one by one */
 		struct tree *from = NULL;
@@ -789,8 +852,6 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 			return true;
 		}
 	}
-	take(t, n, tr);
-	fly(t, n);
 	t->jit_node = NULL;
 	*cmd = (struct avfs_sched_cmd){ .kind = AVFS_SCHED_DISPATCH, .io = io, .off = io->off,
 					.len = cmd_len(t, io), .write = io->write };
@@ -798,7 +859,10 @@ static bool issue(struct tm *t, struct node *n, struct tree *tr, int64_t now,
 	cmd->fua = io->fua && cmd->len == io->len;
 	t->cnt.chunks += cmd->len < io->orig_len;
 	if (cmd->len == io->len && !io->fua)
-		coalesce(t, n, tr, cmd, now);
+		coalesce(t, n, tr, cmd, now);	/* takes n out of tr */
+	else
+		take(t, n, tr);
+	fly(t, n);
 	return true;
 }
 
@@ -877,18 +941,48 @@ static bool be_under_hold(struct tm *t, double h, int64_t now, struct avfs_sched
 	return true;
 }
 
+/* The modelled time from now until d is served, in the order of tr (as hold_of() counts). */
+static double prefix_of(struct tm *t, const struct tree *tr, const struct node *d)
+{
+	const struct node *first = tmin(tr->root);
+	double p = 0;
+
+	for (const struct node *x = tr->root; x;) {
+		if (x != d && less(d, x->lap, x->key, x->tie)) {
+			x = x->l;
+			continue;
+		}
+		p += x->ts + (x->l ? x->l->sum : 0);
+		if (x == d)
+			break;
+		x = x->r;
+	}
+	if (first && first->io->off == t->last_end)
+		p -= t->c.model.tk_ns + t->c.model.tr_ns / 2;
+	return p;
+}
+
 /* hold = sweep. Every RT request is in t->batch in the sweep's order: the turn the head is in
- * from the cursor on, then the next turn. It holds while every request can wait — the hold
- * time of papers/001 eq. (3) taken over that order, so a request the head has just passed
- * counts the whole turn before it — and then serves in that order; the EDF and reduced C-SCAN
- * windows of §3.3.4 take over when deadlines come close, as in a batch. The sweep never
- * ends, so a request never waits for more than one turn of the head (a batch makes one that
- * arrives just after it began wait for the rest of it and for the next). */
+ * from the cursor on, then the next turn. Between two turns the sweep holds while every
+ * request can wait — the hold time of papers/001 eq. (3) taken over that order — and once H
+ * comes, the turn runs to its end in that order, as a batch does (holding again after each
+ * command would keep every request at the edge of its margin, the hold letting go just enough
+ * for the next one: one stream's turn then meets another's and both miss). Requests join the
+ * turn under way where the head has not passed yet (place(), joins_turn()); the EDF window of
+ * §3.3.4 and a reduced C-SCAN window — when the request due first would keep less than half
+ * the margin in the sweep's order — are detours that leave the sweep where it was. So a
+ * request waits for at most the rest of one turn where a batch makes one that arrives just
+ * after it began wait for the rest of it and for the next. */
 static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 {
-	struct node *d = min_dl(t->batch->root), *n;
+	struct node *d = min_dl(t->batch->root), *n = tmin(t->batch->root);
 	double h;
 
+	if (n->lap > t->lap) {		/* the turn is done (the detours too): the next one */
+		t->lap = n->lap;
+		t->cursor = 0;
+		t->running = false;
+	}
 	if (d->dl <= now) {		/* missed: fail it, never issue it */
 		fail(t, d, t->batch, cmd);
 		return;
@@ -897,25 +991,29 @@ static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 		issue_in(t, d, t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
 		return;
 	}
-	h = hold_of(t, t->batch);
-	if (h > (double)now) {		/* every request can wait: hold */
-		if (be_under_hold(t, h, now, cmd))
+	if (!t->running) {
+		h = hold_of(t, t->batch);
+		if (h > (double)now) {	/* every request can wait: hold */
+			/* (a BE command moves the head: the first request pays its seek again) */
+			if (be_under_hold(t, t->batch->root->minh, now, cmd))
+				return;
+			cmd->kind = AVFS_SCHED_WAIT;	/* the hold timer */
+			cmd->at = (int64_t)ceil(h);
 			return;
-		cmd->kind = AVFS_SCHED_WAIT;	/* the hold timer */
-		cmd->at = (int64_t)ceil(h);
-		return;
+		}
+		t->running = true;
 	}
-	if (h + (double)t->c.margin_ns <= (double)now) {
-		/* the sweep's order would miss a deadline: the requests due soon first, in the
-		 * sweep's order (reduced C-SCAN), a detour */
+	if (d->dl <= now + t->c.margin_ns &&
+	    (double)now + prefix_of(t, t->batch, d) > (double)(d->dl - t->c.margin_ns / 2)) {
+		/* the sweep's order would leave the request due first less than m/2: the
+		 * requests due soon first, in the sweep's order (reduced C-SCAN), a detour */
 		int64_t lim = d->dl + t->c.margin_ns;
 
 		n = next_ge_dl(t->batch->root, 0, lim);
 		issue_in(t, n, t->batch, now, cmd, lim - 1, INT64_MAX, true);
 		return;
 	}
-	n = tmin(t->batch->root);	/* the sweep goes on */
-	issue(t, n, t->batch, now, cmd);
+	issue(t, n, t->batch, now, cmd);	/* the sweep goes on */
 	if (cmd->kind == AVFS_SCHED_DISPATCH && !cmd->seek) {
 		t->lap = n->lap;
 		t->cursor = cmd->off + cmd->len;
@@ -1014,7 +1112,6 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 	struct node *n = io ? io->pv[0] : NULL;
 	uint32_t mine;
 
-	(void)now;
 	if (!n)
 		return true;
 	land(t, n);
@@ -1034,7 +1131,7 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 		return true;
 	}
 	if (cmd->seek) {
-		place(t, n, false);	/* the transfer is still to come */
+		place(t, n, false, now);	/* the transfer is still to come */
 		return false;
 	}
 	mine = io->more ? (uint32_t)io->len : cmd->len;	/* a coalesced command carried all of n */
@@ -1047,7 +1144,7 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 
 	n->split_done = false;
 	if (io->len) {
-		place(t, n, false);	/* the rest of a chunked request */
+		place(t, n, false, now);	/* the rest of a chunked request */
 		return false;
 	}
 	io->pv[0] = NULL;

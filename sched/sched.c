@@ -152,6 +152,21 @@ known:
 	return 0;
 }
 
+int avfs_sched_conf_set_pair(struct avfs_sched_conf *c, const char *pair, char *why,
+			     size_t whylen)
+{
+	char name[64];
+	const char *eq = pair ? strchr(pair, '=') : NULL;
+
+	if (!eq || eq == pair || eq - pair >= (long)sizeof(name)) {
+		avfs_why(why, whylen, "'%s': say NAME=VALUE", pair ? pair : "");
+		return -EINVAL;
+	}
+	memcpy(name, pair, (size_t)(eq - pair));
+	name[eq - pair] = 0;
+	return avfs_sched_conf_set(c, name, eq + 1, why, whylen);
+}
+
 int avfs_sched_conf_check(const struct avfs_sched_conf *c, char *why, size_t whylen)
 {
 	if (c->urgent_ns >= c->margin_ns) {

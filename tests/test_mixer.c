@@ -358,6 +358,46 @@ static void test_mixer_coalesce_bounds(void **state)
 	avfs_sched_destroy(&s);
 }
 
+/* A sweep (hold = sweep, coalescing up to `coalesce` if not 0) that has started with a: a is
+ * submitted at 0 and dispatched at t, its command in *cmd. */
+static struct avfs_sched sweep_from(struct avfs_sched_conf *c, uint32_t coalesce,
+				    struct avfs_io *a, int64_t t, struct avfs_sched_cmd *cmd)
+{
+	struct avfs_sched s;
+
+	avfs_sched_conf_default(c);
+	c->sweep = true;
+	if (coalesce)
+		c->coalesce = coalesce;
+	s = mk(c);
+	assert_int_equal(avfs_sched_submit(&s, a, 0), 0);
+	avfs_sched_next(&s, t, cmd);		/* due: the sweep starts with a */
+	assert_int_equal(cmd->kind, AVFS_SCHED_DISPATCH);
+	assert_ptr_equal(cmd->io, a);
+	return s;
+}
+
+/* From now on the mixer dispatches want[0..n) in that order (waiting where it holds), each
+ * command done `step` after it went. */
+static void serve_in_order(struct avfs_sched *s, struct avfs_io **want, int n, int64_t now,
+			   int64_t step)
+{
+	struct avfs_sched_cmd cmd;
+
+	for (int i = 0; i < n; i++) {
+		avfs_sched_next(s, now, &cmd);
+		if (cmd.kind == AVFS_SCHED_WAIT) {	/* held until H */
+			assert_int_equal(cmd.at, (int64_t)ceil(avfs_tm_hold_time(s->ctx)));
+			now = cmd.at;
+			avfs_sched_next(s, now, &cmd);
+		}
+		assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+		assert_ptr_equal(cmd.io, want[i]);
+		now += step;
+		assert_true(avfs_sched_done(s, &cmd, now, (int)cmd.len));
+	}
+}
+
 /* The sweep (hold = sweep): a request ahead of the head joins the turn it is in, one behind
  * it waits for the next turn, and one that starts where a whole coalescing size ended also
  * waits for the next turn (a stream asking as fast as it is served does not keep the head);
@@ -373,16 +413,10 @@ static void test_mixer_sweep(void **state)
 	struct avfs_io behind = rt(5 * GB, 65536, t + 1600 * MS);
 	struct avfs_io cont = rt(10 * GB + (1u << 20), 65536, t + 5000 * MS);
 	struct avfs_io far = rt(30 * GB, 65536, t + 5000 * MS);
-	double h;
+	struct avfs_io *want[4] = { &ahead, &far, &behind, &cont };
 
 	(void)state;
-	avfs_sched_conf_default(&c);
-	c.sweep = true;
-	c.coalesce = 1u << 20;
-	s = mk(&c);
-	assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
-	avfs_sched_next(&s, t, &cmd);		/* due: the sweep starts with a */
-	assert_ptr_equal(cmd.io, &a);
+	s = sweep_from(&c, 1u << 20, &a, t, &cmd);
 	assert_int_equal(avfs_sched_submit(&s, &ahead, t + 1 * MS), 0);
 	assert_int_equal(avfs_sched_submit(&s, &behind, t + 1 * MS), 0);
 	assert_true(avfs_sched_done(&s, &cmd, t + 20 * MS, (int)cmd.len));
@@ -390,28 +424,74 @@ static void test_mixer_sweep(void **state)
 	assert_int_equal(avfs_sched_submit(&s, &cont, t + 20 * MS), 0);
 	assert_int_equal(avfs_sched_submit(&s, &far, t + 20 * MS), 0);
 	/* H over the order ahead, far, behind, cont: behind's prefix holds all before it */
-	h = avfs_tm_hold_time(s.ctx);
-	assert_near(h, (double)(t + 1600 * MS) - 500 * MS -
+	assert_near(avfs_tm_hold_time(s.ctx), (double)(t + 1600 * MS) - 500 * MS -
 		    avfs_svc_time(&c.model, ahead.off, ahead.len, false) -
 		    avfs_svc_time(&c.model, far.off, far.len, false) -
 		    avfs_svc_time(&c.model, behind.off, behind.len, false), 1);
-	/* each at its hold time (or at once, once due): ahead, far (this turn), then the next
-	 * turn from the start of the disk: behind, cont */
-	{
-		struct avfs_io *want[4] = { &ahead, &far, &behind, &cont };
-		int64_t now = t + 20 * MS;
+	/* ahead, far (this turn), then the next turn from the start of the disk: behind, cont */
+	serve_in_order(&s, want, 4, t + 20 * MS, 10 * MS);
+	avfs_sched_destroy(&s);
+}
 
-		for (int i = 0; i < 4; i++) {
-			h = avfs_tm_hold_time(s.ctx);
-			if (h > (double)now)
-				now = (int64_t)ceil(h);
-			avfs_sched_next(&s, now, &cmd);
-			assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
-			assert_ptr_equal(cmd.io, want[i]);
-			now += 10 * MS;
-			assert_true(avfs_sched_done(&s, &cmd, now, (int)cmd.len));
-		}
-	}
+/* The sweep's turn, once H came, runs to its end (it does not hold again after each command:
+ * that kept every request at the edge of its margin, and Fahrrad's four greedy streams
+ * missed tens of thousands of deadlines); between turns it holds again. */
+static void test_mixer_sweep_turn_runs(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+	struct avfs_io a = rt(10 * GB, 1u << 20, t + 520 * MS);
+	struct avfs_io b = rt(20 * GB, 65536, t + 5000 * MS);
+	struct avfs_io n = rt(5 * GB, 65536, t + 5000 * MS);
+
+	(void)state;
+	s = sweep_from(&c, 0, &a, t, &cmd);
+	assert_int_equal(avfs_sched_submit(&s, &b, t), 0);	/* ahead: this turn */
+	assert_true(avfs_sched_done(&s, &cmd, t + 20 * MS, (int)cmd.len));
+	assert_true(avfs_tm_hold_time(s.ctx) > (double)(t + 4000 * MS));	/* b could wait... */
+	avfs_sched_next(&s, t + 20 * MS, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);	/* ...but its turn runs on */
+	assert_ptr_equal(cmd.io, &b);
+	assert_int_equal(avfs_sched_submit(&s, &n, t + 21 * MS), 0);	/* behind: next turn */
+	assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
+	avfs_sched_next(&s, t + 30 * MS, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_WAIT);	/* a new turn: held until H */
+	assert_int_equal(cmd.at, (int64_t)ceil(avfs_tm_hold_time(s.ctx)));
+	avfs_sched_destroy(&s);
+}
+
+/* A request ahead of the head joins the turn under way only if every request keeps half the
+ * margin after it (H >= now - m/2), or if it is due before one of the turn (papers/001's rule
+ * for a batch); else it waits for the next turn. Before this rule a turn took whatever
+ * greedy streams sent ahead of the head, and the requests at its far end missed. */
+static void test_mixer_sweep_join(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+	struct avfs_io a = rt(10 * GB, 1u << 20, t + 520 * MS);
+	struct avfs_io far, big = rt(20 * GB, 8u << 20, t + 5000 * MS), early;
+	struct avfs_io *want[3] = { &early, &far, &big };
+	double ts_far;
+
+	(void)state;
+	s = sweep_from(&c, 0, &a, t, &cmd);
+	/* far keeps m/2 + 50 ms alone; big ahead of it (~150 ms) would leave it less */
+	ts_far = avfs_svc_time(&c.model, 30 * GB, 65536, false);
+	far = rt(30 * GB, 65536, t + 1 * MS + 300 * MS + (int64_t)ts_far);
+	assert_int_equal(avfs_sched_submit(&s, &far, t + 1 * MS), 0);
+	assert_true(avfs_tm_hold_time(s.ctx) >= (double)(t + 1 * MS) - 250 * MS);
+	assert_int_equal(avfs_sched_submit(&s, &big, t + 1 * MS), 0);
+	assert_true(avfs_tm_hold_time(s.ctx) >= (double)(t + 1 * MS) - 250 * MS);	/* not in */
+	/* early, 4 MiB, would also leave far less than m/2, but is due before it: it joins */
+	early = rt(25 * GB, 4u << 20, far.deadline - 5 * MS);
+	assert_int_equal(avfs_sched_submit(&s, &early, t + 2 * MS), 0);
+	assert_true(avfs_tm_hold_time(s.ctx) < (double)(t + 2 * MS) - 250 * MS);
+	assert_true(avfs_sched_done(&s, &cmd, t + 20 * MS, (int)cmd.len));
+	serve_in_order(&s, want, 3, t + 20 * MS, 20 * MS);
 	avfs_sched_destroy(&s);
 }
 
@@ -884,6 +964,8 @@ int main(void)
 		cmocka_unit_test(test_mixer_service_time),
 		cmocka_unit_test(test_mixer_settings),
 		cmocka_unit_test(test_mixer_sweep),
+		cmocka_unit_test(test_mixer_sweep_join),
+		cmocka_unit_test(test_mixer_sweep_turn_runs),
 		cmocka_unit_test(test_mixer_windows),
 	};
 

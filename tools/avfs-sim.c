@@ -414,17 +414,12 @@ static int parse(int argc, char **argv, enum mode mode, struct cli *c)
 		case 'J': c->o.conf.jit = true; break;
 		case 'S': if (set_conf(c, "split", optarg)) return 2; break;
 		case 'x': {
-			char name[64];
-			const char *eq = strchr(optarg, '=');
+			char why[160];
 
-			if (!eq || eq - optarg >= (long)sizeof(name)) {
-				fprintf(stderr, "avfs-sim: --set '%s': NAME=VALUE\n", optarg);
+			if (avfs_sched_conf_set_pair(&c->o.conf, optarg, why, sizeof(why))) {
+				fprintf(stderr, "avfs-sim: --set %s\n", why);
 				return 2;
 			}
-			memcpy(name, optarg, (size_t)(eq - optarg));
-			name[eq - optarg] = 0;
-			if (set_conf(c, name, eq + 1))
-				return 2;
 			break;
 		}
 		case 's':

@@ -126,7 +126,7 @@ static void usage_reserve(FILE *f)
 		"                        [--test sweep|fahrrad] [--k K] [--service RATE:BUFFER:IO[:write]]\n"
 		"                        [--place files|inner|spread] [--alloc zrr-run|zrr|contig]\n"
 		"                        [--quota-rate R --quota-streams N] [--fill 0.8] [--trace PREFIX]\n"
-		"                        [--json]\n"
+		"                        [--set NAME=VALUE] [--json]\n"
 		"\n"
 		"For each seed: a random sequence of reservation requests (2-40 Mbit/s, buffers 2-32 MiB,\n"
 		"requests of 256 KiB, 512 KiB or 1 MiB, 70 %% playback / 30 %% recording, files placed by\n"
@@ -156,14 +156,17 @@ static void usage_reserve(FILE *f)
 		"  --quota-rate R       a quota for every uid (bits/s, K/M/G); requests come from 4 uids\n"
 		"  --quota-streams N    at most N streams per uid\n"
 		"  --trace PREFIX       each seed's admitted run traced to PREFIX.seedN.csv (docs/TRACE.md;\n"
-		"                       the stream column is the admitted stream's index)\n");
+		"                       the stream column is the admitted stream's index)\n"
+		"  --set NAME=VALUE     a scheduler setting (avfs-sim --help lists them), for the runs\n"
+		"                       and for admission's model of the mixer\n");
 }
 
 static void usage_isolation(FILE *f)
 {
 	fprintf(f,
 		"usage: avfs-sim isolation --scenario NAME [--duration 600] [--seed 1] [--disk avfs-250g]\n"
-		"                          [--bw park|at-once|uncharged] [--trace PREFIX] [--json]\n"
+		"                          [--bw park|at-once|uncharged] [--trace PREFIX]\n"
+		"                          [--set NAME=VALUE] [--json]\n"
 		"\n"
 		"The bandwidth class (token bucket, SPEC §7) in virtual time:\n"
 		"  be-greedy        reserved 3 MiB/s readers (as many as admission takes) with 0..8 greedy\n"
@@ -185,7 +188,9 @@ static void usage_isolation(FILE *f)
 		"  --bw at-once  above its rate the request is charged to the bucket's debt (floor: half\n"
 		"                a bucket) and sent as best effort at once\n"
 		"  --trace PREFIX  every run traced to PREFIX.SCENARIO.CASE.csv (docs/TRACE.md; the\n"
-		"                stream column is the stream's index in the case's table)\n");
+		"                stream column is the stream's index in the case's table)\n"
+		"  --set NAME=VALUE  a scheduler setting (avfs-sim --help lists them; fahrrad4 sets\n"
+		"                its own margin and urgent window)\n");
 }
 
 /* --service RATE:BUFFER:IO[:write] (a bit rate, binary sizes). 0 or -EINVAL. */
@@ -234,6 +239,7 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 		{ "service", required_argument, NULL, 'V' },
 		{ "place", required_argument, NULL, 'P' },
 		{ "alloc", required_argument, NULL, 'A' },
+		{ "set", required_argument, NULL, 'x' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -336,6 +342,15 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 				goto bad;
 			c->o.alloc = (uint32_t)avfs_alloc_policy_parse(optarg);
 			break;
+		case 'x': {
+			char why[160];
+
+			if (avfs_sched_conf_set_pair(&c->o.conf, optarg, why, sizeof(why))) {
+				fprintf(stderr, "avfs-sim %s: --set %s\n", argv[0], why);
+				return 2;
+			}
+			break;
+		}
 		case 'j': c->json = true; break;
 		case 'h':
 			(reserve ? usage_reserve : usage_isolation)(stdout);
