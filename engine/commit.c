@@ -108,7 +108,9 @@ const char *cm_failure(const struct avfs_engine *e)
 
 bool cm_durable(const struct avfs_engine *e)
 {
-	return !e->fs || (!e->cm.qn && !e->cm.unflushed && !avfs_fs_dirty_blocks(e->fs));
+	/* after a failed commit memory is ahead of the disk: nothing is durable any more */
+	return !e->fs || (!e->cm.failure[0] && !e->cm.qn && !e->cm.unflushed &&
+			  !avfs_fs_dirty_blocks(e->fs));
 }
 
 /* The plan at the head failed at its operation c->i: what failed, for the log and for
@@ -255,6 +257,10 @@ static int commit(struct avfs_engine *e, int64_t now)
 
 	if (c->qn == AVFS_CM_QUEUE - 1)
 		return -EBUSY;	/* a generation's counter would be shared: wait */
+	if (c->failure[0]) {	/* read-only since a commit failed: no commit is durable now */
+		told(e, -EIO);
+		return -EIO;
+	}
 	err = avfs_fs_commit(e->fs, now + e->c.wall_offset_ns, &p);
 	if (err) {
 		elog(e, 0, "commit failed: %s (%s)", strerror(-err), avfs_fs_why(e->fs));

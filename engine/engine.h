@@ -176,7 +176,9 @@ int avfs_engine_commit_now(struct avfs_engine *e, int64_t now);
 		__r = (call);								\
 	__r; })
 /* Everything the front ends changed and wrote is on disk: no metadata change left, no commit
- * under way, no completed data write the device has not been told to flush. */
+ * under way, no completed data write the device has not been told to flush. Never after a
+ * commit failed (avfs_engine_failure): every commit asked for then fails with -EIO, so an
+ * fsync answers EIO. */
 bool avfs_engine_durable(const struct avfs_engine *e);
 /* Commits done so far, and how many are queued or under way (*queued may be NULL): an fsync
  * that arrives now is durable once commits() exceeds done + queued (the commit it asks for
