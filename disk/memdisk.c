@@ -195,28 +195,27 @@ uint8_t *avfs_memdisk_data(struct avfs_disk *d)
 	return avfs_memdisk_is(d) ? ((struct memdisk *)d->ctx)->data : NULL;
 }
 
-int avfs_memdisk_fail_reads(struct avfs_disk *d, uint64_t off, uint64_t len)
+/* One failing range (reads' or writes'): set, or cleared with len 0. */
+static int fail_range(struct avfs_disk *d, bool writes, uint64_t off, uint64_t len)
 {
 	struct memdisk *m;
 
 	if (!avfs_memdisk_is(d) || len > UINT64_MAX - off)
 		return -EINVAL;
 	m = d->ctx;
-	m->fail_off = len ? off : 0;
-	m->fail_len = len;
+	*(writes ? &m->wfail_off : &m->fail_off) = len ? off : 0;
+	*(writes ? &m->wfail_len : &m->fail_len) = len;
 	return 0;
+}
+
+int avfs_memdisk_fail_reads(struct avfs_disk *d, uint64_t off, uint64_t len)
+{
+	return fail_range(d, false, off, len);
 }
 
 int avfs_memdisk_fail_writes(struct avfs_disk *d, uint64_t off, uint64_t len)
 {
-	struct memdisk *m;
-
-	if (!avfs_memdisk_is(d) || len > UINT64_MAX - off)
-		return -EINVAL;
-	m = d->ctx;
-	m->wfail_off = len ? off : 0;
-	m->wfail_len = len;
-	return 0;
+	return fail_range(d, true, off, len);
 }
 
 int avfs_memdisk_fail_flushes(struct avfs_disk *d, bool fail)
