@@ -141,6 +141,11 @@ static json_object *status(const struct avfsd_admin_view *v, struct avfs_engine 
 			       (int64_t)avfs_fs_block_size(avfs_engine_fs(e))));
 	json_object_object_add(o, "policy", json_object_new_string(
 			       avfs_engine_sched(e)->ops->name));
+	/* a failed commit turned the file system read-only: what failed (issue 19) */
+	json_object_object_add(o, "read_only", json_object_new_boolean(
+			       avfs_fs_rdonly(avfs_engine_fs(e))));
+	json_object_object_add(o, "failure", avfs_engine_failure(e) ?
+			       json_object_new_string(avfs_engine_failure(e)) : NULL);
 	json_object_object_add(o, "clients", json_object_new_int64((int64_t)clients));
 	json_object_object_add(o, "streams", json_object_new_int64(
 			       (int64_t)avfs_engine_stream_count(e)));

@@ -509,9 +509,12 @@ static int run(struct avfsd *a)
 		avfs_engine_tick(a->e, now);
 		if (!a->exiting)
 			continue;
-		/* drained: the last commit is on disk */
+		/* drained: the last commit is on disk (none can be after one failed) */
 		avfs_engine_commits(a->e, &queued);
-		if (!queued && avfs_fs_dirty_blocks(a->io->fs))
+		if (avfs_engine_failure(a->e)) {
+			if (avfs_engine_idle(a->e))
+				return 0;
+		} else if (!queued && avfs_fs_dirty_blocks(a->io->fs))
 			avfs_engine_commit(a->e, now);
 		else if (avfs_engine_idle(a->e))
 			return 0;
@@ -751,14 +754,23 @@ int main(int argc, char **argv)
 		a.srv = NULL;
 		avfs_fuse_free(a.fu);
 		a.fu = NULL;
+		if (avfs_engine_failure(a.e)) {
+			/* read-only since a commit failed: nothing more is written */
+			avfsd_log(AVFSD_ERROR, "stopped read-only (%s): what changed after the last "
+				  "commit is lost; the next mount replays the journal (check with "
+				  "fsck.avfs -n)", avfs_engine_failure(a.e));
+			ret = 1;
+		}
 		avfs_engine_free(a.e);
 		a.e = NULL;
-		ret = avfs_fsio_unmount(a.io) ? 1 : 0;
-		a.io = NULL;
-		if (ret)
-			avfsd_log(AVFSD_ERROR, "final commit failed");
-		else
-			avfsd_log(AVFSD_INFO, "clean shutdown of %s", a.dev_path);
+		if (!ret) {
+			ret = avfs_fsio_unmount(a.io) ? 1 : 0;
+			a.io = NULL;
+			if (ret)
+				avfsd_log(AVFSD_ERROR, "final commit failed");
+			else
+				avfsd_log(AVFSD_INFO, "clean shutdown of %s", a.dev_path);
+		}
 	}
 	stop(&a);
 	return ret;

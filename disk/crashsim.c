@@ -30,32 +30,69 @@ static uint64_t rand_below(uint64_t *s, uint64_t n)
 	return v % n;
 }
 
-static void apply(const struct avfs_rec_entry *e, uint64_t size, uint8_t *out)
+/* Land the first len bytes of write e (all of them: e->len). */
+static void apply_n(const struct avfs_rec_entry *e, uint32_t len, uint64_t size, uint8_t *out)
 {
 	if (e->kind != AVFS_REC_WRITE || !e->data || e->off > size || e->len > size - e->off)
 		return;
-	memcpy(out + e->off, e->data, e->len);
+	memcpy(out + e->off, e->data, len < e->len ? len : e->len);
 }
 
-/* Fisher-Yates over idx[0, n) */
-static void shuffle(size_t *idx, size_t n, uint64_t *rng)
+static void apply(const struct avfs_rec_entry *e, uint64_t size, uint8_t *out)
+{
+	apply_n(e, e->len, size, out);
+}
+
+/* How much of write e lands when it is cut (probability 1 in `odds`, from *rng): a whole
+ * number of sectors in [1, sectors - 1]; e->len when it is not cut. */
+static uint32_t cut_len(const struct avfs_rec_entry *e, uint32_t sector, uint64_t odds,
+			uint64_t *rng)
+{
+	uint32_t nsec = sector ? e->len / sector : 0;
+
+	if (nsec < 2 || e->len % sector || rand_below(rng, odds))
+		return e->len;
+	return (uint32_t)(1 + rand_below(rng, nsec - 1)) * sector;
+}
+
+/* Fisher-Yates over idx[0, n) (and their cut lengths with them) */
+static void shuffle(size_t *idx, uint32_t *len, size_t n, uint64_t *rng)
 {
 	for (size_t i = n; i > 1; i--) {
 		size_t j = (size_t)rand_below(rng, i), t = idx[i - 1];
+		uint32_t l = len[i - 1];
 
 		idx[i - 1] = idx[j];
 		idx[j] = t;
+		len[i - 1] = len[j];
+		len[j] = l;
 	}
 }
 
 size_t avfs_crash_image(const uint8_t *base, uint64_t size, const struct avfs_rec_entry *log,
 			size_t nlog, const struct avfs_crash_point *pt, uint8_t *out)
 {
+	struct avfs_crash_stats st;
+
+	return avfs_crash_image_stats(base, size, log, nlog, pt, out, &st);
+}
+
+size_t avfs_crash_image_stats(const uint8_t *base, uint64_t size,
+			      const struct avfs_rec_entry *log, size_t nlog,
+			      const struct avfs_crash_point *pt, uint8_t *out,
+			      struct avfs_crash_stats *st)
+{
 	size_t upto = pt->upto < nlog ? pt->upto : nlog;
-	size_t durable = 0, dropped = 0, nseg = 0;
+	size_t durable = 0, nseg = 0;
 	uint64_t coin = pt->seed, order = pt->seed ^ 0x6a09e667f3bcc909ull;
+	uint64_t tear = pt->seed ^ 0xbb67ae8584caa73bull;	/* its own stream: the drops
+								 * for a seed stay as without */
+	uint32_t sector = pt->torn_sector, *segl = NULL;
+	const struct avfs_rec_entry *cut = upto < nlog && log[upto].kind == AVFS_REC_WRITE &&
+					   sector && !pt->all_inflight_applied ? &log[upto] : NULL;
 	size_t *seg = NULL;
 
+	memset(st, 0, sizeof(*st));
 	memcpy(out, base, (size_t)size);
 	/* everything up to the last FLUSH before the cut is on the medium, in order */
 	for (size_t i = upto; i > 0; i--) {
@@ -66,8 +103,6 @@ size_t avfs_crash_image(const uint8_t *base, uint64_t size, const struct avfs_re
 	}
 	for (size_t i = 0; i < durable; i++)
 		apply(&log[i], size, out);
-	if (durable == upto)
-		return 0;
 	/* all_inflight_applied: the image as if the power had stayed on, i.e. the whole prefix */
 	if (pt->all_inflight_applied) {
 		for (size_t i = durable; i < upto; i++)
@@ -80,34 +115,61 @@ size_t avfs_crash_image(const uint8_t *base, uint64_t size, const struct avfs_re
 	 * their own stream, tossed in log order, so that which writes are dropped for a seed
 	 * does not depend on how many shuffles happen before them. A shuffle buffer that cannot
 	 * be had degrades to log order: still a legal crash image, a less adversarial one. */
-	seg = malloc((upto - durable) * sizeof(*seg));
-	for (size_t i = durable; i <= upto; i++) {
+	if (upto > durable) {
+		seg = malloc((upto - durable) * sizeof(*seg));
+		segl = malloc((upto - durable) * sizeof(*segl));
+		if (!seg || !segl) {
+			free(seg);
+			free(segl);
+			seg = NULL;
+			segl = NULL;
+		}
+	}
+	for (size_t i = durable; i < upto || (i == upto && upto > durable); i++) {
 		const struct avfs_rec_entry *e = i < upto ? &log[i] : NULL;
 
 		if (e && e->kind != AVFS_REC_WRITE)
 			continue;
 		if (e && !e->fua) {
-			if (!(next_rand(&coin) & 1)) {
-				dropped++;
-			} else if (seg) {
-				seg[nseg++] = i;
+			uint32_t n;
+
+			if (!(next_rand(&coin) & 1) && !pt->torn_always) {
+				st->dropped++;
+				continue;
+			}
+			n = cut_len(e, sector, pt->torn_always ? 1 : 4, &tear);
+			st->torn += n < e->len;
+			if (seg) {
+				seg[nseg] = i;
+				segl[nseg++] = n;
 			} else {
-				apply(e, size, out);
+				apply_n(e, n, size, out);
 			}
 			continue;
 		}
 		/* a FUA write or the end: land the segment before it, then the FUA write */
 		if (seg) {
-			shuffle(seg, nseg, &order);
+			shuffle(seg, segl, nseg, &order);
 			for (size_t k = 0; k < nseg; k++)
-				apply(&log[seg[k]], size, out);
+				apply_n(&log[seg[k]], segl[k], size, out);
 			nseg = 0;
 		}
 		if (e)
 			apply(e, size, out);
 	}
 	free(seg);
-	return dropped;
+	free(segl);
+	/* the write under way when the power went: its first sectors, or nothing */
+	if (cut && cut->data && cut->off <= size && cut->len <= size - cut->off) {
+		uint32_t n = cut_len(cut, sector, pt->torn_always ? 1 : 2, &tear);
+
+		if (n < cut->len) {
+			apply_n(cut, n, size, out);
+			st->torn++;
+		}
+		st->cut_whole = !memcmp(out + cut->off, cut->data, cut->len);
+	}
+	return st->dropped;
 }
 
 static int cmp_point(const void *a, const void *b)

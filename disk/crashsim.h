@@ -18,11 +18,32 @@
  * durable by itself and always applied; each other one is independently dropped or applied
  * (probability 1/2, from seed), and the applied ones land in a seeded random order.
  * upto just after a FLUSH (or 0) therefore gives the clean prefix, and so does any upto
- * with all_inflight_applied. */
+ * with all_inflight_applied.
+ * Torn writes (torn_sector > 0): the power also cuts writes at a sector boundary, as a drive
+ * that loses power mid-command leaves its first sectors written and the rest as they were.
+ * Each applied in-flight write that is not FUA lands cut with probability 1/4, and the write
+ * under way at the cut (log[upto], when it is a write, FUA or not) lands cut with probability
+ * 1/2: its first k sectors, k uniform in [1, sectors - 1] (writes of one sector are never
+ * cut). A cut write keeps its place in the landing order; the one under way lands last. */
 struct avfs_crash_point {
 	size_t upto;			/* log entries [0, upto) completed; above nlog means nlog */
 	uint64_t seed;			/* drives the drop choices and the order */
 	bool all_inflight_applied;	/* drop nothing, log order: no power cut at all */
+	uint32_t torn_sector;		/* 0: writes land whole or not at all; else the sector
+					 * size (a power of two) at which writes may be cut */
+	bool torn_always;		/* with torn_sector: every in-flight write (not FUA) lands
+					 * cut, none is dropped, and the one under way lands cut
+					 * too (a test aiming at a few writes) */
+};
+
+/* What a crash image holds beyond the durable prefix. */
+struct avfs_crash_stats {
+	size_t dropped;		/* in-flight writes that did not land */
+	size_t torn;		/* writes that landed cut (in flight, or under way at the cut) */
+	/* the write under way at the cut (log[upto]) reads back whole: its bytes are all on the
+	 * medium (cut where the lost sectors already held the same bytes, or never cut). A
+	 * checker counts such a write as done: a FUA commit record then commits */
+	bool cut_whole;
 };
 
 /* Write the crash image for pt into out (size bytes; may not alias base): a copy of base,
@@ -33,6 +54,11 @@ struct avfs_crash_point {
  * size bytes are skipped. Returns the number of in-flight writes dropped. */
 size_t avfs_crash_image(const uint8_t *base, uint64_t size, const struct avfs_rec_entry *log,
 			size_t nlog, const struct avfs_crash_point *pt, uint8_t *out);
+/* The same, saying in *st (not NULL) what was dropped and torn. Returns st->dropped. */
+size_t avfs_crash_image_stats(const uint8_t *base, uint64_t size,
+			      const struct avfs_rec_entry *log, size_t nlog,
+			      const struct avfs_crash_point *pt, uint8_t *out,
+			      struct avfs_crash_stats *st);
 
 /* Crash points for a log, sorted by upto: 0, every index just after a FLUSH, and nlog
  * (each once), plus up to random_per_gap distinct random cuts strictly inside each gap

@@ -17,6 +17,8 @@ struct memdisk {
 	struct avfs_disk_cqe *cq;	/* completions ready to reap, oldest first */
 	size_t cqlen, cqcap;
 	uint64_t fail_off, fail_len;	/* reads touching [off, off + len) complete with -EIO */
+	uint64_t wfail_off, wfail_len;	/* writes touching [off, off + len) complete with -EIO */
+	bool fail_flush;		/* FLUSH completes with -EIO */
 };
 
 static const struct avfs_disk_ops memdisk_ops;
@@ -33,11 +35,11 @@ static int reserve_cqe(struct memdisk *m)
 	return 0;
 }
 
-static bool read_fails(const struct memdisk *m, uint64_t off, uint32_t len)
+static bool hits(uint64_t foff, uint64_t flen, uint64_t off, uint32_t len)
 {
 	/* half-open ranges overlap iff each starts before the other ends; no overflow since
-	 * fail_off + fail_len was checked and off + len is inside the disk */
-	return m->fail_len && off < m->fail_off + m->fail_len && m->fail_off < off + len;
+	 * foff + flen was checked and off + len is inside the disk */
+	return flen && off < foff + flen && foff < off + len;
 }
 
 static int md_submit(void *ctx, const struct avfs_disk_req *req)
@@ -53,7 +55,7 @@ static int md_submit(void *ctx, const struct avfs_disk_req *req)
 	/* avfs_disk_submit has already checked alignment and bounds against info */
 	switch (req->op) {
 	case AVFS_DISK_READ:
-		if (read_fails(m, off, req->len)) {
+		if (hits(m->fail_off, m->fail_len, off, req->len)) {
 			res = -EIO;
 			break;
 		}
@@ -61,11 +63,15 @@ static int md_submit(void *ctx, const struct avfs_disk_req *req)
 		res = req->len;
 		break;
 	case AVFS_DISK_WRITE:
+		if (hits(m->wfail_off, m->wfail_len, off, req->len)) {
+			res = -EIO;	/* nothing written */
+			break;
+		}
 		memcpy(m->data + off, req->buf, req->len);	/* FUA: already "on the medium" */
 		res = req->len;
 		break;
 	case AVFS_DISK_FLUSH:
-		res = 0;
+		res = m->fail_flush ? -EIO : 0;
 		break;
 	default:
 		return -EOPNOTSUPP;	/* SEEK: has_seek is false, so disk.c refuses it first */
@@ -189,14 +195,33 @@ uint8_t *avfs_memdisk_data(struct avfs_disk *d)
 	return avfs_memdisk_is(d) ? ((struct memdisk *)d->ctx)->data : NULL;
 }
 
-int avfs_memdisk_fail_reads(struct avfs_disk *d, uint64_t off, uint64_t len)
+/* One failing range (reads' or writes'): set, or cleared with len 0. */
+static int fail_range(struct avfs_disk *d, bool writes, uint64_t off, uint64_t len)
 {
 	struct memdisk *m;
 
 	if (!avfs_memdisk_is(d) || len > UINT64_MAX - off)
 		return -EINVAL;
 	m = d->ctx;
-	m->fail_off = len ? off : 0;
-	m->fail_len = len;
+	*(writes ? &m->wfail_off : &m->fail_off) = len ? off : 0;
+	*(writes ? &m->wfail_len : &m->fail_len) = len;
+	return 0;
+}
+
+int avfs_memdisk_fail_reads(struct avfs_disk *d, uint64_t off, uint64_t len)
+{
+	return fail_range(d, false, off, len);
+}
+
+int avfs_memdisk_fail_writes(struct avfs_disk *d, uint64_t off, uint64_t len)
+{
+	return fail_range(d, true, off, len);
+}
+
+int avfs_memdisk_fail_flushes(struct avfs_disk *d, bool fail)
+{
+	if (!avfs_memdisk_is(d))
+		return -EINVAL;
+	((struct memdisk *)d->ctx)->fail_flush = fail;
 	return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * memdisk.h — a RAM disk backend for tests and tools: the disk.h interface over one
- * zero-filled (or copied) buffer, with every request completing at submit, and read-fault
- * injection. It models no timing, no volatile cache and no power loss (see recdisk.h).
+ * zero-filled (or copied) buffer, with every request completing at submit, and fault
+ * injection (reads, writes, flushes). It models no timing, no volatile cache and no power
+ * loss (see recdisk.h).
  */
 #ifndef AVFS_MEMDISK_H
 #define AVFS_MEMDISK_H
@@ -26,5 +27,10 @@ uint8_t *avfs_memdisk_data(struct avfs_disk *d);
  * replaces the previous range, len 0 clears it. 0, or -EINVAL (not a memdisk, or the range
  * wraps past UINT64_MAX). */
 int avfs_memdisk_fail_reads(struct avfs_disk *d, uint64_t off, uint64_t len);
+/* The same for writes: a WRITE touching [off, off + len) completes with -EIO and changes no
+ * byte (a dead sector the drive cannot remap); reads are unaffected. Its own range. */
+int avfs_memdisk_fail_writes(struct avfs_disk *d, uint64_t off, uint64_t len);
+/* Every FLUSH completes with -EIO while fail is true. 0 or -EINVAL (not a memdisk). */
+int avfs_memdisk_fail_flushes(struct avfs_disk *d, bool fail);
 
 #endif

@@ -101,9 +101,38 @@ bool cm_unwait_space(struct avfs_engine *e, struct avfs_fio *f)
 	return false;
 }
 
+const char *cm_failure(const struct avfs_engine *e)
+{
+	return e->cm.failure[0] ? e->cm.failure : NULL;
+}
+
 bool cm_durable(const struct avfs_engine *e)
 {
-	return !e->fs || (!e->cm.qn && !e->cm.unflushed && !avfs_fs_dirty_blocks(e->fs));
+	/* after a failed commit memory is ahead of the disk: nothing is durable any more */
+	return !e->fs || (!e->cm.failure[0] && !e->cm.qn && !e->cm.unflushed &&
+			  !avfs_fs_dirty_blocks(e->fs));
+}
+
+/* The plan at the head failed at its operation c->i: what failed, for the log and for
+ * avfs-admin status (the first failure is kept: the file system is read-only from then on). */
+static void note_failure(struct avfs_engine *e, int err)
+{
+	struct avfs_commit *c = &e->cm;
+	const struct avfs_plan *p = c->q[c->qhead].plan;
+	const struct avfs_plan_op *o = c->i < p->n ? &p->ops[c->i] : NULL;
+	char what[160];
+
+	if (!o)
+		snprintf(what, sizeof(what), "the commit");
+	else if (o->kind == AVFS_PLAN_FLUSH)
+		snprintf(what, sizeof(what), "a FLUSH of the commit");
+	else
+		avfs_fs_describe(e->fs, o->off, o->len, what, sizeof(what));
+	if (!c->failure[0])
+		snprintf(c->failure, sizeof(c->failure), "%s%s failed: %s", o && o->kind ==
+			 AVFS_PLAN_WRITE ? "writing " : "", what, strerror(-err));
+	elog(e, 0, "commit failed: %s%s (%s); the file system is read-only until remounted",
+	     o && o->kind == AVFS_PLAN_WRITE ? "writing " : "", what, strerror(-err));
 }
 
 /* The plan at the head is done (err 0) or failed: then every plan after it fails unrun. */
@@ -112,6 +141,8 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 	struct avfs_commit *c = &e->cm;
 	double s = (double)(now - c->t0) / NS;
 
+	if (err)
+		note_failure(e, err);
 	do {
 		avfs_fs_plan_done(e->fs, c->q[c->qhead].plan, err);
 		avfs_plan_free(c->q[c->qhead].plan);
@@ -122,8 +153,6 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 	c->busy = c->flushing = false;
 	c->t0 = now;	/* the next plan begins now */
 	if (err) {
-		elog(e, 0, "commit failed: %s; the file system is read-only until remounted",
-		     strerror(-err));
 		told(e, err);
 		space_ready(e, true, now);
 		return;
@@ -228,6 +257,10 @@ static int commit(struct avfs_engine *e, int64_t now)
 
 	if (c->qn == AVFS_CM_QUEUE - 1)
 		return -EBUSY;	/* a generation's counter would be shared: wait */
+	if (c->failure[0]) {	/* read-only since a commit failed: no commit is durable now */
+		told(e, -EIO);
+		return -EIO;
+	}
 	err = avfs_fs_commit(e->fs, now + e->c.wall_offset_ns, &p);
 	if (err) {
 		elog(e, 0, "commit failed: %s (%s)", strerror(-err), avfs_fs_why(e->fs));

@@ -235,6 +235,7 @@ void avfs_engine_free(struct avfs_engine *e)
 	/* the device requests still held: the scheduler (which points at them) is gone now */
 	for (struct avfs_fio *f = e->live; f; f = f->priv.live_next)
 		fio_forget(f);
+	wb_fini(e);
 	free(e->cm.out);
 	free(e);
 }
@@ -299,6 +300,11 @@ double avfs_engine_commit_max_s(const struct avfs_engine *e, int64_t now)
 	if (e->cm.qn && (double)(now - e->cm.t0) / NS > s)
 		s = (double)(now - e->cm.t0) / NS;
 	return s;
+}
+
+const char *avfs_engine_failure(const struct avfs_engine *e)
+{
+	return cm_failure(e);
 }
 
 /* ---- reservations ---- */

@@ -62,6 +62,9 @@ struct avfs_fio {
 		bool started;		/* planned and its parts built */
 		bool canceled;
 		bool touched;		/* a command of it reached the device */
+		bool planned;		/* a file write whose plan took the size from size0 to
+					 * size1 (a failure puts it back: fileio.c) */
+		uint64_t size0, size1;
 		uint8_t space_waits;	/* times it waited for freed blocks (ENOSPC) */
 		uint64_t space_after;	/* ... until this many commits are done */
 		struct avfs_fio *space_next;	/* the writes waiting so */
@@ -69,6 +72,13 @@ struct avfs_fio {
 		struct avfs_fio *live_prev, *live_next;	/* the engine's, until done */
 	} priv;
 };
+
+/* A file write that fails once planned (a device error on one of its parts, a read of its
+ * read-modify-write, no memory for its parts) answers -errno and writes nothing the file
+ * shows: the size its plan set goes back (unless a later write moved it), so that write(2)
+ * and the size agree (a short write or an error, never both); and its file's error epoch
+ * moves (avfs_engine_wberr_check). What its pages hold inside the old size is undefined, as
+ * after any failed write. */
 
 /* Take a request. 0: accepted, done() will run (possibly before this returns: a read with
  * nothing on the device, an error found while planning); -errno: refused, done() will not run
@@ -166,7 +176,9 @@ int avfs_engine_commit_now(struct avfs_engine *e, int64_t now);
 		__r = (call);								\
 	__r; })
 /* Everything the front ends changed and wrote is on disk: no metadata change left, no commit
- * under way, no completed data write the device has not been told to flush. */
+ * under way, no completed data write the device has not been told to flush. Never after a
+ * commit failed (avfs_engine_failure): every commit asked for then fails with -EIO, so an
+ * fsync answers EIO. */
 bool avfs_engine_durable(const struct avfs_engine *e);
 /* Commits done so far, and how many are queued or under way (*queued may be NULL): an fsync
  * that arrives now is durable once commits() exceeds done + queued (the commit it asks for
@@ -174,6 +186,20 @@ bool avfs_engine_durable(const struct avfs_engine *e);
 uint64_t avfs_engine_commits(const struct avfs_engine *e, unsigned *queued);
 /* The longest a commit took, s (one still under way counts its age). */
 double avfs_engine_commit_max_s(const struct avfs_engine *e, int64_t now);
+/* Why the file system went read-only: the first commit (metadata write) that failed, as
+ * "writing inode table block 37 failed: Input/output error"; NULL while none has. The log
+ * (ops.log) had the same line when it happened. */
+const char *avfs_engine_failure(const struct avfs_engine *e);
+
+/* ---- write errors, as Linux's errseq_t: each open file description hears of a failed
+ * write of its file once ---- */
+
+/* The sample an open file description takes when it opens ino: 0 before any error (and
+ * while the latest error has not been reported to anyone: a new opener hears of it too). */
+uint64_t avfs_engine_wberr_sample(struct avfs_engine *e, uint64_t ino);
+/* At fsync (or a close that waits for durability): -EIO when a write of ino failed since
+ * *since, which moves on (so the next check of the same description says 0); else 0. */
+int avfs_engine_wberr_check(struct avfs_engine *e, uint64_t ino, uint64_t *since);
 
 /* ---- reservations (SPEC §7: admission and the bandwidth class) ---- */
 

@@ -9,7 +9,7 @@
  *               read-modify-writes)
  *   commit.c    ordered commits: generations, the barrier, FLUSH, the plan's writes
  *   dispatch.c  the scheduler and the device: slots, commands, FLUSH, completions
- *   metrics.c, trace.c   leaves: counting and the trace's text
+ *   metrics.c, trace.c, wberr.c   leaves: counting, the trace's text, files' write errors
  * (and elog() below, the log line any layer may write)
  */
 #ifndef AVFS_ENGINE_I_H
@@ -98,6 +98,7 @@ struct avfs_commit {
 	int64_t next_at;	/* the periodic commit */
 	int64_t t0;		/* the head plan began */
 	double max_s;
+	char failure[200];	/* the first commit that failed: what and why ("" none) */
 };
 
 struct avfs_bw {
@@ -107,6 +108,14 @@ struct avfs_bw {
 	size_t nparked;
 	int64_t idle_at;	/* a tick is wanted then: the last best-effort request was canceled
 				 * with requests parked (they go in the tick, not inside a cancel) */
+};
+
+/* A file whose write failed (wberr.c): its error epoch, errseq-style. */
+struct avfs_wberr {
+	uint64_t ino;
+	uint32_t gen;		/* the inode's generation then: a reused number starts clean */
+	uint64_t seq;		/* the epoch: bumped by an error after the last one was seen */
+	bool seen;		/* an open file description has reported it */
 };
 
 struct avfs_engine {
@@ -123,6 +132,8 @@ struct avfs_engine {
 	size_t nfio;		/* front-end requests taken and not done ... */
 	struct avfs_fio *live;	/* ... listed (their parts are freed with the engine) */
 	struct avfs_ereq *wfirst, *wlast;	/* data writes not complete, in planning order */
+	struct avfs_wberr *wb;	/* files whose writes failed (wberr.c) */
+	size_t nwb, capwb;
 	/* upward calls (set by engine.c) */
 	void (*on_be_idle)(struct avfs_engine *e, int64_t now);	/* be_pending fell to 0 */
 	void (*on_fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
@@ -177,6 +188,8 @@ bool cm_wait_space(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 bool cm_unwait_space(struct avfs_engine *e, struct avfs_fio *f);
 /* Nothing to make durable: no change, no commit under way, no data write unflushed. */
 bool cm_durable(const struct avfs_engine *e);
+/* The first commit failure (what failed, why), NULL: none. */
+const char *cm_failure(const struct avfs_engine *e);
 /* A data write begins (its generation) / ends (may let a waiting commit go on). */
 unsigned cm_write_begin(struct avfs_engine *e);
 void cm_write_end(struct avfs_engine *e, unsigned gen, int64_t now);
@@ -196,6 +209,11 @@ void fio_forget(struct avfs_fio *f);
 /* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY (a part
  * on the device). It may complete f (a part refused: its deadline passed). */
 int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now);
+
+/* wberr.c */
+/* A write of ino failed after it was planned: a new error epoch for its file. */
+void wb_set(struct avfs_engine *e, uint64_t ino);
+void wb_fini(struct avfs_engine *e);
 
 /* bwclass.c */
 int bw_init(struct avfs_engine *e, char *why, size_t whylen);

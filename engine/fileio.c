@@ -45,12 +45,40 @@ void fio_forget(struct avfs_fio *f)
 	}
 }
 
+/* A planned file write failed (issue 19: a 3 MiB write through the mount returned 1,048,528
+ * while the size became 2,097,104): its file's error epoch moves (fsync reports it), and the
+ * size its plan set goes back, unless a later write moved it since, so that the caller's
+ * error and the size agree. Shrinking uninitializes the pages past the size, so nothing this
+ * write may have left half-written shows when the file grows again. */
+static void write_failed(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	struct avfs_stat st;
+	int err;
+
+	wb_set(e, f->ino);
+	if (f->priv.size1 <= f->priv.size0 || avfs_fs_getattr(e->fs, f->ino, &st) ||
+	    st.size != f->priv.size1)
+		return;
+	st.size = f->priv.size0;
+	err = avfs_fs_setattr(e->fs, f->ino, AVFS_SET_SIZE, &st, now + e->c.wall_offset_ns);
+	if (err == -EAGAIN && !cm_now(e, now))	/* the transaction was full: again */
+		err = avfs_fs_setattr(e->fs, f->ino, AVFS_SET_SIZE, &st, now + e->c.wall_offset_ns);
+	if (err)
+		elog(e, 1, "a failed write of inode %llu left its size at %llu, not %llu: %s",
+		     (unsigned long long)f->ino, (unsigned long long)f->priv.size1,
+		     (unsigned long long)f->priv.size0, strerror(-err));
+	else
+		cm_changed(e, now);
+}
+
 /* All of f's parts are done (or it failed before any went): the engine finishes it. */
 static void put(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 {
 	if (--f->priv.pending > 0)
 		return;
 	fio_forget(f);
+	if (f->priv.planned && f->priv.res < 0)
+		write_failed(e, f, now);
 	e->on_fio_done(e, f, now);
 }
 
@@ -380,6 +408,9 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 	} else if (f->zero_tail) {
 		err = avfs_fs_plan_zero_tail(e->fs, f->ino, f->off, &p);
 	} else if (f->write) {
+		struct avfs_stat st;
+
+		f->priv.size0 = avfs_fs_getattr(e->fs, f->ino, &st) ? 0 : st.size;
 		err = avfs_fs_plan_write(e->fs, f->ino, f->off, f->len, now + e->c.wall_offset_ns,
 					 &p);
 		if (err == -EAGAIN && !cm_now(e, now))	/* the transaction was full: again */
@@ -391,6 +422,9 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 			avfs_data_plan_free(&p);
 			return;	/* f stays taken (its guard held): fio_space_retry plans it */
 		}
+		/* from here on a failure must undo what the plan did to the size */
+		f->priv.planned = !err;
+		f->priv.size1 = !err && !avfs_fs_getattr(e->fs, f->ino, &st) ? st.size : 0;
 	} else {
 		err = avfs_fs_plan_read(e->fs, f->ino, f->off, f->len, &p);
 	}

@@ -442,6 +442,10 @@ const struct avfs_super *avfs_fs_super(const struct avfs_fs *fs);
 uint32_t avfs_fs_zone_of_dev(const struct avfs_fs *fs, uint64_t dev_off);
 /* The last error's explanation (mount and format failures). */
 const char *avfs_fs_why(const struct avfs_fs *fs);
+/* What the device bytes [off, off + len) hold, for a log line: "inode table block 37",
+ * "superblock block 0, backup copy", "metadata blocks 257-260 (data bitmap, inode table)" (a
+ * run: every kind in it), "data block 5 at byte ...". Into buf (n bytes, terminated). */
+void avfs_fs_describe(const struct avfs_fs *fs, uint64_t off, uint64_t len, char *buf, size_t n);
 /* Read access to a loaded metadata block image (fsck), NULL if not loaded. */
 const uint8_t *avfs_fs_block(const struct avfs_fs *fs, uint64_t m);
 bool avfs_fs_rdonly(const struct avfs_fs *fs);

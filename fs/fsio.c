@@ -257,6 +257,54 @@ out:
 	return err;
 }
 
+/* AVFS_MOUNT_FORCE (fsck.avfs -y) lost a bitmap block in both copies and put an empty one in
+ * its place: set again the bits that can be known. A metadata bitmap block: the static blocks
+ * of its range, and every dynamic block there whose image (primary, else backup) is a sealed
+ * map, directory or symlink block (so that it is loaded; the check then frees those nothing
+ * reaches). An inode bitmap block: every inode of its range whose record has a mode. A data
+ * bitmap block stays empty: the check finds the blocks files reach and marks them. */
+static int rebuild_lost_bitmaps(struct avfs_fsio *io)
+{
+	struct avfs_fs *fs = io->fs;
+	const struct avfs_super *sb = &fs->sb;
+	uint8_t *img = abuf(MB);
+	int err = img ? 0 : -ENOMEM;
+
+	for (uint64_t m = sb->mbitmap_start; !err && m < sb->itable_start; m++) {
+		uint64_t lo, hi;
+
+		if (!avfs_bitmap_test(&fs->rewrite_p, m) || (m >= sb->dbitmap_start &&
+		    m < sb->ibitmap_start))
+			continue;	/* not lost (a lost one is to be rewritten), or data */
+		if (m >= sb->ibitmap_start) {
+			lo = (m - sb->ibitmap_start) * AVFS_BITS_PER_BLOCK;
+			hi = lo + AVFS_BITS_PER_BLOCK < sb->ninodes ? lo + AVFS_BITS_PER_BLOCK : sb->ninodes;
+			for (uint64_t i = lo; i < hi; i++)
+				if (fs_ino_raw(fs, i + 1)->mode)
+					fs_set_bit(fs, sb->ibitmap_start, i, true);
+			continue;
+		}
+		lo = (m - sb->mbitmap_start) * AVFS_BITS_PER_BLOCK;
+		hi = lo + AVFS_BITS_PER_BLOCK < fs->nmeta ? lo + AVFS_BITS_PER_BLOCK : fs->nmeta;
+		for (uint64_t b = lo; b < hi; b++) {
+			const struct avfs_mhdr *h = (const void *)img;
+
+			if (b < sb->dyn_start) {
+				fs_set_bit(fs, sb->mbitmap_start, b, true);
+				continue;
+			}
+			if ((dev_io(io->d, AVFS_DISK_READ, b * MB, img, MB, false) ||
+			     avfs_fs_verify_block(fs, b, img, 0)) && from_backup(io, b, img))
+				continue;
+			if (h->type == AVFS_MT_MAP || h->type == AVFS_MT_DIR ||
+			    h->type == AVFS_MT_SYMLINK)
+				fs_set_bit(fs, sb->mbitmap_start, b, true);
+		}
+	}
+	free(img);
+	return err;
+}
+
 /* Free the orphans (with even_open, the open ones too), committing each time the running
  * transaction fills and at the end. How many, or -errno. */
 static int64_t free_orphans(struct avfs_fsio *io, bool even_open)
@@ -385,7 +433,9 @@ int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
 	}
 	/* 1. the superblock, or its backup at the end of the device */
 	err = dev_io(d, AVFS_DISK_READ, 0, sbuf, MB, false);
-	if (!err)
+	if (err)
+		avfs_why(w, wlen, "the superblock (block 0) is unreadable: %s", strerror(-err));
+	else
 		err = avfs_fs_check_super(sbuf, d->info.size, &sb, w, wlen);
 	if (err) {
 		int e2 = dev_io(d, AVFS_DISK_READ, avfs_fs_backup_super_off(d->info.size), sbuf, MB,
@@ -420,6 +470,8 @@ int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
 	}
 	/* 3. static blocks (bitmaps, inode table), then the live dynamic ones */
 	err = load_range(io, sb.mbitmap_start, sb.dyn_start - sb.mbitmap_start, flags, &rep, w, wlen);
+	if (!err && rep.lost_blocks)
+		err = rebuild_lost_bitmaps(io);
 	if (!err)
 		err = load_range(io, sb.dyn_start, sb.meta_blocks - sb.dyn_start, flags, &rep, w,
 				 wlen);

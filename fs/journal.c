@@ -375,8 +375,11 @@ int fs_plan_homes(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, s
 			for (size_t k = i; k <= j; k++)
 				memcpy(buf + (k - i) * AVFS_MBLOCK, fs->blocks[ms[k]], AVFS_MBLOCK);
 			off = pass == 0 ? ms[i] * AVFS_MBLOCK : avfs_fs_backup_off(&fs->sb, ms[i]);
-			if (fs_plan_write(p, off, buf, (uint32_t)((j - i + 1) * AVFS_MBLOCK), false,
-					  false))
+			/* the superblock's home copy with FUA: its backup is written only once it is
+			 * durable, so that one power cut never tears both copies (a torn superblock
+			 * is unreadable, and without one the journal cannot be found) */
+			if (fs_plan_write(p, off, buf, (uint32_t)((j - i + 1) * AVFS_MBLOCK),
+					  pass == 0 && ms[i] == 0, false))
 				return -ENOMEM;
 			i = j + 1;
 		}

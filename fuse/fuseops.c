@@ -4,7 +4,9 @@
  * reads and writes go to the engine as best-effort requests on the file and are answered when
  * they complete, so the loop never blocks on the disk. What to zero and what to merge in a
  * partial page is the core's data plan's business (engine/fileio.c executes it), not this
- * file's. Its own: the mount, read-ahead inside a data block, fsync waiting for a commit.
+ * file's. Its own: the mount, read-ahead inside a data block, fsync waiting for a commit, the
+ * open file descriptions (struct ofile in fi->fh) and the write errors each of them reports
+ * once (errseq, kept by the engine).
  */
 #include "fuseops.h"
 
@@ -39,9 +41,29 @@ struct fsync_wait {
 	fuse_req_t req;
 	uint64_t after;		/* reply once more than this many commits are done */
 	struct fsync_wait *next;
+	int err;		/* the reply's error once durable: a failed write of the file seen
+				 * by this open file description (errseq), 0 none */
 	bool opendir;		/* an opendir by sync(1) (op_opendir): fuse_reply_open with fi */
 	struct fuse_file_info fi;
 };
+
+/* An open file description of a regular file (fi->fh points at it, from open or create to
+ * release): what its close does, and the write-error epoch it has seen (the engine's errseq:
+ * fsync, and a close that waits for durability, report a failed write of the file once per
+ * description, as Linux's errseq_t does for a struct file). */
+struct ofile {
+	uint64_t ino;
+	uint64_t wb_since;	/* avfs_engine_wberr_sample at open, moved by each report */
+	bool open_ref;		/* holds an open reference of the inode (avfs_fs_open_ref): an
+				 * unlinked file lives until its last release */
+	bool sync_close;	/* opened as sync(1) opens its FILE arguments (O_RDONLY |
+				 * O_NONBLOCK): its close waits for durability (AVFS_CLOSE_SYNC) */
+};
+
+static struct ofile *ofile_of(const struct fuse_file_info *fi)
+{
+	return fi ? (struct ofile *)(uintptr_t)fi->fh : NULL;
+}
 
 struct ra_entry {		/* a range read ahead */
 	uint64_t ino, off;
@@ -115,13 +137,6 @@ static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t ino)
 	e.entry_timeout = 1.0;
 	fuse_reply_entry(req, &e);
 }
-
-/* fi->fh of a FUSE file that holds an open reference of its inode (avfs_fs_open_ref): an
- * unlinked file lives until its last release. */
-#define FH_OPEN_REF 1
-/* ... opened as sync(1) opens its FILE arguments (O_RDONLY | O_NONBLOCK): its close waits for
- * durability (AVFS_CLOSE_SYNC) */
-#define FH_SYNC_CLOSE 2
 
 /* The file system changed: the engine commits when the transaction grows large. */
 static void after_change(struct avfs_fuse *fu)
@@ -550,7 +565,7 @@ static void answer_fsyncs(struct avfs_fuse *fu, uint64_t done, int err)
 			if (w->opendir && !err)
 				fuse_reply_open(w->req, &w->fi);
 			else
-				fuse_reply_err(w->req, err ? EIO : 0);
+				fuse_reply_err(w->req, err ? EIO : -w->err);
 			free(w);
 		} else {
 			pp = &w->next;
@@ -563,8 +578,17 @@ void avfs_fuse_committed(struct avfs_fuse *fu, uint64_t n, int err)
 	answer_fsyncs(fu, n, err);
 }
 
-/* Answer req once everything before it is durable (an fsync; an opendir by sync(1) with fi). */
-static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse_file_info *open)
+/* The error a failed write of of's file leaves for this description to report, once
+ * (errseq): -EIO or 0. */
+static int wberr_check(struct avfs_fuse *fu, struct ofile *of)
+{
+	return of ? avfs_engine_wberr_check(fu->e, of->ino, &of->wb_since) : 0;
+}
+
+/* Answer req once everything before it is durable (an fsync; an opendir by sync(1) with fi),
+ * with err (-errno, 0) unless the commit fails. */
+static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse_file_info *open,
+			 int err)
 {
 	struct fsync_wait *w = calloc(1, sizeof(*w));
 	unsigned queued;
@@ -582,6 +606,7 @@ static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse
 	 * makes them reachable and the metadata durable — the one after the commits queued,
 	 * which carry transactions from before them */
 	w->req = req;
+	w->err = err;
 	w->after = done + queued;
 	w->next = fu->fsyncs;
 	fu->fsyncs = w;
@@ -590,8 +615,12 @@ static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	(void)ino, (void)datasync, (void)fi;
-	wait_durable(fu_of(req), req, NULL);
+	struct avfs_fuse *fu = fu_of(req);
+
+	(void)ino, (void)datasync;
+	/* a write of the file failed since this description last looked: everything else is
+	 * made durable all the same, and the reply says EIO (once), as Linux's fsync does */
+	wait_durable(fu, req, NULL, wberr_check(fu, ofile_of(fi)));
 }
 
 /* sync(1) opens a directory argument O_RDONLY | O_NONBLOCK and without O_DIRECTORY (opendir(3),
@@ -604,7 +633,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	(void)ino;
 	if (fu->close != AVFS_CLOSE_ASYNC && (fi->flags & O_ACCMODE) == O_RDONLY &&
 	    (fi->flags & O_NONBLOCK) && !(fi->flags & O_DIRECTORY) && !avfs_engine_durable(fu->e))
-		wait_durable(fu, req, fi);
+		wait_durable(fu, req, fi, 0);
 	else
 		fuse_reply_open(req, fi);
 }
@@ -879,6 +908,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct avfs_fuse *fu = fu_of(req);
 	struct fuse_entry_param e = { 0 };
+	struct ofile *of = NULL;
 	struct avfs_stat a;
 	uint64_t ino;
 	int err = FS(avfs_fs_create(fu->fs, parent, name, S_IFREG | (mode & 07777), 0,
@@ -886,15 +916,20 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 	if (!err)
 		err = avfs_fs_getattr(fu->fs, ino, &a);
+	if (!err && !(of = calloc(1, sizeof(*of))))
+		err = -ENOMEM;	/* (the file stays, as after a create whose open failed) */
 	if (!err)
 		err = avfs_fs_open_ref(fu->fs, ino);
 	if (err) {
+		free(of);
 		fuse_reply_err(req, -err);
 		return;
 	}
 	ra_invalidate(fu, ino);	/* a reused inode number starts clean */
 	after_change(fu);
-	fi->fh = FH_OPEN_REF;
+	*of = (struct ofile){ .ino = ino, .open_ref = true,
+			      .wb_since = avfs_engine_wberr_sample(fu->e, ino) };
+	fi->fh = (uintptr_t)of;
 	e.ino = ino;
 	e.generation = a.generation;
 	to_stat(&a, &e.attr);
@@ -996,6 +1031,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct avfs_fuse *fu = fu_of(req);
+	struct ofile *of;
 	struct avfs_stat a;
 	int err = avfs_fs_getattr(fu->fs, ino, &a);
 
@@ -1018,14 +1054,18 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		after_change(fu);
 	}
-	err = avfs_fs_open_ref(fu->fs, ino);
+	of = calloc(1, sizeof(*of));
+	err = of ? avfs_fs_open_ref(fu->fs, ino) : -ENOMEM;
 	if (err) {
+		free(of);
 		fuse_reply_err(req, -err);
 		return;
 	}
-	fi->fh = FH_OPEN_REF;
-	if ((fi->flags & O_ACCMODE) == O_RDONLY && (fi->flags & O_NONBLOCK))
-		fi->fh |= FH_SYNC_CLOSE;
+	*of = (struct ofile){ .ino = ino, .open_ref = true,
+			      .wb_since = avfs_engine_wberr_sample(fu->e, ino),
+			      .sync_close = (fi->flags & O_ACCMODE) == O_RDONLY &&
+					    (fi->flags & O_NONBLOCK) };
+	fi->fh = (uintptr_t)of;
 	fi->direct_io = 1;
 	fuse_reply_open(req, fi);
 }
@@ -1042,27 +1082,33 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct avfs_fuse *fu = fu_of(req);
+	struct ofile *of = ofile_of(fi);
 
+	(void)ino;
 	if (fu->close == AVFS_CLOSE_ASYNC ||
-	    (fu->close == AVFS_CLOSE_SYNC && !(fi->fh & FH_SYNC_CLOSE)) ||
-	    avfs_engine_durable(fu->e)) {
+	    (fu->close == AVFS_CLOSE_SYNC && !(of && of->sync_close))) {
 		fuse_reply_err(req, 0);
 		return;
 	}
-	(void)ino;
-	wait_durable(fu, req, NULL);
+	/* a close that waits for durability reports a failed write as fsync does (errseq) */
+	if (avfs_engine_durable(fu->e))
+		fuse_reply_err(req, -wberr_check(fu, of));
+	else
+		wait_durable(fu, req, NULL, wberr_check(fu, of));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct avfs_fuse *fu = fu_of(req);
+	struct ofile *of = ofile_of(fi);
 
 	/* the last handle of a file unlinked while open frees it (the kernel sends RELEASE once
 	 * no read or write of this handle is left, so none of its I/O is in flight) */
-	if ((fi->fh & FH_OPEN_REF) && FS(avfs_fs_open_unref(fu->fs, ino)) == 1) {
+	if (of && of->open_ref && FS(avfs_fs_open_unref(fu->fs, ino)) == 1) {
 		ra_invalidate(fu, ino);
 		after_change(fu);
 	}
+	free(of);
 	fuse_reply_err(req, 0);
 }
 
@@ -1086,7 +1132,8 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	op_fsync(req, ino, datasync, fi);
+	(void)ino, (void)datasync, (void)fi;	/* (a directory's fi->fh is not an ofile) */
+	wait_durable(fu_of(req), req, NULL, 0);
 }
 
 struct dirbuf {

@@ -1,8 +1,10 @@
 /*
  * faultfs.c — a test FUSE file system serving one in-memory file /disk whose bytes in
  * [--bad-offset, --bad-offset + --bad-len) fail with EIO, to inject device errors
- * under the io_uring backend. Runs in the foreground, single-threaded, and exits when
- * unmounted. It keeps nothing across mounts and simulates no timing.
+ * under the io_uring backend. The faults can change while it runs: a line written to /ctl
+ * sets them — "read OFF LEN", "write OFF LEN" (reads or writes touching the range fail, the
+ * other way works), "rw OFF LEN" (both), "none". Runs in the foreground, single-threaded, and
+ * exits when unmounted. It keeps nothing across mounts and simulates no timing.
  */
 #define FUSE_USE_VERSION 35
 
@@ -18,18 +20,21 @@
 #define FAULTFS_DEFAULT_SIZE (64ull << 20)
 
 static const char disk_path[] = "/disk";
+static const char ctl_path[] = "/ctl";
 
 static struct {
 	char *data;		/* the disk content, size bytes */
 	uint64_t size;
-	uint64_t bad_off;	/* failing range; bad_len 0 = none */
+	uint64_t bad_off;	/* failing range of reads; bad_len 0 = none */
 	uint64_t bad_len;
+	uint64_t wbad_off;	/* ... of writes */
+	uint64_t wbad_len;
 } fs;
 
-/* Whether [off, off + len) touches the failing range. */
-static bool hits_bad(uint64_t off, uint64_t len)
+/* Whether [off, off + len) touches the failing range [boff, boff + blen). */
+static bool hits(uint64_t boff, uint64_t blen, uint64_t off, uint64_t len)
 {
-	return fs.bad_len && len && off < fs.bad_off + fs.bad_len && fs.bad_off < off + len;
+	return blen && len && off < boff + blen && boff < off + len;
 }
 
 static int faultfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
@@ -39,6 +44,11 @@ static int faultfs_getattr(const char *path, struct stat *st, struct fuse_file_i
 	if (!strcmp(path, "/")) {
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 2;
+		return 0;
+	}
+	if (!strcmp(path, ctl_path)) {
+		st->st_mode = S_IFREG | 0200;
+		st->st_nlink = 1;
 		return 0;
 	}
 	if (strcmp(path, disk_path))
@@ -62,11 +72,16 @@ static int faultfs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, of
 	fill(buf, ".", NULL, 0, 0);
 	fill(buf, "..", NULL, 0, 0);
 	fill(buf, disk_path + 1, NULL, 0, 0);
+	fill(buf, ctl_path + 1, NULL, 0, 0);
 	return 0;
 }
 
 static int faultfs_open(const char *path, struct fuse_file_info *fi)
 {
+	if (!strcmp(path, ctl_path)) {
+		fi->direct_io = 1;
+		return 0;
+	}
 	if (strcmp(path, disk_path))
 		return -ENOENT;
 	/* bypass the page cache: every read and write must reach us, or an injected
@@ -86,23 +101,59 @@ static int faultfs_read(const char *path, char *buf, size_t len, off_t off,
 		return 0;
 	if (len > fs.size - (uint64_t)off)
 		len = fs.size - (uint64_t)off;
-	if (hits_bad((uint64_t)off, len))
+	if (hits(fs.bad_off, fs.bad_len, (uint64_t)off, len))
 		return -EIO;
 	memcpy(buf, fs.data + off, len);
 	return (int)len;
 }
 
+static int parse_u64(const char *s, uint64_t *v);
+
+/* A line written to /ctl: "read|write|rw OFF LEN" or "none". */
+static int set_faults(const char *buf, size_t len)
+{
+	char line[128], op[8], a[32], b[32];
+	uint64_t off = 0, n = 0;
+
+	if (len >= sizeof(line))
+		return -EINVAL;
+	memcpy(line, buf, len);
+	line[len] = 0;
+	if (sscanf(line, "%7s %31s %31s", op, a, b) == 1 && !strcmp(op, "none")) {
+		fs.bad_len = fs.wbad_len = 0;
+		return 0;
+	}
+	if (sscanf(line, "%7s %31s %31s", op, a, b) != 3 || parse_u64(a, &off) ||
+	    parse_u64(b, &n) || off + n < off)
+		return -EINVAL;
+	if (strcmp(op, "read") && strcmp(op, "write") && strcmp(op, "rw"))
+		return -EINVAL;
+	fs.bad_off = off;
+	fs.bad_len = strcmp(op, "write") ? n : 0;
+	fs.wbad_off = off;
+	fs.wbad_len = strcmp(op, "read") ? n : 0;
+	return 0;
+}
+
 static int faultfs_write(const char *path, const char *buf, size_t len, off_t off,
 			 struct fuse_file_info *fi)
 {
-	(void)path;
 	(void)fi;
+	if (!strcmp(path, ctl_path)) {
+		int err = set_faults(buf, len);
+
+		if (!err)
+			fprintf(stderr, "faultfs: reads fail in [%" PRIu64 ", +%" PRIu64 "), writes in "
+				"[%" PRIu64 ", +%" PRIu64 ")\n", fs.bad_off, fs.bad_len, fs.wbad_off,
+				fs.wbad_len);
+		return err ? err : (int)len;
+	}
 	if (off < 0)
 		return -EINVAL;
 	/* the file is a fixed-size disk: it never grows */
 	if ((uint64_t)off >= fs.size || len > fs.size - (uint64_t)off)
 		return -ENOSPC;
-	if (hits_bad((uint64_t)off, len))
+	if (hits(fs.wbad_off, fs.wbad_len, (uint64_t)off, len))
 		return -EIO;
 	memcpy(fs.data + off, buf, len);
 	return (int)len;
@@ -111,6 +162,8 @@ static int faultfs_write(const char *path, const char *buf, size_t len, off_t of
 static int faultfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	(void)fi;
+	if (!strcmp(path, ctl_path))
+		return 0;	/* echo > ctl truncates first */
 	if (strcmp(path, disk_path))
 		return -ENOENT;
 	return (uint64_t)size == fs.size ? 0 : -EPERM;	/* O_TRUNC-free: the size is fixed */
@@ -183,6 +236,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	fs.wbad_off = fs.bad_off;	/* the command line's range fails both ways */
+	fs.wbad_len = fs.bad_len;
 	if (have_off != have_len || !fs.size || fs.size > SIZE_MAX ||
 	    fs.bad_off + fs.bad_len < fs.bad_off) {
 		usage(argv[0]);

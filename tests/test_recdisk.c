@@ -604,6 +604,84 @@ static void test_recdisk_crash_fua_always_applied(void **state)
 	free(out);
 }
 
+/* Torn writes (issue 19): with torn_sector, each in-flight write is absent, whole, or its
+ * first k sectors (0 < k < 8) over the old bytes; the write under way at the cut is absent or
+ * such a prefix; FUA writes in the prefix land whole; st counts what was torn and dropped;
+ * cut_whole says whether the write under way reads back whole. Without torn_sector the same
+ * seed gives the image it always gave. */
+static void test_recdisk_crash_torn(void **state)
+{
+	struct avfs_rec_entry log[12];
+	size_t nlog = 0, torn_seen = 0, cut_seen = 0, whole_seen = 0;
+	uint8_t *base = malloc(IMG), *out = malloc(IMG), *plain = malloc(IMG);
+
+	(void)state;
+	memset(base, 0x5a, IMG);	/* no write's byte is 0x5a at every place: see below */
+	log[nlog++] = wr(0, 1, false);
+	log[nlog++] = fl();
+	for (unsigned i = 1; i < 9; i++)
+		log[nlog++] = wr(i, 10 + i, i == 5);	/* block 5 with FUA */
+	log[nlog++] = wr(9, 30, false);	/* under way at the cut (upto = nlog - 1) */
+	for (uint64_t seed = 0; seed < 300; seed++) {
+		struct avfs_crash_point pt = { .upto = nlog - 1, .seed = seed, .torn_sector = 512 };
+		struct avfs_crash_point p0 = { .upto = nlog - 1, .seed = seed };
+		struct avfs_crash_stats st;
+		size_t torn = 0, absent = 0;
+		size_t ret = avfs_crash_image_stats(base, IMG, log, nlog, &pt, out, &st);
+
+		assert_int_equal(ret, st.dropped);
+		assert_memory_equal(out, log[0].data, BLK);	/* durable */
+		assert_memory_equal(out + 5 * BLK, log[6].data, BLK);	/* FUA */
+		for (unsigned b = 1; b < 10; b++) {
+			const uint8_t *data = log[b < 9 ? b + 1 : nlog - 1].data, *o = out + b * BLK;
+			unsigned k = 0;
+
+			if (b == 5)
+				continue;
+			while (k < 8 && !memcmp(o + k * 512, data + k * 512, 512))
+				k++;
+			/* the rest is the old bytes: sector by sector all 0x5a */
+			for (unsigned j = k * 512; j < BLK; j++)
+				assert_int_equal(o[j], 0x5a);
+			if (k == 0)
+				absent += b < 9;
+			else if (k < 8)
+				torn++;
+			if (b == 9) {
+				assert_true(k < 8);	/* never whole: 0x5a is in no sector of it */
+				assert_false(st.cut_whole);
+				cut_seen += k > 0;
+			}
+		}
+		assert_int_equal(st.torn, torn);
+		assert_int_equal(st.dropped, absent);
+		torn_seen += torn;
+		/* without torn writes: the drops and the order as they always were */
+		avfs_crash_image(base, IMG, log, nlog, &p0, plain);
+		for (unsigned b = 1; b < 9; b++)
+			if (!memcmp(plain + b * BLK, base + b * BLK, BLK))
+				assert_memory_equal(out + b * BLK, base + b * BLK, BLK);
+	}
+	assert_true(torn_seen > 0);
+	assert_true(cut_seen > 0);
+	/* a cut write whose lost sectors already held its bytes reads back whole */
+	memcpy(base + 9 * BLK, log[nlog - 1].data, BLK);
+	memset(base + 9 * BLK, 0x5a, 512);
+	for (uint64_t seed = 0; seed < 50; seed++) {
+		struct avfs_crash_point pt = { .upto = nlog - 1, .seed = seed, .torn_sector = 512 };
+		struct avfs_crash_stats st;
+
+		avfs_crash_image_stats(base, IMG, log, nlog, &pt, out, &st);
+		assert_int_equal(st.cut_whole, !memcmp(out + 9 * BLK, log[nlog - 1].data, BLK));
+		whole_seen += st.cut_whole;
+	}
+	assert_true(whole_seen > 0);
+	log_free(log, nlog);
+	free(base);
+	free(out);
+	free(plain);
+}
+
 /* Crash points: sorted; 0, nlog and every index after a flush, each once; random cuts only
  * strictly inside gaps, at most random_per_gap per gap; the same seed gives the same list. */
 static void test_recdisk_crash_points(void **state)
@@ -667,6 +745,7 @@ int main(void)
 		cmocka_unit_test(test_recdisk_crash_all_applied_is_prefix),
 		cmocka_unit_test(test_recdisk_crash_seeded),
 		cmocka_unit_test(test_recdisk_crash_fua_always_applied),
+		cmocka_unit_test(test_recdisk_crash_torn),
 		cmocka_unit_test(test_recdisk_crash_points),
 	};
 

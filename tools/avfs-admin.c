@@ -240,6 +240,12 @@ static int cmd_query(int argc, char **argv)
 		printf("socket        %s\n", avfs_json_str(o, "socket"));
 		printf("uptime        %.0f s\n", avfs_json_num(o, "uptime_s"));
 		printf("block size    %.0f KiB\n", avfs_json_num(o, "block_size") / 1024);
+		if (*avfs_json_str(o, "failure"))
+			printf("state         read-only: %s (remount after fsck.avfs)\n",
+			       avfs_json_str(o, "failure"));
+		else
+			printf("state         %s\n", json_object_get_boolean(
+			       json_object_object_get(o, "read_only")) ? "read-only" : "read-write");
 		print_disk(json_object_object_get(o, "disk"));
 		printf("scheduler     %s\n", avfs_json_str(o, "policy"));
 		printf("clients       %.0f\n", avfs_json_num(o, "clients"));
