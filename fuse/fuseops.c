@@ -11,6 +11,7 @@
 #define FUSE_USE_VERSION 35
 #include <fuse_lowlevel.h>
 
+#include "conn.h"
 #include "engine.h"
 #include "format.h"
 #include "fs.h"
@@ -55,6 +56,7 @@ struct avfs_fuse {
 	struct fuse_session *se;
 	struct fuse_buf fbuf;
 	int fd;
+	struct avfs_fuse_conn conn;	/* /dev/fuse under libfuse: the INIT reply's extra flags */
 	struct avfs_engine *e;
 	struct avfs_fs *fs;
 	char socket[108];
@@ -1106,6 +1108,19 @@ static const struct fuse_lowlevel_ops ops = {
 
 /* ---- the mount ---- */
 
+/* libfuse reads requests and writes replies through conn.c (fuse_session_custom_io) */
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	return avfs_fuse_conn_read(&((struct avfs_fuse *)userdata)->conn, fd, buf, len);
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	return avfs_fuse_conn_writev(&((struct avfs_fuse *)userdata)->conn, fd, iov, count);
+}
+
+static const struct fuse_custom_io custom_io = { .read = io_read, .writev = io_writev };
+
 /* The -o list for FUSE: the kernel checks permissions against our modes; the source shown is
  * the device (',' and '\\' escaped for libfuse's option parser); subtype "avfs" makes the
  * type fuse.avfs. */
@@ -1158,6 +1173,16 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 		return -EIO;
 	}
 	fu->fd = fuse_session_fd(fu->se);
+	/* shared mmap of our direct-I/O files (kernel >= 6.6): the kernel keeps the mapped pages
+	 * coherent with direct reads and writes (flushed before each, invalidated around a write) */
+	fu->conn.want_dio_mmap = true;
+	if (fuse_session_custom_io(fu->se, &custom_io, fu->fd)) {
+		snprintf(why, whylen, "cannot attach to the FUSE connection at %s", c->mountpoint);
+		fuse_session_unmount(fu->se);
+		fuse_session_destroy(fu->se);
+		free(fu);
+		return -EIO;
+	}
 	*out = fu;
 	return 0;
 }
