@@ -47,6 +47,9 @@ struct fsync_wait {
 struct avfs_fuse {
 	struct fuse_session *se;
 	struct fuse_buf fbuf;
+	uint8_t *recv;		/* fbuf.mem's buffer (AVFS_IOBUF_HUGE bytes from bufs), or NULL:
+				 * libfuse's own */
+	bool recv_taken;	/* op_write kept recv for its data: a new one after this request */
 	int fd;
 	struct avfs_fuse_conn conn;	/* /dev/fuse under libfuse: the INIT reply's extra flags */
 	struct avfs_engine *e;
@@ -64,6 +67,10 @@ struct avfs_fuse {
 };
 
 #define ZERO_CHUNK (1u << 20)
+/* Requests are read at this offset into a huge buffer, so that a WRITE's data (after the
+ * fuse_in_header and fuse_write_in) starts on the buffer's second page: op_write hands it to
+ * the engine as it lies, without a copy, and the device's DMA finds it in one huge page. */
+#define RECV_AT (PAGE - sizeof(struct fuse_in_header) - sizeof(struct fuse_write_in))
 
 static struct avfs_fuse *fu_of(fuse_req_t req)
 {
@@ -453,17 +460,24 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 	ra_invalidate(fu, ino);
 	w = calloc(1, sizeof(*w));
-	if (w) {
+	if (w && !at && fu->recv && (const uint8_t *)buf == fu->recv + PAGE) {
+		w->memlen = AVFS_IOBUF_HUGE;	/* the request's own buffer: no copy */
+		w->mem = fu->recv;
+		at = PAGE;	/* where the data lies in it */
+		fu->recv_taken = true;
+	} else if (w) {
 		w->memlen = at + size;
 		w->mem = avfs_iobuf_get(&fu->bufs, w->memlen);
+		/* placed as on the device's pages, so that whole pages go without another
+		 * copy */
+		if (w->mem)
+			memcpy(w->mem + at, buf, size);
 	}
 	if (!w || !w->mem) {
 		free(w);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* placed as on the device's pages, so that whole pages go without another copy */
-	memcpy(w->mem + at, buf, size);
 	w->req = req;
 	w->fu = fu;
 	w->f = (struct avfs_fio){ .ino = ino, .off = (uint64_t)off, .len = size, .write = true,
@@ -1162,7 +1176,19 @@ static const struct fuse_lowlevel_ops ops = {
 /* libfuse reads requests and writes replies through conn.c (fuse_session_custom_io) */
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
-	return avfs_fuse_conn_read(&((struct avfs_fuse *)userdata)->conn, fd, buf, len);
+	struct avfs_fuse *fu = userdata;
+
+	if (fu->recv && (uint8_t *)buf == fu->recv + RECV_AT && len > AVFS_IOBUF_HUGE - RECV_AT)
+		len = AVFS_IOBUF_HUGE - RECV_AT;	/* (1 MiB + 4 KiB asked: it fits) */
+	return avfs_fuse_conn_read(&fu->conn, fd, buf, len);
+}
+
+/* A receive buffer of our own (recv), or libfuse's when there is no memory for one. */
+static void recv_new(struct avfs_fuse *fu)
+{
+	fu->recv = avfs_iobuf_get(&fu->bufs, AVFS_IOBUF_HUGE);
+	fu->fbuf.mem = fu->recv ? fu->recv + RECV_AT : NULL;
+	fu->recv_taken = false;
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -1235,6 +1261,7 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 		free(fu);
 		return -EIO;
 	}
+	recv_new(fu);
 	*out = fu;
 	return 0;
 }
@@ -1246,7 +1273,10 @@ void avfs_fuse_free(struct avfs_fuse *fu)
 	answer_fsyncs(fu, UINT64_MAX, -EIO);	/* none with the engine drained */
 	fuse_session_unmount(fu->se);
 	fuse_session_destroy(fu->se);
-	free(fu->fbuf.mem);
+	if (fu->recv)
+		avfs_iobuf_put(&fu->bufs, fu->recv, AVFS_IOBUF_HUGE);
+	else
+		free(fu->fbuf.mem);
 	avfs_ra_drain(&fu->ra);
 	avfs_iobuf_put(&fu->bufs, fu->zeros, ZERO_CHUNK);
 	avfs_iobuf_drain(&fu->bufs);
@@ -1278,5 +1308,7 @@ int avfs_fuse_process(struct avfs_fuse *fu, int64_t now, int64_t wall)
 				   (w->write_flags & FUSE_WRITE_KILL_SUIDGID);
 	}
 	fuse_session_process_buf(fu->se, &fu->fbuf);
+	if (fu->recv_taken)	/* (libfuse is done with the old one) */
+		recv_new(fu);
 	return 0;
 }
