@@ -87,7 +87,8 @@ on_exit() {
 		echo "kept $AVFS_T"
 		exit $rc
 	fi
-	avfs_cleanup	# removes $AVFS_T
+	(exit $rc)
+	avfs_cleanup	# removes $AVFS_T, exits with $?
 }
 trap on_exit EXIT
 die() { { echo "fuse-speed: $*"; [ -f "$LOG" ] && tail -n 20 "$LOG"; } >&2; exit 1; }
@@ -133,6 +134,7 @@ run() {	# run WORKLOAD TARGET: one measurement, MB/s on stdout
 	dd-read)
 		out=$(timeout 1800 dd if="$dir/dd" of=/dev/null bs=1M iflag=direct 2>&1) ||
 			die "dd read on $2: $out"
+		rm -f "$dir/dd"	# one file at a time: the image holds one and a quarter
 		echo "$out" | dd_mbps ;;
 	fio-write-*|fio-read-*)
 		f=$dir/fio.${w##*-}
@@ -143,6 +145,7 @@ run() {	# run WORKLOAD TARGET: one measurement, MB/s on stdout
 			--rw="$mode" --iodepth="${w##*-}" --size="$BYTES" --fallocate=none \
 			--end_fsync=1 --output-format=json --output="$AVFS_T/fio.json" \
 			>/dev/null 2>"$AVFS_T/fio.err" || die "fio $w on $2: $(cat "$AVFS_T/fio.err")"
+		[ "$mode" = read ] && rm -f "$f"
 		fio_mbps "$AVFS_T/fio.json" "$mode" ;;
 	esac
 }
@@ -167,7 +170,6 @@ for r in $(seq "$REPS"); do
 			printf '  rep %d %-12s %-8s %9s MB/s\n' "$r" "$w" "$t" "$v"
 		done
 	done
-	rm -f "$HOSTDIR"/* 2>/dev/null
 done
 
 median() { printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END {

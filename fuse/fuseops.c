@@ -4,7 +4,9 @@
  * reads and writes go to the engine as best-effort requests on the file and are answered when
  * they complete, so the loop never blocks on the disk. What to zero and what to merge in a
  * partial page is the core's data plan's business (engine/fileio.c executes it), not this
- * file's. Its own: the mount, read-ahead inside a data block, fsync waiting for a commit.
+ * file's. Its own: the mount, reads through the read-ahead slots (readahead.c keeps them,
+ * one window ahead of a sequential reader), page-aligned writes from the request's own buffer,
+ * fsync waiting for a commit.
  */
 #include "fuseops.h"
 
