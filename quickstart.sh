@@ -11,10 +11,12 @@ cd "$(dirname "$0")"
 # libblkid-dev: mkfs.avfs asks libblkid what a device holds before formatting it;
 # libsystemd-dev: avfsd's readiness notice and journal lines; man-db and systemd: the tests
 # render every man page and verify the unit; python3-prometheus-client: the test parses
-# `avfs-admin stats --prometheus` with Prometheus's own parser.
+# `avfs-admin stats --prometheus` with Prometheus's own parser; attr, acl and rsync: the
+# extended attribute and ACL test drives the mount with setfattr/getfattr, setfacl/getfacl and
+# rsync -aAX.
 PACKAGES="gcc libc6-dev pkg-config meson ninja-build python3 liburing-dev libfuse3-dev fuse3 \
 libnvme-dev libjson-c-dev libsgutils2-dev libcmocka-dev libblkid-dev libsystemd-dev \
-util-linux mount fio man-db systemd python3-prometheus-client \
+util-linux mount fio man-db systemd python3-prometheus-client attr acl rsync \
 qemu-system-x86 busybox-static kmod cpio xz-utils clang libclang-rt-14-dev"
 
 install_missing() {

@@ -183,8 +183,9 @@ static void usage(FILE *f)
 		"  -f, --foreground   stay in the foreground, logging to stderr (or the journal\n"
 		"                     under a systemd service)\n"
 		"  -o OPTIONS         mount options, as in fstab (avfsd(8)): allow_other,\n"
-		"                     noallow_other, ro, rw, socket=PATH, config=FILE, backend=NAME,\n"
-		"                     disk_model=NAME, verbose, and nosuid, nodev, noexec, noatime...\n"
+		"                     noallow_other, ro, rw, acl, noacl, socket=PATH, config=FILE,\n"
+		"                     backend=NAME, disk_model=NAME, verbose, and nosuid, nodev,\n"
+		"                     noexec, noatime...\n"
 		"  -s, --sloppy       unknown -o options: a warning, not a failure (mount -s)\n"
 		"  --socket PATH      client socket (default /run/avfs/NAME@DEVICE-NUMBERS.sock,\n"
 		"                     unique per device; every file's user.avfs.socket names it)\n"
@@ -385,7 +386,8 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 		return 1;
 	}
 	/* orphans are freed only once the check below trusts the image */
-	err = avfs_fsio_mount(a->d, (m->ro ? AVFS_MOUNT_RDONLY : 0) | AVFS_MOUNT_KEEP_ORPHANS, &a->io,
+	err = avfs_fsio_mount(a->d, (m->ro ? AVFS_MOUNT_RDONLY : 0) | (m->noacl ? AVFS_MOUNT_NOACL : 0) |
+			      AVFS_MOUNT_KEEP_ORPHANS, &a->io,
 			      &rep, why, sizeof(why));
 	if (err) {
 		avfsd_log(AVFSD_ERROR, "cannot mount %s: %s", a->dev_path, why);
@@ -442,7 +444,8 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 		struct avfs_server_conf sc = { .path = sock, .wrote = wrote, .wrote_ctx = a,
 					       .view = &a->view };
 		struct avfs_fuse_conf fc = { .mountpoint = a->mnt_path, .allow_other = allow_other,
-					     .ro = m->ro, .fsname = a->dev_path,
+					     .ro = m->ro, .noacl = m->noacl,
+					     .fsname = a->dev_path,
 					     .options = m->fuse, .socket = sock,
 					     .atime = m->atime >= 0 ? m->atime : a->cfg.atime,
 					     .close = a->cfg.close };

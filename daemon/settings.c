@@ -248,6 +248,8 @@ static int option(struct avfsd_mount_opts *m, char *opt, char *why, size_t whyle
 		/* always on: the kernel checks permissions against the modes */
 	} else if (!strcmp(opt, "ro") || !strcmp(opt, "rw")) {
 		m->ro = opt[1] == 'o';
+	} else if (!strcmp(opt, "acl") || !strcmp(opt, "noacl")) {
+		m->noacl = opt[0] == 'n';
 	} else if (!strcmp(opt, "verbose")) {
 		m->verbose = true;
 	} else if ((v = value_of(opt, "socket")) && *v) {
@@ -265,7 +267,7 @@ static int option(struct avfsd_mount_opts *m, char *opt, char *why, size_t whyle
 		snprintf(why, whylen, "-o %s: not an AVFS mount option, ignored (sloppy)", opt);
 	} else {
 		snprintf(why, whylen, "-o %s: not an AVFS mount option (allow_other, ro, rw, "
-			 "socket=PATH, config=FILE, backend=NAME, disk_model=NAME, verbose, or a "
+			 "acl, noacl, socket=PATH, config=FILE, backend=NAME, disk_model=NAME, verbose, or a "
 			 "generic one: nosuid, nodev, noexec, noatime, ...; see avfsd(8))", opt);
 		return -EINVAL;
 	}

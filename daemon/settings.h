@@ -43,6 +43,7 @@ struct avfsd_mount_opts {
 	bool ro;		/* read-only: nothing written, writes fail with EROFS */
 	bool sloppy;		/* unknown -o options are warned about, not refused */
 	bool verbose;
+	bool noacl;		/* -o noacl: no POSIX ACLs (the kernel checks the modes alone) */
 	char fuse[512];		/* generic mount options for FUSE ("nosuid,noatime") */
 	int atime;		/* -o noatime, strictatime, relatime (atime): enum avfs_atime, which
 				 * avfsd applies itself (the kernel leaves a FUSE file's atime to
@@ -51,7 +52,7 @@ struct avfsd_mount_opts {
 
 /*
  * One -o list, comma-separated, into m: avfsd's own options (allow_other, noallow_other,
- * default_permissions (always on), ro, rw, socket=PATH, config=FILE, backend=NAME,
+ * default_permissions (always on), ro, rw, acl, noacl, socket=PATH, config=FILE, backend=NAME,
  * disk_model=NAME, verbose), the generic ones FUSE takes (nosuid, nodev, noexec, noatime, ...)
  * and the ones mount(8) and systemd keep for themselves (defaults, auto, noauto, nofail, user,
  * _netdev, x-*), which are ignored. opts is cut into pieces in place. 0, or -EINVAL with why

@@ -1,8 +1,8 @@
 /*
  * attr.c — inode attributes: getattr and setattr (mode, owner, times, size), the access time
  * a read changes under the mount's rule (relatime, strictatime, noatime). A size change
- * goes through data.c; zeroing the stale tail before a size grows is the driver's (a data
- * plan, fs.h).
+ * goes through data.c, a mode change carries over to an access ACL through xattr.c; zeroing
+ * the stale tail before a size grows is the driver's (a data plan, fs.h).
  */
 #include "fs_i.h"
 
@@ -57,16 +57,21 @@ int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct
 		if (st->size > (uint64_t)INT64_MAX)
 			return -EFBIG;
 	}
-	/* the inode's block, and what a shrink frees */
-	if ((err = fs_txn_begin(fs, set & AVFS_SET_SIZE ? fs_file_resize_cost(fs, di, st->size) : 1,
-				0)))
+	/* an access ACL follows a chmod (posix_acl_chmod): its block must be sound */
+	if (set & AVFS_SET_MODE && di->xattr && (fs_xattr_block(fs, ino, di, &err), err))
+		return err;
+	/* the inode's block, and what a shrink frees; the attribute block of a chmod */
+	if ((err = fs_txn_begin(fs, (set & AVFS_SET_SIZE ? fs_file_resize_cost(fs, di, st->size) : 1) +
+				(set & AVFS_SET_MODE && di->xattr), 0)))
 		return err;
 	if (set & AVFS_SET_SIZE) {
 		fs_file_resize(fs, ino, di, st->size);	/* checked: cannot fail */
 		di->mtime_ns = now;
 	}
-	if (set & AVFS_SET_MODE)
+	if (set & AVFS_SET_MODE) {
 		di->mode = (di->mode & S_IFMT) | (st->mode & 07777);
+		fs_xattr_chmod(fs, ino, di, di->mode);	/* checked: cannot fail */
+	}
 	if (set & AVFS_SET_UID)
 		di->uid = st->uid;
 	if (set & AVFS_SET_GID)

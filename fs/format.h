@@ -10,7 +10,13 @@
 #include <stdint.h>
 
 #define AVFS_MAGIC		0x53465641u	/* "AVFS" little-endian */
-#define AVFS_FORMAT_VERSION		1u
+/* Version 2 adds extended attribute blocks (AVFS_MT_XATTR, avfs_dinode.xattr). A version 1
+ * image reads as a version 2 image without any; it becomes version 2 with its first extended
+ * attribute (the superblock's version rises in that transaction), so that tools reading only
+ * version 1 refuse it rather than drop blocks they do not know. */
+#define AVFS_FORMAT_VERSION		2u
+#define AVFS_FORMAT_VERSION_MIN	1u	/* the oldest version this build reads */
+#define AVFS_FORMAT_VERSION_XATTR	2u	/* the first with extended attributes */
 #define AVFS_MBLOCK		4096u		/* metadata block size */
 #define AVFS_MBLOCK_SHIFT	12
 #define AVFS_BLOCK_MIN_SHIFT	16		/* data blocks: 64 KiB ... */
@@ -33,6 +39,7 @@ enum avfs_mtype {
 	AVFS_MT_MAP = 7,	/* block map (indirect) */
 	AVFS_MT_DIR = 8,	/* directory entries */
 	AVFS_MT_SYMLINK = 9,
+	AVFS_MT_XATTR = 10,	/* an inode's extended attributes (format version 2) */
 };
 
 /* Every metadata block starts with this header. crc is CRC32C of the whole 4 KiB block
@@ -164,7 +171,9 @@ struct avfs_dinode {
 					 * new_encode_dev); 0 otherwise (a reserved field before) */
 	uint32_t symlink_block2;	/* a target longer than AVFS_SYMLINK_BLOCK: its bytes
 					 * from AVFS_SYMLINK_BLOCK on (metadata block), or 0 */
-	uint8_t reserved[8];
+	uint32_t xattr;			/* the extended attribute block (metadata block), or 0
+					 * (format version 2; a reserved, zero field before) */
+	uint8_t reserved[4];
 };
 _Static_assert(sizeof(struct avfs_dinode) == 256, "dinode");
 /* Symlink targets: up to 47 bytes in the inode (symlink[], NUL-terminated); up to
@@ -190,6 +199,29 @@ struct avfs_dent {
 	char name[AVFS_DNAME0];		/* continues in the following slots */
 };
 _Static_assert(sizeof(struct avfs_dent) == AVFS_DSLOT, "dent");
+
+/* Extended attributes: all of an inode's in one metadata block of its own (as ext4 without
+ * shared blocks: names up to 255 bytes, values up to what the block holds). Entries packed
+ * from data[0], sorted by name (strcmp order), each 4-byte aligned: a struct avfs_xent, the
+ * name (no NUL), the value. `used` bytes of data[] hold `count` entries; the rest is zero.
+ * `ino` names the owner, so a block reached from the wrong inode is detected. */
+struct avfs_xent {
+	uint8_t name_len;		/* 1 .. 255: the full name, "user.x" */
+	uint8_t reserved;
+	uint16_t value_len;		/* bytes of the value after the name */
+};
+_Static_assert(sizeof(struct avfs_xent) == 4, "xent");
+struct avfs_xblock {
+	struct avfs_mhdr hdr;		/* type AVFS_MT_XATTR */
+	uint32_t ino;
+	uint16_t count;
+	uint16_t used;
+	uint64_t reserved;
+	uint8_t data[AVFS_MPAYLOAD - 16];
+};
+_Static_assert(sizeof(struct avfs_xblock) == AVFS_MBLOCK, "xblock");
+#define AVFS_XATTR_ROOM ((uint32_t)(AVFS_MPAYLOAD - 16))	/* 4016 bytes of entries */
+#define AVFS_XENT_SIZE(nl, vl) ((sizeof(struct avfs_xent) + (nl) + (vl) + 3u) & ~3u)
 
 #define AVFS_BITS_PER_BLOCK ((uint64_t)AVFS_MPAYLOAD * 8)	/* 32256 */
 

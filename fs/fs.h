@@ -82,6 +82,9 @@ int avfs_fs_format(const struct avfs_super *geometry, int64_t now_ns, struct avf
 /* ---- mount (driven by fs/fsio.c or any driver) ---- */
 
 #define AVFS_MOUNT_RDONLY (1u << 0)	/* never produce writes (fsck -n) */
+#define AVFS_MOUNT_NOACL (1u << 4)	/* no POSIX ACLs (as ext4's -o noacl): ACL attributes
+					 * refused and not listed, creates take the umask alone,
+					 * a chmod leaves a stored ACL as it is */
 
 /* Check a superblock image. 0, or -EUCLEAN / -EINVAL with why. */
 int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super *out,
@@ -206,6 +209,14 @@ int avfs_fs_mknod(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t m
  * encoding, kept in the inode; ignored for other types). */
 int avfs_fs_mknod_dev(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		      uint32_t rdev, uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
+/* Create as a kernel with POSIX ACLs asks (FUSE_CAP_POSIX_ACL with FUSE_CAP_DONT_MASK): mode
+ * (a type of avfs_fs_mknod_dev's or S_IFDIR, and permissions) comes without the umask; the
+ * directory's default ACL, if it has one, is inherited and masks the mode (the kernel's
+ * posix_acl_create), else umask does (AVFS_MOUNT_NOACL: umask always). The functions above
+ * and below inherit the same way, with no umask. */
+int avfs_fs_create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		   uint32_t rdev, uint32_t umask, uint32_t uid, uint32_t gid, int64_t now,
+		   uint64_t *ino);
 int avfs_fs_mkdir(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino);
 int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const char *target,
@@ -256,12 +267,44 @@ int avfs_fs_readdir(struct avfs_fs *fs, uint64_t dir, uint64_t cookie, avfs_fill
 #define AVFS_SET_SIZE (1u << 3)
 #define AVFS_SET_ATIME (1u << 4)
 #define AVFS_SET_MTIME (1u << 5)
-/* Change attributes. Shrinking frees blocks and uninitializes pages past the end (no I/O).
+/* Change attributes (a mode change also updates an access ACL's entries, posix_acl_chmod).
+ * Shrinking frees blocks and uninitializes pages past the end (no I/O).
  * Bytes past the end inside the last page may be stale on disk: before the size grows (a
  * truncate up, a fallocate past the end) the driver zeroes them (avfs_fs_plan_zero_tail; a
  * write's plan does it itself), so that they never show inside the file. */
 int avfs_fs_setattr(struct avfs_fs *fs, uint64_t ino, unsigned set, const struct avfs_stat *st,
 		    int64_t now);
+/* ---- extended attributes (format version 2: format.h, docs/FORMAT.md) ----
+ * Names "user.*", "trusted.*", "security.*" (something after the dot) and the POSIX ACLs
+ * "system.posix_acl_access" / "system.posix_acl_default" (in the kernel's posix_acl_xattr
+ * form), up to AVFS_NAME_MAX bytes with the prefix; all of an inode's together in one metadata
+ * block (AVFS_XATTR_ROOM bytes, a 4-byte header and padding to 4 bytes each), as ext4 without
+ * shared blocks. Who may read or change which attribute is the caller's (the kernel checks,
+ * on the mount); the core keeps the rules of the kernel's xattr_permission that depend on the
+ * inode alone: user.* only on regular files and directories, no ACL on a symlink, a default
+ * ACL only on a directory. A mount with AVFS_MOUNT_NOACL has no ACLs: their names are refused
+ * (-EOPNOTSUPP) and not listed, and creates and chmod leave them alone. Common errors: -ENOENT / -EINVAL (inode), -ERANGE (a name empty or
+ * longer than 255 bytes), -EOPNOTSUPP (a namespace AVFS does not keep), -EINVAL ("user." with
+ * nothing after), -EUCLEAN (a damaged attribute block: fsck.avfs). */
+#define AVFS_XATTR_CREATE 1u	/* XATTR_CREATE: fail with -EEXIST when name exists */
+#define AVFS_XATTR_REPLACE 2u	/* XATTR_REPLACE: fail with -ENODATA when it does not */
+/* The value of name: its length, copied to buf unless size is 0. -ENODATA (no such attribute;
+ * also user.* on other types), -ERANGE (size is not 0 and too small). */
+int avfs_fs_getxattr(struct avfs_fs *fs, uint64_t ino, const char *name, void *buf, size_t size);
+/* The names, each NUL-terminated, as listxattr(2): their total length, copied unless size is
+ * 0 (-ERANGE when too small). trusted: list trusted.* too (the caller may read them). */
+int avfs_fs_listxattr(struct avfs_fs *fs, uint64_t ino, bool trusted, char *buf, size_t size);
+/* Set name to len bytes of value (flags: AVFS_XATTR_*), ctime changes. An access ACL also sets
+ * the mode's permission bits, and is kept only when it says more than they do (as Linux file
+ * systems do). 0, -EEXIST / -ENODATA (flags), -E2BIG (over 64 KiB, XATTR_SIZE_MAX), -ENOSPC
+ * (the inode's attributes would outgrow their block, or no metadata block is free), -EPERM
+ * (user.* on another type), -EACCES (a default ACL on a non-directory), -EINVAL (a malformed
+ * ACL, bad flags), -EROFS, -EAGAIN (credits). Nothing changes on failure. */
+int avfs_fs_setxattr(struct avfs_fs *fs, uint64_t ino, const char *name, const void *value,
+		     size_t len, unsigned flags, int64_t now);
+/* Remove name (ctime changes). 0, -ENODATA, -EPERM (user.* on another type), -EROFS, -EAGAIN. */
+int avfs_fs_removexattr(struct avfs_fs *fs, uint64_t ino, const char *name, int64_t now);
+
 /* Access time, as a read of ino at `now` changes it under the mount's rule (mount(8)):
  * AVFS_ATIME_RELATIME when atime is not after mtime or ctime, or is 24 h old or more (Linux's
  * default); AVFS_ATIME_STRICT always; AVFS_ATIME_NO never. 1 when atime changed (the inode

@@ -11,12 +11,13 @@
  *   journal.c                         commit, replay, the tail
  *   namei.c                           namespace operations
  *   lifetime.c  attr.c  dataplan.c    inode death and orphans; attributes; data plans
- *   dir.c  data.c                     directories and their index; file data mapping
+ *   dir.c  data.c  xattr.c            directories and their index; file data mapping;
+ *                                     extended attributes
  *   bmap.c                            block maps, data block allocation
  *   inode.c                           the inode table
  *   super.c  plan.c                   geometry and superblock checks; plan building
  *   cache.c                           metadata images, dirty set, credits, meta allocation
- *   info.c  crc32c.c                  accessors and explanations; checksums
+ *   info.c  crc32c.c  acl.c           accessors and explanations; checksums; POSIX ACL rules
  */
 #ifndef AVFS_FS_I_H
 #define AVFS_FS_I_H
@@ -85,10 +86,28 @@ struct avfs_fs {
 #define fs_why(fs, ...) avfs_why((fs)->why, sizeof((fs)->why), __VA_ARGS__)
 struct avfs_super *fs_sb(struct avfs_fs *fs);	/* the live superblock image */
 
+/* ---- acl.c: POSIX ACLs as the kernel passes them (posix_acl_xattr), pure functions ---- */
+#define FS_ACL_ACCESS "system.posix_acl_access"
+#define FS_ACL_DEFAULT "system.posix_acl_default"
+/* A well-formed ACL (posix_acl_valid's order and tags). 0 or -EINVAL. */
+int fs_acl_valid(const void *v, size_t len);
+/* The permission bits of *mode an access ACL gives (posix_acl_equiv_mode): 1 when the ACL says
+ * more than the mode can (named entries, a mask), 0 when the mode says it all. v is valid. */
+int fs_acl_mode(const void *v, size_t len, uint32_t *mode);
+/* A chmod: the owner, mask (else owning group) and other entries follow mode (posix_acl_chmod). */
+void fs_acl_chmod(void *v, size_t len, uint32_t mode);
+/* A create: v, a copy of the directory's default ACL, becomes the new inode's access ACL and
+ * masks *mode's permission bits (posix_acl_create_masq); 1 when it is to be kept (says more
+ * than the mode), 0 when not. */
+int fs_acl_create(void *v, size_t len, uint32_t *mode);
+
 /* ---- super.c ---- */
 /* Whether two superblock images describe the same format: UUID and every field that never
- * changes after mkfs (from version up to the dynamic tail). */
+ * changes after mkfs (after the version, up to the dynamic tail). */
 bool fs_super_same_geometry(const struct avfs_super *a, const struct avfs_super *b);
+/* A newer image (journaled, or the live one) of the superblock home: the version only rises
+ * (1 to 2 with the first extended attribute), up to what this build reads. */
+bool fs_super_version_ok(const struct avfs_super *img, const struct avfs_super *home);
 
 /* ---- cache.c ---- */
 void fs_hdr_init(struct avfs_fs *fs, uint8_t *img, uint64_t m, uint32_t type);
@@ -195,6 +214,39 @@ void fs_dir_retarget(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di, u
 int fs_dir_empty(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *di);
 /* Drop dir's index (freed, or changed behind its back): rebuilt on next use. */
 void fs_dir_forget(struct avfs_fs *fs, uint64_t dir);
+
+/* ---- xattr.c ---- */
+/* ino's attribute block, or NULL: none (*err 0), or damaged (-EUCLEAN, with why). */
+struct avfs_xblock *fs_xattr_block(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di,
+				   int *err);
+/* The entries of a block image from the first that are sound (in bounds, a name of a namespace
+ * AVFS keeps, a valid ACL value, in order): their bytes, and how many in *count (fsck). */
+size_t fs_xattr_prefix(const struct avfs_xblock *xb, uint16_t *count);
+/* name's value in xb (NULL: none) and its length. */
+const uint8_t *fs_xattr_find(const struct avfs_xblock *xb, const char *name, size_t nl,
+			     uint16_t *vlen);
+/* Free the attribute block of a dying inode (its bitmap bit: one block of credits). */
+void fs_xattr_free(struct avfs_fs *fs, struct avfs_dinode *di);
+/* A chmod to mode: an access ACL's entries follow (posix_acl_chmod). The caller holds a credit
+ * for the attribute block. 0, or -EUCLEAN (a damaged block: nothing changed). */
+int fs_xattr_chmod(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint32_t mode);
+/* What a new inode of mode (type and permissions) in dir inherits, as the kernel's
+ * posix_acl_create: with a default ACL on dir, the mode masked by it, an access ACL when it
+ * says more than the mode, and for a directory the default ACL; without, mode less umask.
+ * Symlinks inherit nothing. block: the new inode needs an attribute block (credits: one new
+ * metadata block, two blocks). 0, -EUCLEAN, -ENOSPC (both ACLs would not fit a block). */
+struct fs_inherit {
+	uint32_t mode;
+	bool access, dflt;
+	uint16_t len;
+	uint8_t acl[AVFS_XATTR_ROOM];	/* the access ACL */
+};
+#define fs_inherit_block(in) ((in)->access || (in)->dflt)
+int fs_xattr_inherit(struct avfs_fs *fs, uint64_t dir, struct avfs_dinode *pdi, uint32_t mode,
+		     uint32_t umask, struct fs_inherit *in);
+/* Give the new inode ino what fs_xattr_inherit found (dir unchanged since), with its credits. */
+void fs_xattr_inherit_apply(struct avfs_fs *fs, uint64_t dir, uint64_t ino,
+			    struct avfs_dinode *di, const struct fs_inherit *in);
 
 /* ---- data.c ---- */
 /* A live regular file: 0, -ENOENT / -EINVAL, -EISDIR (a directory), -EINVAL (another type). */

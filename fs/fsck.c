@@ -6,7 +6,7 @@
  *
  * Passes, in order (each repair must only rely on what the passes before it made true):
  *  1. inodes and block maps: modes, pointer ranges and types, blocks claimed twice,
- *     nblocks, symlink targets; builds what is in use ("seen" bitmaps, owner of each
+ *     nblocks, symlink targets, extended attribute blocks; builds what is in use ("seen" bitmaps, owner of each
  *     dynamic metadata block).
  *  2. the tree from the root with an explicit stack: every entry, parent pointers, names
  *     counted per inode, every directory entered at most once (of two names of one
@@ -85,6 +85,7 @@ struct ck {
 	bool lf_failed;
 	int link_err;			/* why the last orphan could not be linked */
 	uint64_t dropped;		/* findings counted beyond AVFS_FSCK_MAX_FINDINGS */
+	bool version_said;		/* extended attributes on a format 1 image: said once */
 	size_t fcap;			/* capacity of rep->findings */
 };
 
@@ -416,6 +417,60 @@ static int64_t symlink_len(struct ck *ck, const struct avfs_dinode *di)
 	return n == 0 || n == sizeof(di->symlink) ? -1 : (int64_t)n;
 }
 
+/* An inode's extended attribute block: its own (type, owner, not claimed twice), its entries
+ * sound (bounds, names of a namespace AVFS keeps, valid ACLs, in order). A bad block is
+ * dropped, bad entries from the first on (the sound ones before stay). */
+static void check_xattr(struct ck *ck, uint64_t ino, struct avfs_dinode *di)
+{
+	uint64_t m = di->xattr;
+	struct avfs_xblock *xb = meta_ok(ck, m, AVFS_MT_XATTR) ?
+				 (struct avfs_xblock *)ck->fs->blocks[m] : NULL;
+	const char *why = !xb ? "is not an extended attribute block" :
+			  avfs_bitmap_test(&ck->mseen, m) ? "is already used elsewhere" :
+			  xb->ino != ino ? "belongs to another inode" : NULL;
+	uint16_t n = 0;
+	size_t ok = 0;
+
+	if (!why) {
+		ok = fs_xattr_prefix(xb, &n);
+		if (!n && xb->count)
+			why = "holds no sound entry";
+	}
+	if (why) {
+		finding(ck, ck->repair, "inode %llu: extended attribute block %llu %s%s",
+			(unsigned long long)ino, (unsigned long long)m, why,
+			ck->repair ? ": its attributes dropped" : "");
+		if (ck->repair) {
+			di->xattr = 0;
+			touch_inode(ck, ino);
+		}
+		return;
+	}
+	if (ok != xb->used || n != xb->count) {
+		finding(ck, ck->repair, "inode %llu: extended attribute block %llu: %u entries in "
+			"%u bytes, but only the first %u (%zu bytes) are sound%s",
+			(unsigned long long)ino, (unsigned long long)m, xb->count, xb->used, n, ok,
+			ck->repair ? ": the others dropped" : "");
+		if (ck->repair) {
+			xb->used = (uint16_t)ok;
+			xb->count = n;
+			memset(xb->data + ok, 0, AVFS_XATTR_ROOM - ok);
+			fs_dirty(ck->fs, m);
+		}
+	}
+	claim_meta(ck, m, ino);
+	if (ck->fs->sb.version < AVFS_FORMAT_VERSION_XATTR && !ck->version_said) {
+		ck->version_said = true;
+		finding(ck, ck->repair, "inode %llu has extended attributes, but the image is format "
+			"%u%s", (unsigned long long)ino, ck->fs->sb.version,
+			ck->repair ? ": made format 2" : "");
+		if (ck->repair) {
+			ck->fs->sb.version = fs_sb(ck->fs)->version = AVFS_FORMAT_VERSION_XATTR;
+			fs_dirty(ck->fs, 0);
+		}
+	}
+}
+
 static void free_inode_image(struct ck *ck, uint64_t ino, struct avfs_dinode *di)
 {
 	memset(di, 0, sizeof(*di));
@@ -502,6 +557,8 @@ static void pass_inodes(struct ck *ck)
 				touch_inode(ck, ino);
 			}
 		}
+		if (di->xattr)
+			check_xattr(ck, ino, di);
 		avfs_bitmap_set(&ck->ilive, ino - 1);
 		if (t == S_IFREG || t == S_IFDIR) {
 			walk_map(ck, ino, di);
@@ -1298,14 +1355,16 @@ static void pass_super(struct ck *ck)
 		{ "free_inodes", &sb->free_inodes, ck->ninodes - im->nset },
 		{ "free_meta", &sb->free_meta, ck->nmeta - mm->nset },
 	};
-	size_t geo = offsetof(struct avfs_super, last_zone) - offsetof(struct avfs_super, version);
+	/* (the version may rise: fs_super_version_ok; the mount took the live one's) */
+	size_t geo = offsetof(struct avfs_super, last_zone) - offsetof(struct avfs_super, mblock_size);
 
 	ck->rep->data_blocks_used = dused;
 	ck->rep->meta_blocks_used = mm->nset > fs->sb.dyn_start ? mm->nset - fs->sb.dyn_start : 0;
-	if (memcmp(&sb->version, &fs->sb.version, geo)) {
+	if (memcmp(&sb->mblock_size, &fs->sb.mblock_size, geo) || sb->version != fs->sb.version) {
 		finding(ck, ck->repair, "superblock: geometry differs from the one mounted");
 		if (ck->repair) {
-			memcpy(&sb->version, &fs->sb.version, geo);
+			memcpy(&sb->mblock_size, &fs->sb.mblock_size, geo);
+			sb->version = fs->sb.version;
 			fs_dirty(fs, 0);
 		}
 	}

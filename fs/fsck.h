@@ -17,7 +17,8 @@ struct avfs_fsck_report {
 	uint64_t inodes;		/* live inodes */
 	uint64_t files, dirs, symlinks, other;
 	uint64_t data_blocks_used;	/* data blocks reachable from live inodes */
-	uint64_t meta_blocks_used;	/* dynamic metadata blocks (maps, directories, symlinks) */
+	uint64_t meta_blocks_used;	/* dynamic metadata blocks (maps, directories, symlinks,
+					 * extended attributes) */
 	uint64_t dir_entries;		/* names in directories ("." and ".." not stored) */
 	/* inodes with nlink 0 and no name: unlinked while open when the file system stopped.
 	 * Expected after a crash (the next read-write mount frees them), so not errors and not

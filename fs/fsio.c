@@ -398,7 +398,7 @@ int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
 		rep.used_backup_super = true;
 		rep.repaired_primary++;
 	}
-	err = avfs_fs_open(&sb, flags & AVFS_MOUNT_RDONLY, &io->fs);
+	err = avfs_fs_open(&sb, flags & (AVFS_MOUNT_RDONLY | AVFS_MOUNT_NOACL), &io->fs);
 	if (err)
 		goto fail;
 	if (rep.used_backup_super)

@@ -66,7 +66,7 @@ static int image_ok(const struct avfs_fs *fs, uint64_t home, const uint8_t *img,
 	t = home_type(fs, home);
 	if (fs_verify_img(fs->sb.hdr.uuid, home, img, t) ||
 	    (!t && h->type != AVFS_MT_MAP && h->type != AVFS_MT_DIR && h->type != AVFS_MT_SYMLINK &&
-	     h->type != AVFS_MT_FREE)) {
+	     h->type != AVFS_MT_XATTR && h->type != AVFS_MT_FREE)) {
 		avfs_why(why, whylen, "the image for block %llu is not a sealed %s block",
 			 (unsigned long long)home, t == AVFS_MT_SUPER ? "superblock" :
 			 t == AVFS_MT_BITMAP ? "bitmap" : t == AVFS_MT_INODES ? "inode table" :
@@ -76,7 +76,8 @@ static int image_ok(const struct avfs_fs *fs, uint64_t home, const uint8_t *img,
 	if (home == 0) {
 		const struct avfs_super *s = (const void *)img;
 
-		if (!fs_super_same_geometry(s, &fs->sb) || s->last_zone >= fs->sb.nzones) {
+		if (!fs_super_same_geometry(s, &fs->sb) || !fs_super_version_ok(s, &fs->sb) ||
+		    s->last_zone >= fs->sb.nzones) {
 			avfs_why(why, whylen, "its superblock (block 0) changes the geometry");
 			return -EUCLEAN;
 		}

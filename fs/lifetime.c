@@ -20,8 +20,9 @@ uint64_t fs_ino_free_cost(struct avfs_fs *fs, struct avfs_dinode *di)
 				    c.nodes + c.mapped : fs->sb.mbitmap_blocks)
 				 : (c.mapped < fs->sb.dbitmap_blocks ? c.mapped : fs->sb.dbitmap_blocks) +
 				   (c.nodes < fs->sb.mbitmap_blocks ? c.nodes : fs->sb.mbitmap_blocks);
-	/* and the inode's block, the inode bitmap's, the map blocks, symlink blocks' bits */
-	return 2 + c.nodes + bits + !!di->symlink_block + !!di->symlink_block2;
+	/* and the inode's block, the inode bitmap's, the map blocks, symlink and attribute
+	 * blocks' bits */
+	return 2 + c.nodes + bits + !!di->symlink_block + !!di->symlink_block2 + !!di->xattr;
 }
 
 /* Does dropping one name of ino free it? Not while it is open (POSIX). */
@@ -44,6 +45,7 @@ void fs_ino_free(struct avfs_fs *fs, uint64_t ino)
 		fs_meta_free(fs, di->symlink_block);
 	if (di->symlink_block2)
 		fs_meta_free(fs, di->symlink_block2);
+	fs_xattr_free(fs, di);
 	fs_dir_forget(fs, ino);
 	fs_ino_release(fs, ino);
 }

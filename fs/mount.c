@@ -126,11 +126,13 @@ int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen)
 	}
 	/* the journaled superblock image carries the dynamic fields; the geometry must be the one
 	 * checked against the device (replay refuses others: this is the last line) */
-	if (!fs_super_same_geometry(sb, &fs->sb) || sb->last_zone >= fs->sb.nzones) {
+	if (!fs_super_same_geometry(sb, &fs->sb) || !fs_super_version_ok(sb, &fs->sb) ||
+	    sb->last_zone >= fs->sb.nzones) {
 		avfs_why(why, whylen, "the superblock (block 0) replayed from the journal disagrees "
 			 "with the geometry");
 		return -EUCLEAN;
 	}
+	fs->sb.version = sb->version;	/* a replayed transaction may have raised it */
 	for (uint64_t m = 0; m < fs->sb.dyn_start; m++) {
 		if (m >= fs->sb.journal_start && m < fs->sb.journal_start + fs->sb.journal_blocks)
 			continue;

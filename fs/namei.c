@@ -77,11 +77,12 @@ int avfs_fs_lookup(struct avfs_fs *fs, uint64_t dir, const char *name, uint64_t 
 	return fs_dir_find(fs, dir, di, name, len, NULL, NULL, ino);
 }
 
-/* Create name in dir: an inode of mode, for a symlink pointing at target (tl bytes), and its
- * entry. Everything that can fail comes before the first change. */
+/* Create name in dir: an inode of mode (less umask, or as dir's default ACL says), for a
+ * symlink pointing at target (tl bytes), and its entry. Everything that can fail comes before
+ * the first change. */
 static int create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
-		  uint32_t uid, uint32_t gid, uint32_t rdev, const char *target, size_t tl,
-		  int64_t now, uint64_t *out)
+		  uint32_t umask, uint32_t uid, uint32_t gid, uint32_t rdev, const char *target,
+		  size_t tl, int64_t now, uint64_t *out)
 {
 	int err = 0;
 	size_t len;
@@ -89,7 +90,9 @@ static int create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t m
 	struct avfs_dinode *pdi = fs_dir_get(fs, dir, &err), *di;
 	/* metadata blocks of a target too long for the inode: one, or two past a block */
 	unsigned block = tl < sizeof(di->symlink) ? 0 : tl < AVFS_SYMLINK_BLOCK ? 1 : 2;
+	unsigned xblock;
 	uint64_t ino, m = 0, m2 = 0;
+	struct fs_inherit in;
 
 	RW_CHECK(fs);
 	if (!pdi)
@@ -100,11 +103,16 @@ static int create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t m
 		return err;
 	if (!fs_ino_avail(fs))
 		return -ENOSPC;
+	if ((err = fs_xattr_inherit(fs, dir, pdi, mode, umask, &in)))
+		return err;
+	mode = in.mode;
+	xblock = fs_inherit_block(&in);
 	if ((err = fs_dir_prepare(fs, dir, pdi, len, &at)))
 		return err;
 	/* the new inode's block and its bitmap's, the parent's inode, the entry; a symlink
-	 * block and its bitmap's */
-	if ((err = fs_txn_begin(fs, 3 + at.blocks + 2 * block, at.new_meta + block)))
+	 * block and its bitmap's; an attribute block and its bitmap's */
+	if ((err = fs_txn_begin(fs, 3 + at.blocks + 2 * block + 2 * xblock,
+				at.new_meta + block + xblock)))
 		return err;
 	/* reserved and checked: none of these fails (each undoes what it must if it did) */
 	if (block && (err = fs_meta_alloc(fs, AVFS_MT_SYMLINK, &m)))
@@ -135,6 +143,8 @@ static int create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t m
 		memcpy(di->symlink, target, tl);
 	}
 	di->size = target ? tl : 0;
+	if (xblock)
+		fs_xattr_inherit_apply(fs, dir, ino, di, &in);
 	if ((err = fs_dir_insert(fs, dir, pdi, &at, name, len, ino, mode))) {
 		fs_ino_free(fs, ino);
 		goto out;
@@ -166,14 +176,31 @@ int avfs_fs_mknod_dev(struct avfs_fs *fs, uint64_t dir, const char *name, uint32
 		mode |= S_IFREG;
 	else if (t != S_IFREG && t != S_IFIFO && t != S_IFSOCK && t != S_IFCHR && t != S_IFBLK)
 		return -EINVAL;
-	return create(fs, dir, name, mode, uid, gid, t == S_IFCHR || t == S_IFBLK ? rdev : 0, NULL,
-		      0, now, ino);
+	return create(fs, dir, name, mode, 0, uid, gid, t == S_IFCHR || t == S_IFBLK ? rdev : 0,
+		      NULL, 0, now, ino);
+}
+
+int avfs_fs_create(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		   uint32_t rdev, uint32_t umask, uint32_t uid, uint32_t gid, int64_t now,
+		   uint64_t *ino)
+{
+	uint32_t t = mode & S_IFMT;
+
+	if (t == S_IFDIR)
+		return create(fs, dir, name, S_IFDIR | (mode & 07777), umask, uid, gid, 0, NULL, 0,
+			      now, ino);
+	if (t == 0)
+		mode |= S_IFREG;
+	else if (t != S_IFREG && t != S_IFIFO && t != S_IFSOCK && t != S_IFCHR && t != S_IFBLK)
+		return -EINVAL;
+	return create(fs, dir, name, mode, umask, uid, gid,
+		      t == S_IFCHR || t == S_IFBLK ? rdev : 0, NULL, 0, now, ino);
 }
 
 int avfs_fs_mkdir(struct avfs_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, int64_t now, uint64_t *ino)
 {
-	return create(fs, dir, name, S_IFDIR | (mode & 07777), uid, gid, 0, NULL, 0, now, ino);
+	return create(fs, dir, name, S_IFDIR | (mode & 07777), 0, uid, gid, 0, NULL, 0, now, ino);
 }
 
 int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const char *target,
@@ -185,7 +212,7 @@ int avfs_fs_symlink(struct avfs_fs *fs, uint64_t dir, const char *name, const ch
 		return -ENOENT;
 	if (tl > AVFS_SYMLINK_MAX)
 		return -ENAMETOOLONG;
-	return create(fs, dir, name, S_IFLNK | 0777, uid, gid, 0, target, tl, now, ino);
+	return create(fs, dir, name, S_IFLNK | 0777, 0, uid, gid, 0, target, tl, now, ino);
 }
 
 int avfs_fs_readlink(struct avfs_fs *fs, uint64_t ino, char *buf, size_t len)

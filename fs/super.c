@@ -48,7 +48,7 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 {
 	uint32_t shift = o->block_shift ? o->block_shift : AVFS_BLOCK_DEFAULT_SHIFT;
 	uint64_t dev = o->size & ~(uint64_t)(AVFS_MBLOCK - 1);
-	uint64_t bs, est, ninodes, jb, dyn, meta = 0, data_blocks = 0, data_off = 0, backup_off = 0;
+	uint64_t bs, est, ninodes, jb, dyn, xat, meta = 0, data_blocks = 0, data_off = 0, backup_off = 0;
 	uint64_t mbm = 1, dbm, ibm, itb, align;
 	struct avfs_bitmap tmp;
 	struct avfs_alloc a;
@@ -85,7 +85,11 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 		       (unsigned long long)jb);
 		return -EINVAL;
 	}
-	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + 256;
+	/* block maps, directories and symlinks (an eighth of the inodes), and extended
+	 * attribute blocks (one per inode that has any, format.h) for half of the inodes, up to
+	 * 1/256 of the device (a small image keeps its room for data) */
+	xat = ninodes / 2 < dev / AVFS_MBLOCK / 256 ? ninodes / 2 : dev / AVFS_MBLOCK / 256;
+	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + xat + 256;
 	if (dyn < 16 || dyn > (1ull << 31)) {
 		avfs_why(why, whylen, "dynamic metadata of %llu blocks out of range",
 		       (unsigned long long)dyn);
@@ -212,9 +216,11 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 		avfs_why(why, whylen, "superblock checksum or header is wrong");
 		return -EUCLEAN;
 	}
-	if (s->version != AVFS_FORMAT_VERSION) {
-		avfs_why(why, whylen, "unsupported format version %u (this build reads %u)",
-		       s->version, AVFS_FORMAT_VERSION);
+	if (s->version < AVFS_FORMAT_VERSION_MIN || s->version > AVFS_FORMAT_VERSION) {
+		avfs_why(why, whylen, "image format %u, this build reads %u to %u: %s", s->version,
+			 AVFS_FORMAT_VERSION_MIN, AVFS_FORMAT_VERSION,
+			 s->version > AVFS_FORMAT_VERSION ? "made or changed by a newer AVFS, use its "
+			 "tools" : "not an image this build knows");
 		return -EINVAL;
 	}
 	if (s->mblock_size != AVFS_MBLOCK || s->block_shift < AVFS_BLOCK_MIN_SHIFT ||
@@ -259,10 +265,17 @@ int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super
 
 bool fs_super_same_geometry(const struct avfs_super *a, const struct avfs_super *b)
 {
-	size_t from = offsetof(struct avfs_super, version), to = offsetof(struct avfs_super, last_zone);
+	/* the version may rise (fs_super_version_ok), nothing else may change */
+	size_t from = offsetof(struct avfs_super, mblock_size);
+	size_t to = offsetof(struct avfs_super, last_zone);
 
 	return !memcmp((const uint8_t *)a + from, (const uint8_t *)b + from, to - from) &&
 	       !memcmp(a->hdr.uuid, b->hdr.uuid, sizeof(a->hdr.uuid));
+}
+
+bool fs_super_version_ok(const struct avfs_super *img, const struct avfs_super *home)
+{
+	return img->version >= home->version && img->version <= AVFS_FORMAT_VERSION;
 }
 
 uint64_t avfs_fs_backup_super_off(uint64_t dev_size)

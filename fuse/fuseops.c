@@ -63,6 +63,7 @@ struct avfs_fuse {
 	struct avfs_iobuf_pool bufs;	/* data buffers of reads, writes and read-ahead */
 	enum avfs_atime atime;	/* the mount's access-time rule */
 	enum avfs_fuse_close close;	/* what FLUSH (a close) waits for */
+	bool noacl;		/* the mount's -o noacl: no POSIX ACLs (op_init) */
 	bool kill_suidgid;	/* the write being processed asks to clear setuid/setgid (the
 				 * kernel's FUSE_WRITE_KILL_SUIDGID: a writer without CAP_FSETID) */
 	uint8_t *zeros;		/* ZERO_CHUNK zero bytes: the writes of a punched hole's edges */
@@ -132,7 +133,8 @@ static void after_change(struct avfs_fuse *fu)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct avfs_fuse *fu = userdata;
+
 	conn->max_write = 1u << 20;	/* SPEC §9: large requests where the kernel allows */
 	conn->max_read = 1u << 20;	/* must match the max_read mount option */
 	conn->max_readahead = 1u << 20;
@@ -141,6 +143,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
+	/* POSIX ACLs: the kernel enforces them and passes them as system.posix_acl_* attributes,
+	 * the core keeps the mode in step and applies a directory's default ACL, or else the
+	 * umask, to what is created in it (so the kernel must not apply the umask first). Their
+	 * price: with attributes never cached (attr_timeout 0), a permission check by a user
+	 * other than the owner asks for the ACL again (a getxattr); -o noacl saves it */
+	if (!fu->noacl && conn->capable & FUSE_CAP_POSIX_ACL)
+		conn->want |= FUSE_CAP_POSIX_ACL;
+	if (!fu->noacl && conn->capable & FUSE_CAP_DONT_MASK)
+		conn->want |= FUSE_CAP_DONT_MASK;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -667,23 +678,88 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_open(req, fi);
 }
 
+/* getxattr's and listxattr's answer: n bytes (or -errno) for a caller's buffer of size (0:
+ * the length only). */
+static void reply_xattr(fuse_req_t req, int n, size_t size, const char *buf)
+{
+	if (n < 0)
+		fuse_reply_err(req, -n);
+	else if (!size)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+/* The virtual attribute user.avfs.socket, on every inode: libavio finds the daemon of a file's
+ * mount there. It is not listed (copies of a tree do not take it along) and cannot be set. */
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct avfs_fuse *fu = fu_of(req);
 	size_t len = strlen(fu->socket);
+	char buf[AVFS_XATTR_ROOM];
+	int n;
 
-	(void)ino;
-	/* libavio finds the daemon of a file's mount here */
-	if (strcmp(name, AVFS_XATTR_SOCKET)) {
-		fuse_reply_err(req, ENODATA);
+	if (!strcmp(name, AVFS_XATTR_SOCKET)) {
+		if (!size)
+			fuse_reply_xattr(req, len);
+		else if (size < len)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, fu->socket, len);
 		return;
 	}
-	if (!size)
-		fuse_reply_xattr(req, len);
-	else if (size < len)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, fu->socket, len);
+	/* a value fits a block: a larger buffer gets what a block holds */
+	n = avfs_fs_getxattr(fu->fs, ino, name, buf, size > sizeof(buf) ? sizeof(buf) : size);
+	reply_xattr(req, n, size, buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	char buf[AVFS_XATTR_ROOM];
+	/* trusted.* for the superuser only, as ext4 lists them (CAP_SYS_ADMIN, taken as uid 0:
+	 * FUSE does not pass capabilities) */
+	int n = avfs_fs_listxattr(fu->fs, ino, fuse_req_ctx(req)->uid == 0, buf,
+				  size > sizeof(buf) ? sizeof(buf) : size);
+
+	reply_xattr(req, n, size, buf);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	int err;
+
+	if (!strcmp(name, AVFS_XATTR_SOCKET)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	err = FS(avfs_fs_setxattr(fu->fs, ino, name, value, size,
+				  (flags & XATTR_CREATE ? AVFS_XATTR_CREATE : 0) |
+				  (flags & XATTR_REPLACE ? AVFS_XATTR_REPLACE : 0), fu->wall));
+	if (!err)
+		after_change(fu);
+	fuse_reply_err(req, -err);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	int err;
+
+	if (!strcmp(name, AVFS_XATTR_SOCKET)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	err = FS(avfs_fs_removexattr(fu->fs, ino, name, fu->wall));
+	if (!err)
+		after_change(fu);
+	fuse_reply_err(req, -err);
 }
 
 /* fallocate once the stale tail past the old size is zeroed (a growing fallocate) */
@@ -855,8 +931,8 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct avfs_fuse *fu = fu_of(req);
 	uint64_t ino;
-	int err = FS(avfs_fs_mknod_dev(fu->fs, parent, name, mode & ~ctx(req)->umask,
-				    (uint32_t)rdev, ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
+	int err = FS(avfs_fs_create(fu->fs, parent, name, mode, (uint32_t)rdev, ctx(req)->umask,
+				 ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
 
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -874,8 +950,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e = { 0 };
 	struct avfs_stat a;
 	uint64_t ino;
-	int err = FS(avfs_fs_mknod(fu->fs, parent, name, S_IFREG | (mode & 07777 & ~ctx(req)->umask),
-				ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
+	int err = FS(avfs_fs_create(fu->fs, parent, name, S_IFREG | (mode & 07777), 0,
+				 ctx(req)->umask, ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
 
 	if (!err)
 		err = avfs_fs_getattr(fu->fs, ino, &a);
@@ -900,8 +976,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct avfs_fuse *fu = fu_of(req);
 	uint64_t ino;
-	int err = FS(avfs_fs_mkdir(fu->fs, parent, name, mode & ~ctx(req)->umask, ctx(req)->uid,
-				ctx(req)->gid, fu->wall, &ino));
+	int err = FS(avfs_fs_create(fu->fs, parent, name, S_IFDIR | (mode & 07777), 0,
+				 ctx(req)->umask, ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
 
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -1167,7 +1243,10 @@ static const struct fuse_lowlevel_ops ops = {
 	.opendir = op_opendir,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
+	.setxattr = op_setxattr,
 	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
 	.create = op_create,
 	.fallocate = op_fallocate,
 	.lseek = op_lseek,
@@ -1237,6 +1316,7 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 		    AVFS_ATIME_RELATIME;
 	fu->close = c->close == AVFS_CLOSE_DURABLE || c->close == AVFS_CLOSE_ASYNC ? c->close :
 		    AVFS_CLOSE_SYNC;
+	fu->noacl = c->noacl;
 	snprintf(fu->socket, sizeof(fu->socket), "%s", c->socket ? c->socket : "");
 	/* low level; the kernel checks permissions against our modes */
 	fuse_opt_add_arg(&args, "avfsd");

@@ -30,6 +30,8 @@ struct avfs_fuse_conf {
 	const char *mountpoint;
 	bool allow_other;
 	bool ro;		/* mounted read-only (the kernel refuses writes) */
+	bool noacl;		/* no POSIX ACLs: the kernel checks the modes alone (as ext4's
+				 * noacl; the fs is mounted AVFS_MOUNT_NOACL) */
 	const char *fsname;	/* the mount's source, as mount(8) and df show it (the device) */
 	const char *options;	/* more mount options for FUSE ("nosuid,noatime"), or NULL */
 	const char *socket;	/* shown in the user.avfs.socket attribute of every file */

@@ -94,10 +94,13 @@ static struct avfs_disk *fresh(void)
 }
 
 /* Directories, files (one over several data blocks, one of a page), short and long symlinks,
- * a long name, a hard link: what test_fsck's populate makes, scaled to 8 data blocks. */
+ * a long name, a hard link: what test_fsck's populate makes, scaled to 8 data blocks; and two
+ * extended attribute blocks (a user attribute, a default ACL: u::rwx g::r-x o::---). */
 static void populate(struct avfs_fsio *io)
 {
 	static uint8_t buf[150000];
+	static const uint8_t acl[] = { 2, 0, 0, 0, 1, 0, 7, 0, 255, 255, 255, 255,
+				       4, 0, 5, 0, 255, 255, 255, 255, 32, 0, 0, 0, 255, 255, 255, 255 };
 	uint64_t d1 = 0, d2 = 0, f1 = 0, f2 = 0, ino;
 	char name[200], target[300];
 
@@ -117,6 +120,9 @@ static void populate(struct avfs_fsio *io)
 	name[199] = 0;
 	avfs_fs_mknod(io->fs, d1, name, 0100644, 0, 0, NOW, &ino);
 	avfs_fs_link(io->fs, f1, d2, "f1link", NOW);
+	if (avfs_fs_setxattr(io->fs, f1, "user.seed", "value", 5, 0, NOW) ||
+	    avfs_fs_setxattr(io->fs, d2, "system.posix_acl_default", acl, sizeof(acl), 0, NOW))
+		die("setxattr", EIO);
 	if (avfs_fsio_sync(io))
 		die("sync", EIO);
 }

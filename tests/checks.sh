@@ -1,5 +1,5 @@
-# checks.sh — sourced by the shell tests (bash): ok/FAIL bookkeeping and the skip with a
-# reason. It runs no check itself; what a test needs around it (an avfsd, a disk) is its own
+# checks.sh — sourced by the shell tests (bash): ok/FAIL bookkeeping, the skip with a reason,
+# and two comparisons a check is made of (same, fails_with). It runs no check itself; what a test needs around it (an avfsd, a disk) is its own
 # or daemon_env.sh's.
 
 avfs_skip() {	# avfs_skip REASON: exit 77 (meson: SKIP) with a one-line reason
@@ -19,6 +19,26 @@ check() {	# check NAME CMD...: runs CMD, ok when it exits 0
 		FAILS=$((FAILS + 1))
 		echo "FAIL $name"
 	fi
+}
+
+same() {	# same GOT WANT
+	[ "$1" = "$2" ] && return 0
+	echo "  got '$1', want '$2'"
+	return 1
+}
+
+fails_with() {	# fails_with TEXT CMD...: CMD must fail and say TEXT on stderr
+	local text=$1 err
+	shift
+	if err=$("$@" 2>&1 >/dev/null); then
+		echo "  '$*' succeeded, want '$text'"
+		return 1
+	fi
+	case "$err" in
+	*"$text"*) return 0 ;;
+	esac
+	echo "  '$*': '$err', want '$text'"
+	return 1
 }
 
 avfs_summary() {	# the last line, and the exit status of the test

@@ -79,6 +79,26 @@ static int add_name(void *arg, const char *name, uint64_t ino, uint32_t type, ui
 	return 0;
 }
 
+/* The extended attributes of ino: names and values, in the (sorted) order listed. */
+static uint32_t xattr_crc(struct avfs_fs *fs, uint64_t ino)
+{
+	char names[AVFS_XATTR_ROOM];
+	uint8_t v[AVFS_XATTR_ROOM];
+	int n = avfs_fs_listxattr(fs, ino, true, names, sizeof(names));
+	uint32_t crc = 0;
+
+	assert_true(n >= 0);
+	for (int i = 0; i < n; i += (int)strlen(names + i) + 1) {
+		int vl = avfs_fs_getxattr(fs, ino, names + i, v, sizeof(v));
+
+		/* (user.* is not for symlinks: none is ever set there) */
+		assert_true(vl >= 0);
+		crc = avfs_crc32c(crc, names + i, strlen(names + i) + 1);
+		crc = avfs_crc32c(crc, v, (size_t)vl);
+	}
+	return crc;
+}
+
 static void walk(struct avfs_fsio *io, uint64_t dir, const char *path, struct snap *s, int depth)
 {
 	struct names nm = { 0 };
@@ -107,8 +127,9 @@ static void walk(struct avfs_fsio *io, uint64_t dir, const char *path, struct sn
 			assert_true(r > 0);
 			crc = avfs_crc32c(0, target, (size_t)r);
 		}
-		snprintf(line, sizeof(line), "%s %o %llu %u %08x", p, st.mode & S_IFMT,
-			 S_ISDIR(st.mode) ? 0ull : (unsigned long long)st.size, st.nlink, crc);
+		snprintf(line, sizeof(line), "%s %o %llu %u %08x %04o %08x", p, st.mode & S_IFMT,
+			 S_ISDIR(st.mode) ? 0ull : (unsigned long long)st.size, st.nlink, crc,
+			 st.mode & 07777, xattr_crc(io->fs, nm.ino[i]));
 		snap_add(s, line);
 		if (S_ISDIR(st.mode))
 			walk(io, nm.ino[i], p, s, depth + 1);
@@ -421,6 +442,105 @@ static void test_crash_truncate_fallocate(void **state)
 	run_check(&r, "truncate/fallocate", long_run ? 32 : 8);
 }
 
+/* POSIX ACL values in the kernel's xattr form: {tag, perm, id} after the version word. */
+static size_t acl_value(uint8_t *b, const uint16_t (*e)[2], const uint32_t *ids, size_t n)
+{
+	uint32_t version = 2;
+
+	memcpy(b, &version, 4);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(b + 4 + 8 * i, e[i], 4);
+		memcpy(b + 8 + 8 * i, &ids[i], 4);
+	}
+	return 4 + 8 * n;
+}
+
+/* Extended attributes and ACLs: values of every size up to a full block (ENOSPC beyond),
+ * replaced and removed; access ACLs (the mode follows), chmods (the ACL follows), default
+ * ACLs inherited by files and directories created under them, deletions freeing blocks. */
+static void test_crash_xattr(void **state)
+{
+	struct run r;
+	int ops = long_run ? 3000 : 500;
+	static uint8_t val[AVFS_XATTR_ROOM];
+	static const uint16_t ent[5][2] = { { 1, 6 }, { 2, 7 }, { 4, 4 }, { 0x10, 6 }, { 0x20, 0 } };
+	static const uint32_t ids[5] = { ~0u, 1000, ~0u, ~0u, ~0u };
+	uint64_t dirs[4];
+	int ndirs = 1;
+
+	(void)state;
+	run_start(&r, 14);
+	dirs[0] = AVFS_ROOT_INO;
+	for (int i = 0; i < ops; i++) {
+		char a[32], nm[32];
+		uint64_t d = dirs[rnd(&r, ndirs)], ino;
+		int op = (int)rnd(&r, 10), err;
+
+		snprintf(a, sizeof(a), "f%llu", (unsigned long long)rnd(&r, 12));
+		snprintf(nm, sizeof(nm), "%s.k%llu", rnd(&r, 4) ? "user" : "trusted",
+			 (unsigned long long)rnd(&r, 8));
+		if (op <= 1) {	/* create, inheriting what the directory's default ACL says */
+			bool dir = ndirs < 4 && rnd(&r, 4) == 0;
+
+			err = avfs_fs_create(r.io->fs, d, a, (dir ? S_IFDIR : S_IFREG) | 0777, 0, 022,
+					     0, 0, i, &ino);
+			if (!err && dir)
+				dirs[ndirs++] = ino;
+			continue;
+		}
+		if (avfs_fs_lookup(r.io->fs, d, a, &ino))
+			continue;
+		switch (op) {
+		case 2: case 3: case 4: {	/* set: mostly small, sometimes up to a block */
+			size_t len = rnd(&r, 4) ? rnd(&r, 64) : rnd(&r, sizeof(val));
+
+			fill_pattern(val, len, (uint64_t)i);
+			err = avfs_fs_setxattr(r.io->fs, ino, nm, val, len, 0, i);
+			assert_true(err == 0 || err == -ENOSPC);
+			break;
+		}
+		case 5:
+			err = avfs_fs_removexattr(r.io->fs, ino, nm, i);
+			assert_true(err == 0 || err == -ENODATA);
+			break;
+		case 6: {	/* an access ACL with a named user, or (default) on a directory */
+			size_t len = acl_value(val, ent, ids, 5);
+			struct avfs_stat st;
+
+			assert_int_equal(avfs_fs_getattr(r.io->fs, ino, &st), 0);
+			err = avfs_fs_setxattr(r.io->fs, ino, S_ISDIR(st.mode) && rnd(&r, 2) ?
+					       "system.posix_acl_default" : "system.posix_acl_access",
+					       val, len, 0, i);
+			assert_true(err == 0 || err == -ENOSPC);
+			break;
+		}
+		case 7: {
+			struct avfs_stat st = { .mode = (uint32_t)rnd(&r, 01000) };
+
+			assert_int_equal(avfs_fs_setattr(r.io->fs, ino, AVFS_SET_MODE, &st, i), 0);
+			break;
+		}
+		case 8:
+			if (avfs_fs_unlink(r.io->fs, d, a, i) == -EISDIR)
+				avfs_fs_rmdir(r.io->fs, d, a, i);	/* may be non-empty */
+			break;
+		case 9: {	/* data into an empty file (an overwrite is old-or-new at a crash:
+				 * not compared) */
+			struct avfs_stat st;
+
+			assert_int_equal(avfs_fs_getattr(r.io->fs, ino, &st), 0);
+			if (S_ISREG(st.mode) && !st.size)
+				assert_int_equal(avfs_fsio_write(r.io, ino, 0, val, 100), 100);
+			break;
+		}
+		}
+		assert_int_equal(avfs_fsio_maybe_commit(r.io), 0);
+		if (rnd(&r, 8) == 0)
+			assert_int_equal(avfs_fsio_sync(r.io), 0);
+	}
+	run_check(&r, "xattr", long_run ? 32 : 10);
+}
+
 /* The total for the CI log (issue: at least 1,000 crash points per run). */
 static void test_crash_total(void **state)
 {
@@ -437,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_crash_metadata_storm),
 		cmocka_unit_test(test_crash_streaming),
 		cmocka_unit_test(test_crash_truncate_fallocate),
+		cmocka_unit_test(test_crash_xattr),
 		cmocka_unit_test(test_crash_total),
 	};
 	const char *l = getenv("AVFS_CRASH_LONG");

@@ -16,26 +16,6 @@ avfs_env_init
 
 NOBODY="setpriv --reuid 1000 --regid 1000 --clear-groups"
 
-fails_with() {	# fails_with TEXT CMD...: CMD must fail and say TEXT on stderr
-	local text=$1 err
-	shift
-	if err=$("$@" 2>&1 >/dev/null); then
-		echo "  '$*' succeeded, want '$text'"
-		return 1
-	fi
-	case "$err" in
-	*"$text"*) return 0 ;;
-	esac
-	echo "  '$*': '$err', want '$text'"
-	return 1
-}
-
-same() {	# same GOT WANT
-	[ "$1" = "$2" ] && return 0
-	echo "  got '$1', want '$2'"
-	return 1
-}
-
 zeros() {	# zeros FILE OFFSET LEN: those bytes read as zeros
 	cmp -s -n "$3" <(tail -c +$(($2 + 1)) "$1") /dev/zero
 }
