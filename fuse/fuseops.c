@@ -4,20 +4,23 @@
  * reads and writes go to the engine as best-effort requests on the file and are answered when
  * they complete, so the loop never blocks on the disk. What to zero and what to merge in a
  * partial page is the core's data plan's business (engine/fileio.c executes it), not this
- * file's. Its own: the mount, read-ahead inside a data block, fsync waiting for a commit, the
- * open file descriptions (struct ofile in fi->fh) and the write errors each of them reports
- * once (errseq, kept by the engine).
+ * file's. Its own: the mount, reads through the read-ahead slots (readahead.c keeps them,
+ * one window ahead of a sequential reader), page-aligned writes from the request's own buffer,
+ * fsync waiting for a commit, the open file descriptions (struct ofile in fi->fh) and the
+ * write errors each of them reports once (errseq, kept by the engine).
  */
 #include "fuseops.h"
 
 #define FUSE_USE_VERSION 35
 #include <fuse_lowlevel.h>
 
+#include "conn.h"
 #include "engine.h"
 #include "format.h"
 #include "fs.h"
 #include "iobuf.h"
 #include "proto.h"
+#include "readahead.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,8 +37,7 @@
 /* A call that changes the file system: when the running transaction is full (-EAGAIN, fs.h's
  * credits), the engine commits it at once and the call is made again. */
 #define FS(call) AVFS_ENGINE_FS(fu->e, fu->now, call)
-#define RA_WINDOW (2u << 20)	/* read ahead this far, inside the data block */
-#define RA_SLOTS 8
+#define RA_WINDOW (2u << 20)	/* a read-ahead's size: one device command, in one data block */
 
 struct fsync_wait {
 	fuse_req_t req;
@@ -65,25 +67,20 @@ static struct ofile *ofile_of(const struct fuse_file_info *fi)
 	return fi ? (struct ofile *)(uintptr_t)fi->fh : NULL;
 }
 
-struct ra_entry {		/* a range read ahead */
-	uint64_t ino, off;
-	size_t len;
-	uint8_t *buf;
-	size_t cap;		/* buf's size as allocated (avfs_iobuf_put) */
-	uint64_t used;
-};
-
 struct avfs_fuse {
 	struct fuse_session *se;
 	struct fuse_buf fbuf;
+	uint8_t *recv;		/* fbuf.mem's buffer (AVFS_IOBUF_HUGE bytes from bufs), or NULL:
+				 * libfuse's own */
+	bool recv_taken;	/* op_write kept recv for its data: a new one after this request */
 	int fd;
+	struct avfs_fuse_conn conn;	/* /dev/fuse under libfuse: the INIT reply's extra flags */
 	struct avfs_engine *e;
 	struct avfs_fs *fs;
 	char socket[108];
 	int64_t now, wall;	/* of the request being processed */
 	struct fsync_wait *fsyncs;
-	struct ra_entry ra[RA_SLOTS];
-	uint64_t ra_clock;
+	struct avfs_ra ra;	/* read-ahead (readahead.h) */
 	struct avfs_iobuf_pool bufs;	/* data buffers of reads, writes and read-ahead */
 	enum avfs_atime atime;	/* the mount's access-time rule */
 	enum avfs_fuse_close close;	/* what FLUSH (a close) waits for */
@@ -94,6 +91,10 @@ struct avfs_fuse {
 };
 
 #define ZERO_CHUNK (1u << 20)
+/* Requests are read at this offset into a huge buffer, so that a WRITE's data (after the
+ * fuse_in_header and fuse_write_in) starts on the buffer's second page: op_write hands it to
+ * the engine as it lies, without a copy, and the device's DMA finds it in one huge page. */
+#define RECV_AT (PAGE - sizeof(struct fuse_in_header) - sizeof(struct fuse_write_in))
 
 static struct avfs_fuse *fu_of(fuse_req_t req)
 {
@@ -212,12 +213,7 @@ static void touch_atime(struct avfs_fuse *fu, uint64_t ino)
 
 static void ra_invalidate(struct avfs_fuse *fu, uint64_t ino)
 {
-	for (int i = 0; i < RA_SLOTS; i++) {
-		if (fu->ra[i].buf && fu->ra[i].ino == ino) {
-			avfs_iobuf_put(&fu->bufs, fu->ra[i].buf, fu->ra[i].cap);
-			fu->ra[i].buf = NULL;
-		}
-	}
+	avfs_ra_invalidate(&fu->ra, ino);
 }
 
 void avfs_fuse_invalidate(struct avfs_fuse *fu, uint64_t ino)
@@ -225,51 +221,9 @@ void avfs_fuse_invalidate(struct avfs_fuse *fu, uint64_t ino)
 	ra_invalidate(fu, ino);
 }
 
-static void ra_store(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint8_t *buf, size_t len,
-		     size_t cap)
-{
-	int v = 0;
-
-	for (int i = 0; i < RA_SLOTS; i++) {
-		if (!fu->ra[i].buf) {
-			v = i;
-			break;
-		}
-		if (fu->ra[i].used < fu->ra[v].used)
-			v = i;
-	}
-	avfs_iobuf_put(&fu->bufs, fu->ra[v].buf, fu->ra[v].cap);
-	fu->ra[v] = (struct ra_entry){ .ino = ino, .off = off, .len = len, .buf = buf, .cap = cap,
-				       .used = ++fu->ra_clock };
-}
-
-/* Serve [off, off + len) from read-ahead if it is all there. */
-static bool ra_hit(struct avfs_fuse *fu, fuse_req_t req, uint64_t ino, uint64_t off, size_t len)
-{
-	for (int i = 0; i < RA_SLOTS; i++) {
-		struct ra_entry *e = &fu->ra[i];
-
-		if (e->buf && e->ino == ino && off >= e->off && off + len <= e->off + e->len) {
-			e->used = ++fu->ra_clock;
-			fuse_reply_buf(req, (const char *)e->buf + (off - e->off), len);
-			return true;
-		}
-	}
-	return false;
-}
-
-/* A read continuing where cached data ends is sequential: worth reading ahead. */
-static bool ra_sequential(struct avfs_fuse *fu, uint64_t ino, uint64_t off)
-{
-	for (int i = 0; i < RA_SLOTS; i++)
-		if (fu->ra[i].buf && fu->ra[i].ino == ino && fu->ra[i].off + fu->ra[i].len == off)
-			return true;
-	return off == 0;
-}
-
 /* ---- data ---- */
 
-struct rop {			/* one FUSE read, with its read-ahead */
+struct rop {			/* one FUSE read, alone (not sequential) */
 	struct avfs_fio f;	/* first: the engine hands it back */
 	fuse_req_t req;
 	struct avfs_fuse *fu;
@@ -285,25 +239,119 @@ static void rop_done(struct avfs_fio *f, int64_t res, int64_t now)
 	size_t got = res > (int64_t)r->skip ? (size_t)res - r->skip : 0;
 
 	(void)now;
-	if (res < 0) {
+	if (res < 0)
 		fuse_reply_err(r->req, (int)-res);
-		avfs_iobuf_put(&r->fu->bufs, r->mem, f->cap);
-	} else {
+	else
 		fuse_reply_buf(r->req, (const char *)r->mem + r->skip, got < r->reply ? got : r->reply);
-		if (got > r->reply)	/* read ahead: keep it */
-			ra_store(r->fu, f->ino, f->off, r->mem, (size_t)res, f->cap);
-		else
-			avfs_iobuf_put(&r->fu->bufs, r->mem, f->cap);
-	}
+	avfs_iobuf_put(&r->fu->bufs, r->mem, f->cap);
 	free(r);
+}
+
+struct rwait {			/* a FUSE read answered from a range being read ahead */
+	struct avfs_ra_wait w;	/* first */
+	fuse_req_t req;
+};
+
+static void rwait_answer(struct avfs_ra_wait *w, const uint8_t *data, size_t n, int err)
+{
+	struct rwait *r = (struct rwait *)w;
+
+	if (err)
+		fuse_reply_err(r->req, -err);
+	else
+		fuse_reply_buf(r->req, (const char *)data, n);
+	free(r);
+}
+
+struct raread {			/* a range read for the read-ahead slots */
+	struct avfs_fio f;	/* first */
+	struct avfs_fuse *fu;
+	struct avfs_ra_slot *s;
+};
+
+static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off);
+
+static void raread_done(struct avfs_fio *f, int64_t res, int64_t now)
+{
+	struct raread *r = (struct raread *)f;
+	struct avfs_fuse *fu = r->fu;
+	/* a reader waits for this range: it reads in order, the next window goes now */
+	bool more = res == (int64_t)f->len && r->s->waiters && !r->s->stale;
+	uint64_t ino = f->ino, next = f->off + f->len;
+
+	(void)now;
+	avfs_ra_done(&fu->ra, r->s, res, rwait_answer);
+	free(r);
+	if (more)
+		prefetch(fu, ino, next);
+}
+
+/* The read-ahead window at off (page aligned) of a file of `size` bytes: RA_WINDOW at most,
+ * inside off's data block, inside the file. */
+static uint64_t ra_window(struct avfs_fuse *fu, uint64_t off, uint64_t size)
+{
+	uint64_t bs = avfs_fs_block_size(fu->fs), end = off + RA_WINDOW;
+	uint64_t blk_end = (off / bs + 1) * bs;
+
+	end = end < blk_end ? end : blk_end;
+	return (end < size ? end : size) - off;
+}
+
+/* Read len bytes of ino from off (page aligned) into a read-ahead slot, w (or none) waiting
+ * on it. 0: under way (w answered when it lands, or at once with the engine's refusal);
+ * -ENOMEM, -EBUSY (every slot busy): nothing done. */
+static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t len,
+		   struct rwait *w)
+{
+	size_t cap = (size_t)((len + PAGE - 1) / PAGE * PAGE);
+	struct raread *r = calloc(1, sizeof(*r));
+	uint8_t *buf = r ? avfs_iobuf_get(&fu->bufs, cap) : NULL;
+	int err;
+
+	if (!buf) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->s = avfs_ra_start(&fu->ra, ino, off, (size_t)len, buf, cap);
+	if (!r->s) {
+		avfs_iobuf_put(&fu->bufs, buf, cap);
+		free(r);
+		return -EBUSY;
+	}
+	if (w)
+		(void)avfs_ra_wait(&fu->ra, ino, w->w.off, w->w.len, &w->w);	/* (it holds) */
+	r->fu = fu;
+	r->f = (struct avfs_fio){ .ino = ino, .off = off, .len = len, .buf = buf, .cap = cap,
+				  .label = -1, .cls = AVFS_TRACE_BE, .done = raread_done };
+	err = avfs_engine_io(fu->e, &r->f, fu->now);
+	if (err) {	/* done() will not run */
+		avfs_ra_done(&fu->ra, r->s, err, rwait_answer);
+		free(r);
+	}
+	return 0;
+}
+
+/* SPEC §9: a sequential reader's next window is read while it takes the one before, so that
+ * the device keeps working through the FUSE round trips; unless it is kept or under way
+ * already, or past the end. */
+static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off)
+{
+	struct avfs_stat a;
+
+	if (off % PAGE || avfs_ra_has(&fu->ra, ino, off) || avfs_fs_getattr(fu->fs, ino, &a) ||
+	    off >= a.size)
+		return;
+	(void)ra_read(fu, ino, off, ra_window(fu, off, a.size), NULL);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct avfs_fuse *fu = fu_of(req);
-	uint64_t bs = avfs_fs_block_size(fu->fs), end, a0, cap;
+	uint64_t end, a0, cap;
+	struct avfs_ra_slot *s;
 	struct avfs_stat a;
+	struct rwait *w;
 	struct rop *r;
 	int err = avfs_fs_getattr(fu->fs, ino, &a);
 
@@ -318,26 +366,39 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	end = (uint64_t)off + size > a.size ? a.size : (uint64_t)off + size;
 	touch_atime(fu, ino);
-	if (ra_hit(fu, req, ino, (uint64_t)off, end - (uint64_t)off))
+	s = avfs_ra_hit(&fu->ra, ino, (uint64_t)off, end - (uint64_t)off);
+	if (s) {
+		uint64_t next = s->off + s->len;
+
+		fuse_reply_buf(req, (const char *)s->buf + ((uint64_t)off - s->off),
+			       end - (uint64_t)off);
+		prefetch(fu, ino, next);
 		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*w = (struct rwait){ .w = { .off = (uint64_t)off, .len = end - (uint64_t)off }, .req = req };
+	if (avfs_ra_wait(&fu->ra, ino, (uint64_t)off, end - (uint64_t)off, &w->w))
+		return;
+	/* SPEC §9: read ahead inside the large data block when the file is read in order, from
+	 * the page holding off: the device's pages land in the buffer directly */
+	a0 = (uint64_t)off / PAGE * PAGE;
+	if (avfs_ra_sequential(&fu->ra, ino, (uint64_t)off)) {
+		uint64_t wend = a0 + ra_window(fu, a0, a.size);
+
+		if (!ra_read(fu, ino, a0, (wend > end ? wend : end) - a0, w))
+			return;
+	}
+	free(w);
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	r->reply = end - (uint64_t)off;
-	/* SPEC §9: read ahead inside the large data block when the file is read in order */
-	if (ra_sequential(fu, ino, (uint64_t)off)) {
-		uint64_t blk_end = ((uint64_t)off / bs + 1) * bs;
-		uint64_t want = (uint64_t)off + RA_WINDOW;
-
-		want = want < blk_end ? want : blk_end;
-		want = want < a.size ? want : a.size;
-		if (want > end)
-			end = want;
-	}
-	/* from the page holding off: the device's pages land in mem directly */
-	a0 = (uint64_t)off / PAGE * PAGE;
 	r->skip = (size_t)((uint64_t)off - a0);
 	cap = (end - a0 + PAGE - 1) / PAGE * PAGE;
 	r->mem = avfs_iobuf_get(&fu->bufs, cap);
@@ -426,17 +487,24 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 	ra_invalidate(fu, ino);
 	w = calloc(1, sizeof(*w));
-	if (w) {
+	if (w && !at && fu->recv && (const uint8_t *)buf == fu->recv + PAGE) {
+		w->memlen = AVFS_IOBUF_HUGE;	/* the request's own buffer: no copy */
+		w->mem = fu->recv;
+		at = PAGE;	/* where the data lies in it */
+		fu->recv_taken = true;
+	} else if (w) {
 		w->memlen = at + size;
 		w->mem = avfs_iobuf_get(&fu->bufs, w->memlen);
+		/* placed as on the device's pages, so that whole pages go without another
+		 * copy */
+		if (w->mem)
+			memcpy(w->mem + at, buf, size);
 	}
 	if (!w || !w->mem) {
 		free(w);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* placed as on the device's pages, so that whole pages go without another copy */
-	memcpy(w->mem + at, buf, size);
 	w->req = req;
 	w->fu = fu;
 	w->f = (struct avfs_fio){ .ino = ino, .off = (uint64_t)off, .len = size, .write = true,
@@ -1232,6 +1300,31 @@ static const struct fuse_lowlevel_ops ops = {
 
 /* ---- the mount ---- */
 
+/* libfuse reads requests and writes replies through conn.c (fuse_session_custom_io) */
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	struct avfs_fuse *fu = userdata;
+
+	if (fu->recv && (uint8_t *)buf == fu->recv + RECV_AT && len > AVFS_IOBUF_HUGE - RECV_AT)
+		len = AVFS_IOBUF_HUGE - RECV_AT;	/* (1 MiB + 4 KiB asked: it fits) */
+	return avfs_fuse_conn_read(&fu->conn, fd, buf, len);
+}
+
+/* A receive buffer of our own (recv), or libfuse's when there is no memory for one. */
+static void recv_new(struct avfs_fuse *fu)
+{
+	fu->recv = avfs_iobuf_get(&fu->bufs, AVFS_IOBUF_HUGE);
+	fu->fbuf.mem = fu->recv ? fu->recv + RECV_AT : NULL;
+	fu->recv_taken = false;
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	return avfs_fuse_conn_writev(&((struct avfs_fuse *)userdata)->conn, fd, iov, count);
+}
+
+static const struct fuse_custom_io custom_io = { .read = io_read, .writev = io_writev };
+
 /* The -o list for FUSE: the kernel checks permissions against our modes; the source shown is
  * the device (',' and '\\' escaped for libfuse's option parser); subtype "avfs" makes the
  * type fuse.avfs. */
@@ -1264,6 +1357,7 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 		return -ENOMEM;
 	fu->e = e;
 	fu->fs = fs;
+	fu->ra.bufs = &fu->bufs;
 	fu->atime = c->atime == AVFS_ATIME_STRICT || c->atime == AVFS_ATIME_NO ? c->atime :
 		    AVFS_ATIME_RELATIME;
 	fu->close = c->close == AVFS_CLOSE_DURABLE || c->close == AVFS_CLOSE_ASYNC ? c->close :
@@ -1285,6 +1379,17 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 		return -EIO;
 	}
 	fu->fd = fuse_session_fd(fu->se);
+	/* shared mmap of our direct-I/O files (kernel >= 6.6): the kernel keeps the mapped pages
+	 * coherent with direct reads and writes (flushed before each, invalidated around a write) */
+	fu->conn.want_dio_mmap = true;
+	if (fuse_session_custom_io(fu->se, &custom_io, fu->fd)) {
+		snprintf(why, whylen, "cannot attach to the FUSE connection at %s", c->mountpoint);
+		fuse_session_unmount(fu->se);
+		fuse_session_destroy(fu->se);
+		free(fu);
+		return -EIO;
+	}
+	recv_new(fu);
 	*out = fu;
 	return 0;
 }
@@ -1296,9 +1401,11 @@ void avfs_fuse_free(struct avfs_fuse *fu)
 	answer_fsyncs(fu, UINT64_MAX, -EIO);	/* none with the engine drained */
 	fuse_session_unmount(fu->se);
 	fuse_session_destroy(fu->se);
-	free(fu->fbuf.mem);
-	for (int i = 0; i < RA_SLOTS; i++)
-		avfs_iobuf_put(&fu->bufs, fu->ra[i].buf, fu->ra[i].cap);
+	if (fu->recv)
+		avfs_iobuf_put(&fu->bufs, fu->recv, AVFS_IOBUF_HUGE);
+	else
+		free(fu->fbuf.mem);
+	avfs_ra_drain(&fu->ra);
 	avfs_iobuf_put(&fu->bufs, fu->zeros, ZERO_CHUNK);
 	avfs_iobuf_drain(&fu->bufs);
 	free(fu);
@@ -1329,5 +1436,7 @@ int avfs_fuse_process(struct avfs_fuse *fu, int64_t now, int64_t wall)
 				   (w->write_flags & FUSE_WRITE_KILL_SUIDGID);
 	}
 	fuse_session_process_buf(fu->se, &fu->fbuf);
+	if (fu->recv_taken)	/* (libfuse is done with the old one) */
+		recv_new(fu);
 	return 0;
 }

@@ -2,7 +2,7 @@
  * fuseops.h — avfsd's FUSE front end (libfuse3's low-level API, SPEC §9): the mount, and the
  * POSIX operations mapped onto the file system core (namespace and attributes, answered at
  * once from memory) and onto the engine (reads and writes, answered when their device requests
- * complete; fsync when the commit after it is on disk). Its own read-ahead inside a data block.
+ * complete; fsync when the commit after it is on disk), with read-ahead (readahead.c).
  * It reads no clock (the loop hands it the time) and never blocks on the disk.
  */
 #ifndef AVFS_FUSEOPS_H
