@@ -5,6 +5,8 @@
  */
 #include "rawclient.h"
 
+#include <grp.h>
+
 #include <avio.h>
 #include "clock.h"
 #include "daemon_harness.h"
@@ -21,6 +23,14 @@
 #include <unistd.h>
 
 /* run fn in a child process within timeout_s; true when it exited 0 */
+bool become(uid_t uid, gid_t extra)
+{
+	gid_t g = extra;
+
+	return !setgroups(extra ? 1 : 0, &g) && !setresgid(uid, uid, uid) &&
+	       !setresuid(uid, uid, uid);
+}
+
 bool in_child(const char *what, int timeout_s, int (*fn)(void *), void *arg)
 {
 	pid_t pid;

@@ -15,6 +15,9 @@
 
 /* run fn in a child process within timeout_s; true when it exited 0 */
 bool in_child(const char *what, int timeout_s, int (*fn)(void *), void *arg);
+/* drop to uid (its own gid, and extra as the one supplementary group when not 0): true if
+ * done */
+bool become(uid_t uid, gid_t extra);
 /* start and wait for one libavio request; its aio_ret, or the start's error */
 ssize_t avio_sync(int fd, int op, void *buf, uint64_t off, size_t len, int64_t deadline);
 

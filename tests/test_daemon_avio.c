@@ -848,8 +848,7 @@ static int as_nobody(void *arg)
 	ssize_t r;
 
 	(void)arg;
-	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-	    setresuid(NOBODY, NOBODY, NOBODY))
+	if (!become(NOBODY, 0))
 		return 2;
 	s = raw_connect();
 	h = s >= 0 ? raw_hello_open(s, "secret", AVFS_OPEN_READ, &res) : -1;

@@ -53,14 +53,6 @@ static struct {
 
 /* ---- helpers ---- */
 
-static bool become(uid_t uid, gid_t extra)
-{
-	gid_t g = extra;
-
-	return !setgroups(extra ? 1 : 0, &g) && !setresgid(uid, uid, uid) &&
-	       !setresuid(uid, uid, uid);
-}
-
 static int open_file(const char *name, int flags)
 {
 	char p[256];
