@@ -305,10 +305,14 @@ static int op_parts(struct avfs_engine *e, struct avfs_fio *f, const struct avfs
 		return 0;
 	case AVFS_DOP_READ:
 		/* straight into the caller's buffer where its pages fit, else through a bounce */
+		before = last_overlap(e, o->dev_off, o->dev_len);
 		q = part_of(f, o, false, !o->skip && aligned(dst) && o->buf_off + o->dev_len <= f->cap,
 			    deadline, spare);
 		if (!q)
 			return -ENOMEM;
+		/* a write answered before it reached the device (write-behind, wbuf.c) may still
+		 * be under way: the read sees its pages as it leaves them */
+		wait_on(q, before);
 		if (q->buf == dst)
 			return 0;
 		q->copy_to = o->buf_off;
@@ -462,8 +466,9 @@ int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	if (f->priv.touched)
 		return -EBUSY;	/* a command of it reached the device: it completes */
 	for (q = f->priv.parts; q; q = q->next)
-		if ((q->data_write && f->ino) || q->then)
-			return -EBUSY;	/* a planned file write: its blocks are mapped already */
+		if ((q->data_write && f->ino) || q->then || q->waits)
+			return -EBUSY;	/* a planned file write: its blocks are mapped already; a
+					 * read waiting for a write of its pages: listed there */
 	for (q = f->priv.parts; q; q = q->next)
 		if (q->queued && dsp_withdraw(e, q))
 			return -EBUSY;	/* cannot happen: none was dispatched */
@@ -478,4 +483,23 @@ int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	}
 	f->priv.parts = NULL;
 	return 0;
+}
+
+void fio_hurry(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	struct avfs_ereq *q, *one[8], **v = one;
+	size_t n = 0, k = 0;
+
+	f->sched_deadline = 0;
+	for (q = f->priv.parts; q; q = q->next) {
+		if (q->dispatched || !q->io.deadline)
+			continue;
+		q->io.deadline = 0;	/* (one still waiting goes so when it is sent) */
+		if (q->queued && n < 8 && !dsp_withdraw(e, q))
+			v[n++] = q;	/* (more than 8 queued: the rest keep their deadlines) */
+	}
+	f->priv.pending++;	/* a guard: a refused part completes f */
+	for (k = 0; k < n; k++)
+		send(e, v[k], now);
+	put(e, f, now);
 }
