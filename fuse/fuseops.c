@@ -361,17 +361,37 @@ static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t le
 	return 0;
 }
 
+/* A reserved reader's playout buffer (papers/000): windows read ahead of it, as many as its
+ * reserved buffer holds (at most PLAYOUT_MAX of the shared slots); they are charged to its
+ * reservation, so its bucket paces them at the reserved rate with real-time deadlines. A
+ * reader without one: one window. */
+#define PLAYOUT_MAX 4
+
+static unsigned playout_windows(struct avfs_fuse *fu, uint64_t stream)
+{
+	struct avfs_estream *s = stream ? avfs_engine_stream(fu->e, stream) : NULL;
+	uint64_t n = s ? s->req.buffer / RA_WINDOW : 1;
+
+	return n < 1 ? 1 : n > PLAYOUT_MAX ? PLAYOUT_MAX : (unsigned)n;
+}
+
 /* SPEC §9: a sequential reader's next window is read while it takes the one before, so that
  * the device keeps working through the FUSE round trips; unless it is kept or under way
- * already, or past the end. */
+ * already, or past the end. A reserved reader's next windows, its playout buffer's. */
 static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream)
 {
+	unsigned n = playout_windows(fu, stream);
 	struct avfs_stat a;
 
-	if (off % PAGE || avfs_ra_has(&fu->ra, ino, off) || avfs_fs_getattr(fu->fs, ino, &a) ||
-	    off >= a.size)
+	if (off % PAGE || avfs_fs_getattr(fu->fs, ino, &a))
 		return;
-	(void)ra_read(fu, ino, off, ra_window(fu, off, a.size), NULL, stream);
+	for (unsigned k = 0; k < n && off < a.size; k++) {
+		uint64_t len = ra_window(fu, off, a.size);
+
+		if (!avfs_ra_has(&fu->ra, ino, off) && ra_read(fu, ino, off, len, NULL, stream))
+			return;	/* no slot or no memory: the next read tries again */
+		off += len;
+	}
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

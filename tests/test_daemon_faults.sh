@@ -127,17 +127,14 @@ import os, sys
 MB = 1 << 20
 fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
 print("write", os.write(fd, b"c" * MB))
-
-
-def fsync(f):
+said = []
+for _ in range(2):                                 # the error once, then 0
     try:
-        os.fsync(f)
-        return 0
+        os.fsync(fd)
+        said.append(0)
     except OSError as e:
-        return e.errno
-
-
-print("fsync", fsync(fd), fsync(fd))
+        said.append(e.errno)
+print("fsync", *said)
 os.close(fd)
 PY
 cat "$AVFS_T/wb.out"

@@ -66,6 +66,18 @@ check "a file moved into the directory is charged" same "$(field "$R2" bytes)" $
 cat "$MNT/cam2/seg0.ts" >/dev/null
 check "reads are not charged to a write reservation" same "$(field "$R2" bytes)" $((B + 1048576))
 
+# ---- a reserved reader: its reads and read-ahead (the playout buffer) charged, none late (a
+# file not read before: what the read-ahead slots keep needs no disk and is not charged) ----
+dd if=/dev/urandom of="$MNT/other/play.ts" bs=1M count=8 status=none
+OUT=$(adm reserve "$MNT/other/play.ts" --rate 8M --buffer 8M --read) || echo "$OUT"
+RR=$(rid <<<"$OUT")
+check "reserve FILE --read: admitted" test -n "$RR"
+check "a reserved reader reads the file" same "$(cat "$MNT/other/play.ts" | wc -c)" 8388608
+check "... its reads are charged (the file once)" same "$(field "$RR" bytes)" 8388608
+check "... as real-time requests, none late" \
+	bash -c "[ $(field "$RR" requests) -gt 0 ] && [ $(field "$RR" misses) = 0 ]"
+adm release "$RR" >/dev/null
+
 # ---- --uid: one uid's I/O only ----
 OUT=$(adm reserve "$MNT/cam3" --rate 4M --buffer 4M --write --uid 65534) || echo "$OUT"
 R3=$(rid <<<"$OUT")
