@@ -480,6 +480,7 @@ struct wop {			/* one FUSE write, or the zeroing before a truncate grows a file 
 	int64_t res;
 	uint8_t *mem;		/* a copy of the data: libfuse reuses its buffer */
 	size_t memlen;		/* mem's size (avfs_iobuf_get) */
+	bool plain;		/* mem is a plain allocation (free), not the pool's */
 	struct avfs_stat set;	/* truncate up: the attributes to set once zeroed */
 };
 
@@ -500,6 +501,15 @@ static void held_done(struct avfs_fuse *fu, struct ofile *of)
 		free(of);
 }
 
+static void wop_free(struct wop *w)
+{
+	if (w->plain)
+		free(w->mem);
+	else
+		avfs_iobuf_put(&w->fu->bufs, w->mem, w->memlen);
+	free(w);
+}
+
 static void wop_done(struct avfs_fio *f, int64_t res, int64_t now)
 {
 	struct wop *w = (struct wop *)f;
@@ -516,8 +526,7 @@ static void wop_done(struct avfs_fio *f, int64_t res, int64_t now)
 		fuse_reply_err(w->req, (int)-res);
 	else
 		fuse_reply_write(w->req, (size_t)res);
-	avfs_iobuf_put(&w->fu->bufs, w->mem, w->memlen);
-	free(w);
+	wop_free(w);
 }
 
 /* A write by a process without CAP_FSETID (the kernel says so: the files are direct I/O, so
@@ -566,7 +575,16 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 	ra_invalidate(fu, ino);
 	w = calloc(1, sizeof(*w));
-	if (w && !at && fu->recv && (const uint8_t *)buf == fu->recv + PAGE) {
+	/* a covered writer's small write may be held (write-behind): in memory of its own size,
+	 * not in a huge page of the pool's (2 MiB for 64 KiB) */
+	if (w && stream && size < AVFS_IOBUF_HUGE / 2) {
+		w->plain = true;
+		w->memlen = (at + size + PAGE - 1) / PAGE * PAGE;
+		if (!posix_memalign((void **)&w->mem, PAGE, w->memlen))
+			memcpy(w->mem + at, buf, size);
+		else
+			w->mem = NULL;
+	} else if (w && !at && fu->recv && (const uint8_t *)buf == fu->recv + PAGE) {
 		w->memlen = AVFS_IOBUF_HUGE;	/* the request's own buffer: no copy */
 		w->mem = fu->recv;
 		at = PAGE;	/* where the data lies in it */
@@ -598,13 +616,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 			fuse_reply_err(req, err ? -err : (int)-w->res);
 		else
 			fuse_reply_write(req, (size_t)w->res);
-		avfs_iobuf_put(&fu->bufs, w->mem, w->memlen);
-		free(w);
+		wop_free(w);
 		return;
 	}
 	/* papers/000's write buffer: a reserved writer's write, planned and within its buffer,
 	 * is answered now; its data stays here until the device has it (wop_done) */
-	if (stream && ofile_of(fi) && avfs_engine_wb_hold(fu->e, &w->f, w->memlen)) {
+	if (stream && ofile_of(fi) &&
+	    avfs_engine_wb_hold(fu->e, &w->f, w->plain ? w->memlen : avfs_iobuf_cost(w->memlen))) {
 		w->of = ofile_of(fi);
 		w->of->held++;
 		fuse_reply_write(req, size);
