@@ -2,16 +2,17 @@
  * wlat.c — an LD_PRELOAD timer of a program's file writes, as the program sees them (issue 16:
  * bench/recorder.sh times ffmpeg's segment writes on ext4 and on an AVFS mount).
  *
- * It wraps open/open64/openat/openat64 and dup/dup2/dup3 (to learn which descriptors name files
- * under $WLAT_PREFIX), write, pwrite/pwrite64, writev and close: each such call on a descriptor opened
- * under the prefix is timed with CLOCK_MONOTONIC around the real call. At exit the process
- * writes $WLAT_DIR/wlat.PID:
+ * It wraps open/open64/openat/openat64 and dup/dup2/dup3 (to learn which descriptors name
+ * files under $WLAT_PREFIX), write, pwrite/pwrite64, writev and close: each such call on a
+ * descriptor opened under the prefix is timed with CLOCK_MONOTONIC around the real call. At
+ * exit the process writes $WLAT_DIR/wlat.PID:
  *   # wlat pid PID calls N dropped D t0_ns T
  *   o LAT_US T_MS PATH      one line per open of a file under the prefix
  *   w LAT_US T_MS PATH      one line per write (write, pwrite, writev)
  *   c LAT_US T_MS PATH      one line per close
  * (LAT_US: the call's latency; T_MS: from the process's start, t0_ns on CLOCK_MONOTONIC, to
- * the call's start.) The analysis is the reader's (recorder.sh); wlat judges nothing. Without WLAT_DIR it times nothing.
+ * the call's start.) The analysis is the reader's (recorder.sh); wlat judges nothing. Without
+ * WLAT_DIR it times nothing.
  *
  * It does not time reads, fsync, or calls on descriptors it did not see opened (stdout,
  * stderr, sockets), and it keeps at most MAX_CALLS calls (the rest counted as dropped). Two
