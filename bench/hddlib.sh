@@ -1,11 +1,50 @@
 # hddlib.sh — sourced by the benchmarks that compare file systems on one hddemu disk
-# (peer-compare.sh, recorder.sh): a configuration's emulated disk on a loop device, ext4 or
-# avfsd made and mounted on it, bounded commands, and the teardown that undoes it all in reverse.
-# It measures nothing. Source it after benchlib.sh once these are set: BENCH_NAME (messages),
-# W (work directory), HMNT (hddemu's mount), FMNT (the file system's), IMG (backing file), SOCK
-# (avfsd's socket), MODEL, SIZE and SIZE_BYTES, TRACE, KEEP, and the tools HDDEMU HDDEMU_ATTACH
-# AVFSD MKFS; while a configuration runs, CUR (its name). The sourcing script defines fail MSG
-# (this configuration failed: say so, return 1).
+# (peer-compare.sh, recorder.sh): the work directory under /var/tmp and its cleanup on exit, a
+# configuration's emulated disk on a loop device, ext4 or avfsd made and mounted on it, bounded
+# commands, and the teardown that undoes it all in reverse. It measures nothing. Source it
+# after benchlib.sh and the checks of the arguments, with these set: BENCH_NAME (messages, the
+# work directory's name), MODEL, SIZE and SIZE_BYTES, TRACE, KEEP, the tools HDDEMU
+# HDDEMU_ATTACH AVFSD MKFS, and optionally BENCH_RESTORE (a command cleanup runs before the
+# teardown). It sets W (work directory), HMNT (hddemu's mount), FMNT (the file system's), IMG
+# (backing file), SOCK (avfsd's socket) and RES (results, a directory per configuration);
+# while a configuration runs the sourcing script sets CUR (its name) and LOG.
+
+T0=$(date +%s)
+say() { printf '%s [%4ds] %s\n' "$BENCH_NAME" $(($(date +%s) - T0)) "$*" >&2; }
+
+W=$(mktemp -d "/var/tmp/$BENCH_NAME-XXXXXX") || exit 1
+HMNT=$W/hdd	# hddemu's mount: disk, fast, stats
+FMNT=$W/fs	# the file system under test
+IMG=$W/backing.img
+SOCK=$W/avfsd.sock
+RES=$W/results
+mkdir "$HMNT" "$FMNT" "$RES"
+chmod 755 "$W"
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	${BENCH_RESTORE:-:}
+	teardown
+	if mounted "$FMNT" || mounted "$HMNT"; then	# never rm -r into a mount
+		echo "$BENCH_NAME: could not unmount everything; left $W as it is" >&2
+	elif [ "$KEEP" = 1 ] || [ -n "${FAILED_ANY:-}" ]; then
+		echo "$BENCH_NAME: logs kept in $W" >&2
+	else
+		rm -rf "$W"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'echo "$BENCH_NAME: interrupted" >&2; exit 130' INT TERM HUP
+
+fail() {	# fail MSG: this configuration failed; the log's end on stderr
+	echo "$*" >"$RES/$CUR/error"
+	say "$CUR: FAILED: $*"
+	[ -s "$LOG" ] && tail -n 15 "$LOG" | sed 's/^/    /' >&2
+	FAILED_ANY=1
+	return 1
+}
 
 # ---- state of the configuration in progress; teardown undoes it in reverse ----
 HDD_PID=
@@ -69,6 +108,15 @@ teardown() {	# undo the configuration in progress; safe to call at any stage, tw
 		HDD_PID=
 	fi
 	[ "$KEEP" = 1 ] || rm -f "$IMG"
+}
+
+config_start() {	# config_start KIND SCHED: $CUR's results directory and LOG, a fresh disk
+			# with the loop scheduler SCHED, the file system KIND (ext4, avfsd) on it
+	mkdir -p "$RES/$CUR"
+	LOG=$W/$CUR.log
+	: >"$LOG"
+	say "$CUR: hddemu $MODEL, loop scheduler $2, $1"
+	disk_start "$2" && fs_make "$1"
 }
 
 # ---- the disk ----

@@ -31,6 +31,7 @@
 # AVFS_MKFS_ARGS: extra mkfs.avfs options for the avfsd configurations (e.g. "--alloc contig").
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+BENCH_NAME=peer-compare
 . "$HERE/benchlib.sh"
 tool_paths HDDEMU=../build/tools/hddemu HDDEMU_ATTACH=../tools/hddemu-attach \
 	AVFSD=../build/daemon/avfsd MKFS=../build/tools/mkfs.avfs ADMIN=../build/tools/avfs-admin \
@@ -127,16 +128,8 @@ if [ -n "$SIZE" ]; then
 	SIZE_BYTES=$(bytes_of "$SIZE") || bad "--size: bytes, K/M/G/T"
 fi
 [ -n "$OUT" ] && OUT=$(realpath -m "$OUT")
-declare -a CFG=()
-IFS=, read -r -a CFG <<<"$CONFIGS"
-[ ${#CFG[@]} -gt 0 ] || bad "--configs: empty"
-for c in "${CFG[@]}"; do
-	case $c in
-	ext4-mq-deadline|ext4-bfq|ext4-kyber|ext4-none) ;;
-	avfsd|avfsd-mq-deadline|avfsd-bfq|avfsd-kyber|avfsd-none) ;;
-	*) bad "--configs: unknown configuration '$c' (ext4-SCHED or avfsd[-SCHED])" ;;
-	esac
-done
+configs_of "$CONFIGS" "ext4-(mq-deadline|bfq|kyber|none)|avfsd(-(mq-deadline|bfq|kyber|none))?" \
+	"ext4-SCHED or avfsd[-SCHED]"
 # play files: enough for the run, and for the largest mix the search may try
 PLAY=$NR
 if [ "$SEARCH" = 1 ] && [ "$NR" -gt 0 ] && [ "$SEARCH_MAX" -gt "$PLAY" ]; then
@@ -144,57 +137,12 @@ if [ "$SEARCH" = 1 ] && [ "$NR" -gt 0 ] && [ "$SEARCH_MAX" -gt "$PLAY" ]; then
 fi
 
 # ---- facilities ----
-[ "$(id -u)" = 0 ] || { echo "peer-compare: needs root (FUSE, loop devices, mount)" >&2; exit 1; }
-[ -c /dev/fuse ] || { echo "peer-compare: no /dev/fuse" >&2; exit 1; }
-for t in losetup fusermount3 mkfs.ext4 fallocate python3 mount umount dd; do
-	command -v "$t" >/dev/null || { echo "peer-compare: $t is not installed" >&2; exit 1; }
-done
-for b in "$HDDEMU" "$HDDEMU_ATTACH" "$DVR"; do
-	[ -x "$b" ] || { echo "peer-compare: $b is missing or not built" >&2; exit 1; }
-done
-case $CONFIGS in *avfsd*)
-	for b in "$AVFSD" "$MKFS" "$ADMIN"; do
-		[ -x "$b" ] || { echo "peer-compare: $b is not built" >&2; exit 1; }
-	done ;;
-esac
+need_facilities losetup fusermount3 mkfs.ext4 fallocate python3 mount umount dd
+need_built "$HDDEMU" "$HDDEMU_ATTACH" "$DVR"
+case $CONFIGS in *avfsd*) need_built "$AVFSD" "$MKFS" "$ADMIN" ;; esac
 
-T0=$(date +%s)
-say() { printf 'peer-compare [%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
 
-W=$(mktemp -d /var/tmp/peer-compare-XXXXXX) || exit 1
-HMNT=$W/hdd	# hddemu's mount: disk, fast, stats
-FMNT=$W/fs	# the file system under test
-IMG=$W/backing.img
-SOCK=$W/avfsd.sock
-RES=$W/results
-mkdir "$HMNT" "$FMNT" "$RES"
-chmod 755 "$W"
-BENCH_NAME=peer-compare
-. "$HERE/hddlib.sh"	# disk_start, fs_make, run, fast, teardown, ... (the state they keep)
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	teardown
-	if mounted "$FMNT" || mounted "$HMNT"; then	# never rm -r into a mount
-		echo "peer-compare: could not unmount everything; left $W as it is" >&2
-	elif [ "$KEEP" = 1 ] || [ -n "${FAILED_ANY:-}" ]; then
-		echo "peer-compare: logs kept in $W" >&2
-	else
-		rm -rf "$W"
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'echo "peer-compare: interrupted" >&2; exit 130' INT TERM HUP
-
-fail() {	# fail MSG: this configuration failed; the log's end on stderr
-	echo "$*" >"$RES/$CUR/error"
-	say "$CUR: FAILED: $*"
-	[ -s "$LOG" ] && tail -n 15 "$LOG" | sed 's/^/    /' >&2
-	FAILED_ANY=1
-	return 1
-}
+. "$HERE/hddlib.sh"	# the work directory, cleanup and fail, disk_start, fs_make, teardown, ...
 
 # Fill and files (fast mode). Play files and the BE file are written between slices of the
 # fill, so that both file systems place them over the filled region alike: play-i sits after a
@@ -354,12 +302,7 @@ one_config() {	# one_config: the configuration $CUR, from a fresh disk to its re
 	kind=${CUR%%-*}
 	sched=${CUR#*-}
 	[ "$sched" = "$CUR" ] && sched=none
-	mkdir -p "$RES/$CUR"
-	LOG=$W/$CUR.log
-	: >"$LOG"
-	say "$CUR: hddemu $MODEL, loop scheduler $sched, $kind"
-	disk_start "$sched" || return 1
-	fs_make "$kind" || return 1
+	config_start "$kind" "$sched" || return 1
 	populate || return 1
 	say "$CUR: measuring $WORKLOAD for ${DURATION}s in real time$([ "$BE" = greedy ] &&
 		echo ', with a greedy BE reader')"
@@ -394,31 +337,14 @@ for CUR in "${CFG[@]}"; do
 done
 
 # ---- the report ----
-python3 - "$W" "$JSON" "$OUT" <<'EOF'
+python3 - "$W" "$JSON" "$OUT" "$HERE" <<'EOF'
 import json, os, sys
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, sys.argv[4])
+from benchlib import emit, load, kv
 W, as_json, out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 R = os.path.join(W, "results")
 P = json.load(open(os.path.join(W, "params.json")))
-
-def load(path):
-    try:
-        return json.load(open(path))
-    except (OSError, ValueError):
-        return None
-
-def kv(path):
-    d = {}
-    try:
-        for line in open(path):
-            f = line.split()
-            if len(f) == 2:
-                try:
-                    d[f[0]] = float(f[1]) if "." in f[1] or "e" in f[1] else int(f[1])
-                except ValueError:
-                    d[f[0]] = f[1]
-    except OSError:
-        pass
-    return d
 
 def measured(base):
     """dvr's summary, hddemu's statistics, BE and avfsd figures of one run."""
@@ -486,13 +412,7 @@ for e in results:
                         % (e["configuration"], t))
 doc = {"params": P, "results": results, "search": searches if P["search"] else None,
        "warnings": warnings}
-if out:
-    with open(out, "w") as fo:
-        json.dump(doc, fo, indent=1)
-        fo.write("\n")
-if as_json:
-    json.dump(doc, sys.stdout, indent=1)
-    print()
+if emit(doc, as_json, out):
     sys.exit(0)
 
 def f(v, fmt):

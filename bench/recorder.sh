@@ -11,15 +11,17 @@
 #          [--configs ext4-mq-deadline,ext4-bfq,avfsd,avfsd-reserved]
 #          [--model avfs-250g] [--size BYTES] [--duration 30] [--segment 10] [--rate 6M]
 #          [--slack 500] [--k-start 4] [--k-max 32] [--tree-size 2G] [--be-size 4G]
-#          [--play-io 256K] [--buffer 8M] [--no-search --k N] [--json] [--out FILE] [--keep]
-#          [--smoke]
+#          [--play-io 256K] [--buffer 8M] [--dirty 400M|none] [--no-search --k N] [--json]
+#          [--out FILE] [--keep] [--smoke]
 # --load: the best-effort programs beside them (default both; one or none shows what a
 # configuration does without). --rate: each camera's and each player's bits/s (K/M = 10^3/10^6).
 # --slack MS: a segment is late when one open, write or close of its file took longer (a live
 # camera's frames wait in a socket buffer of about that much time); a read is late when it
 # completed more than MS after its due time (a player's buffer of MS). --duration: seconds per
 # trial (cameras record that long, started --segment/10 s apart at most); --no-search --k N:
-# one trial of N. Details and results: docs/RECORDER.md.
+# one trial of N. --dirty: ext4's dirty page cache for the loop device, capped (its BDI's
+# max_bytes with strict_limit, restored after; none: the kernel's limits, which a trial of
+# seconds on a machine with much memory never reaches). Details and results: docs/RECORDER.md.
 # avfsd-reserved: avfs-admin reserve DIR --rate R --buffer B --write per camera directory and
 # FILE ... --read per played file; refused (and reported so) where the daemon refuses them.
 # Real-time parts (ffmpeg, rdrt) run under chrt -f 10. Writes are timed inside ffmpeg by
@@ -28,6 +30,7 @@
 # ffmpeg on PATH); work under /var/tmp.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+BENCH_NAME=recorder
 . "$HERE/benchlib.sh"
 tool_paths HDDEMU=../build/tools/hddemu HDDEMU_ATTACH=../tools/hddemu-attach \
 	AVFSD=../build/daemon/avfsd MKFS=../build/tools/mkfs.avfs ADMIN=../build/tools/avfs-admin \
@@ -36,6 +39,7 @@ FFMPEG=${FFMPEG:-$(command -v ffmpeg || echo ffmpeg)}
 
 MODE=both
 LOAD=reader,copier
+DIRTY=400M
 CONFIGS=ext4-mq-deadline,ext4-bfq,avfsd,avfsd-reserved
 MODEL=avfs-250g
 SIZE=
@@ -60,7 +64,7 @@ SRC_W=1280 SRC_H=720 SRC_S=20	# the prepared camera file: size and seconds
 GRACE=10	# seconds a camera or player may run past the trial's end before it is stopped
 
 bad() { echo "recorder: $*" >&2; exit 2; }
-VALUE_OPTS="--mode --load --configs --model --size --duration --segment --rate --slack --k-start
+VALUE_OPTS="--mode --load --dirty --configs --model --size --duration --segment --rate --slack --k-start
 	--k-max --k --tree-size --be-size --play-io --buffer --out"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -113,75 +117,46 @@ BE_BYTES=$(((BE_BYTES + (4 << 20) - 1) >> 22 << 22))
 PLAY_IO_B=$(bytes_of "$PLAY_IO") && [ "$PLAY_IO_B" -ge 4096 ] && [ $((PLAY_IO_B % 4096)) = 0 ] &&
 	[ "$PLAY_IO_B" -le $((16 << 20)) ] || bad "--play-io: a multiple of 4096 up to 16M"
 bytes_of "$BUFFER" >/dev/null || bad "--buffer: a size, e.g. 8M"
+if [ "$DIRTY" != none ]; then
+	DIRTY_BYTES=$(bytes_of "$DIRTY") && [ "$DIRTY_BYTES" -ge $((1 << 20)) ] ||
+		bad "--dirty: a size of at least 1M, or none"
+fi
 if [ -n "$SIZE" ]; then
 	SIZE_BYTES=$(bytes_of "$SIZE") || bad "--size: bytes, K/M/G/T"
 fi
 [ -n "$OUT" ] && OUT=$(realpath -m "$OUT")
-declare -a CFG=()
-IFS=, read -r -a CFG <<<"$CONFIGS"
-[ ${#CFG[@]} -gt 0 ] || bad "--configs: empty"
-for c in "${CFG[@]}"; do
-	case $c in
-	ext4-mq-deadline|ext4-bfq|ext4-kyber|ext4-none|avfsd|avfsd-reserved) ;;
-	*) bad "--configs: unknown configuration '$c' (ext4-SCHED, avfsd or avfsd-reserved)" ;;
-	esac
-done
+configs_of "$CONFIGS" "ext4-(mq-deadline|bfq|kyber|none)|avfsd(-reserved)?" \
+	"ext4-SCHED, avfsd or avfsd-reserved"
 # a played file: the longest trial at the rate, in whole 4 MiB
 PLAY_BYTES=$(awk -v r="$RATE_BPS" -v d="$DURATION" 'BEGIN {
 	b = r / 8 * (d + 5); printf "%.0f", (int(b / 4194304) + 1) * 4194304 }')
 
 # ---- facilities ----
-[ "$(id -u)" = 0 ] || { echo "recorder: needs root (FUSE, loop devices, mount)" >&2; exit 1; }
-[ -c /dev/fuse ] || { echo "recorder: no /dev/fuse" >&2; exit 1; }
-for t in losetup fusermount3 mkfs.ext4 python3 mount umount dd cp chrt "$FFMPEG"; do
-	command -v "$t" >/dev/null || { echo "recorder: $t is not installed" >&2; exit 1; }
-done
-for b in "$HDDEMU" "$HDDEMU_ATTACH" "$RDRT" "$WLAT"; do
-	[ -e "$b" ] || { echo "recorder: $b is missing or not built" >&2; exit 1; }
-done
-case $CONFIGS in *avfsd*)
-	for b in "$AVFSD" "$MKFS" "$ADMIN"; do
-		[ -x "$b" ] || { echo "recorder: $b is not built" >&2; exit 1; }
-	done ;;
-esac
+need_facilities losetup fusermount3 mkfs.ext4 python3 mount umount dd cp chrt stdbuf "$FFMPEG"
+need_built "$HDDEMU" "$HDDEMU_ATTACH" "$RDRT" "$WLAT"
+case $CONFIGS in *avfsd*) need_built "$AVFSD" "$MKFS" "$ADMIN" ;; esac
 
-T0=$(date +%s)
-say() { printf 'recorder [%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
-
-W=$(mktemp -d /var/tmp/recorder-XXXXXX) || exit 1
-HMNT=$W/hdd	# hddemu's mount: disk, fast, stats
-FMNT=$W/fs	# the file system under test
-IMG=$W/backing.img
-SOCK=$W/avfsd.sock
-RES=$W/results
+BENCH_RESTORE=dirty_restore
+. "$HERE/hddlib.sh"	# the work directory, cleanup and fail, disk_start, fs_make, teardown, ...
 SRC=$W/camera.mp4
-mkdir "$HMNT" "$FMNT" "$RES"
-chmod 755 "$W"
-BENCH_NAME=recorder
-. "$HERE/hddlib.sh"	# disk_start, fs_make, run, fast, teardown, ... (the state they keep)
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	teardown
-	if mounted "$FMNT" || mounted "$HMNT"; then	# never rm -r into a mount
-		echo "recorder: could not unmount everything; left $W as it is" >&2
-	elif [ "$KEEP" = 1 ] || [ -n "${FAILED_ANY:-}" ]; then
-		echo "recorder: logs kept in $W" >&2
-	else
-		rm -rf "$W"
-	fi
-	exit $rc
+# ext4's dirty pages of the loop device, capped for the configuration (--dirty)
+BDI=
+BDI_RATIO=
+dirty_cap() {
+	[ "$DIRTY" = none ] && return 0
+	BDI=/sys/block/${LOOP#/dev/}/bdi
+	BDI_RATIO=$(cat "$BDI/max_ratio") || { fail "no $BDI/max_ratio"; return 1; }
+	{ echo "$DIRTY_BYTES" >"$BDI/max_bytes" && echo 1 >"$BDI/strict_limit"; } 2>>"$LOG" ||
+		{ dirty_restore; fail "cannot cap $BDI's dirty bytes (max_bytes, strict_limit)"; return 1; }
+	echo "dirty pages of $LOOP capped: $BDI max_bytes $(cat "$BDI/max_bytes"), strict_limit 1" \
+		>>"$LOG"
 }
-trap cleanup EXIT
-trap 'echo "recorder: interrupted" >&2; exit 130' INT TERM HUP
-
-fail() {	# fail MSG: this configuration failed; the log's end on stderr
-	echo "$*" >"$RES/$CUR/error"
-	say "$CUR: FAILED: $*"
-	[ -s "$LOG" ] && tail -n 15 "$LOG" | sed 's/^/    /' >&2
-	FAILED_ANY=1
-	return 1
+dirty_restore() {	# the loop device outlives the run: its limits as they were
+	[ -n "$BDI" ] || return 0
+	echo "$BDI_RATIO" >"$BDI/max_ratio" 2>/dev/null
+	echo 0 >"$BDI/strict_limit" 2>/dev/null
+	BDI=
 }
 
 # ---- the camera's file: encoded once, stream-copied by every camera ----
@@ -362,7 +337,8 @@ play_trial() {	# play_trial K OUT: K players of rdrt for DURATION s beside the l
 	fast 0 && echo reset >"$HMNT/stats" || { fail "cannot switch hddemu to real time"; return 1; }
 	start_load "$out"
 	for ((i = 0; i < k; i++)); do
-		chrt -f 10 "$RDRT" --mode posix --rate "$((RATE_BPS / 8))" --io "$PLAY_IO_B" \
+		# line-buffered: a player stopped late keeps the reads it logged
+		chrt -f 10 stdbuf -oL "$RDRT" --mode posix --rate "$((RATE_BPS / 8))" --io "$PLAY_IO_B" \
 			--duration "$DURATION" "$FMNT/play/p$i" >"$out.rdrt$i" 2>>"$LOG" &
 		pids+=("$!")
 		KIDS+=("$!")
@@ -438,13 +414,9 @@ one_config() {
 	kind=${CUR%%-*}
 	sched=${CUR#*-}
 	[ "$kind" = avfsd ] && sched=none
-	mkdir -p "$RES/$CUR"
-	LOG=$W/$CUR.log
-	: >"$LOG"
-	say "$CUR: hddemu $MODEL, loop scheduler $sched, $kind"
-	disk_start "$sched" || return 1
-	fs_make "$kind" || return 1
+	config_start "$kind" "$sched" || return 1
 	populate || return 1
+	if [ "$kind" = ext4 ]; then dirty_cap || return 1; fi
 	if [ "$MODE" != play ]; then search record || return 1; fi
 	if [ "$MODE" != record ]; then search play || return 1; fi
 	say "$CUR: done"
@@ -456,13 +428,14 @@ json.dump({"model": "$MODEL", "size_bytes": ${SIZE_BYTES:-None}, "mode": "$MODE"
            "rate_bps": $RATE_BPS, "duration_s": $DURATION, "segment_s": $SEGMENT,
            "slack_ms": $SLACK, "k_start": $K_START, "k_max": $K_MAX, "search": bool($SEARCH),
            "tree_bytes": $TREE_BYTES, "be_bytes": $BE_BYTES, "play_io": $PLAY_IO_B,
-           "buffer": "$BUFFER", "load": "$LOAD", "configs": "$CONFIGS".split(","),
+           "buffer": "$BUFFER", "load": "$LOAD", "dirty": "$DIRTY", "configs": "$CONFIGS".split(","),
            "camera_file": "${SRC_S}s testsrc2 ${SRC_W}x${SRC_H} libx264 CBR"},
           open(sys.argv[1], "w"))
 EOF
 
 for CUR in "${CFG[@]}"; do
 	one_config
+	dirty_restore
 	teardown
 done
 

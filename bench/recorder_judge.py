@@ -17,6 +17,10 @@ import os
 import re
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import kv  # noqa: E402 (bench/ is not a package)
+
 # ffmpeg's messages that say it lagged, dropped or lost data
 FFMPEG_TROUBLE = re.compile(r"past duration|drop|Non-monoton|buffer underflow|error|Error")
 
@@ -26,21 +30,6 @@ def pct(sorted_values, p):
     if not sorted_values:
         return None
     return sorted_values[max(0, math.ceil(p * len(sorted_values)) - 1)]
-
-
-def kv(path):
-    d = {}
-    try:
-        for line in open(path):
-            f = line.split()
-            if len(f) == 2:
-                try:
-                    d[f[0]] = float(f[1])
-                except ValueError:
-                    d[f[0]] = f[1]
-    except OSError:
-        pass
-    return d
 
 
 def common(out, r):

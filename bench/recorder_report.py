@@ -12,12 +12,9 @@ import json
 import os
 import sys
 
-
-def load(path):
-    try:
-        return json.load(open(path))
-    except (OSError, ValueError):
-        return None
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import emit, load  # noqa: E402 (bench/ is not a package)
 
 
 def text(path):
@@ -69,13 +66,7 @@ def main():
         for e in doc["configs"]:
             if e["configuration"].startswith("avfsd") and e[m]["max_k"] is not None and best:
                 doc["ratios"]["%s %s" % (e["configuration"], m)] = e[m]["max_k"] / best
-    if out:
-        with open(out, "w") as fo:
-            json.dump(doc, fo, indent=1)
-            fo.write("\n")
-    if as_json:
-        json.dump(doc, sys.stdout, indent=1)
-        print()
+    if emit(doc, as_json, out):
         return
     print("recorder: model %s%s (hddemu, real time), %.2f Mbit/s per camera and player, "
           "%g s trials, slack %g ms" % (P["model"], ", %d bytes" % P["size_bytes"]
@@ -84,18 +75,23 @@ def main():
           "by wlat.so; players: rdrt --mode posix, %d KiB reads" % (P["camera_file"],
           P["segment_s"], P["play_io"] >> 10))
     print("  beside them (--load %s): dd iflag=direct bs=1M of a %d MiB file (reader) and cp -r "
-          "of a %d MiB tree of 64 MiB files (copier)" % (P["load"], P["be_bytes"] >> 20,
+          "of a %d MiB tree of 64 MiB files (copier)" % (P.get("load", "reader,copier"), P["be_bytes"] >> 20,
                                                         P["tree_bytes"] >> 20))
+    dirty = P.get("dirty", "none")
+    print("  ext4's dirty pages of the loop device: %s" % (
+        "the kernel's limits" if dirty == "none" else
+        "at most %s (BDI max_bytes, strict_limit)" % dirty))
     print("  K: %s" % ("doubling from %d then bisection, at most %d" % (P["k_start"], P["k_max"])
                        if P["search"] else "one trial of %d" % P["k_max"]))
     for m in modes:
         print()
         if m == "record":
-            hdr = ("configuration", "max K", "first late", "segments", "late", "write p99.9 ms",
-                   "write max ms", "call max ms", "reader MB/s", "copier MB/s", "util")
+            hdr = ("configuration", "max K", "first late", "segments", "late", "stopped",
+                   "write p99.9 ms", "write max ms", "call max ms", "reader MB/s", "copier MB/s",
+                   "util")
         else:
-            hdr = ("configuration", "max K", "first late", "reads", "late", "delay p99.9 ms",
-                   "delay max ms", "", "reader MB/s", "copier MB/s", "util")
+            hdr = ("configuration", "max K", "first late", "reads", "late", "stopped",
+                   "delay p99.9 ms", "delay max ms", "", "reader MB/s", "copier MB/s", "util")
         rows = []
         for e in doc["configs"]:
             s = e[m]
@@ -108,19 +104,21 @@ def main():
             t = s.get("at_max") or {}
             if m == "record":
                 mid = (f(t.get("segments"), "%d"), f(t.get("late_segments"), "%d"),
-                       f(t.get("write_p999_ms"), "%.1f"), f(t.get("write_max_ms"), "%.1f"),
+                       f(t.get("failed"), "%d"), f(t.get("write_p999_ms"), "%.1f"), f(t.get("write_max_ms"), "%.1f"),
                        f(t.get("call_max_ms"), "%.1f"))
             else:
                 mid = (f(t.get("reads"), "%d"), f(t.get("late_reads"), "%d"),
-                       f(t.get("delay_p999_ms"), "%.1f"), f(t.get("delay_max_ms"), "%.1f"), "")
+                       f(t.get("failed"), "%d"), f(t.get("delay_p999_ms"), "%.1f"), f(t.get("delay_max_ms"), "%.1f"), "")
             mk = s["max_k"]
             rows.append((e["configuration"], "%d" % mk if mk is not None else "-",
                          f(s["first_late_k"], "%d"), *mid,
                          f(t.get("reader_mbs"), "%.1f"), f(t.get("copier_mbs"), "%.1f"),
                          f(t.get("disk_utilization"), "%.2f")))
         print("%s: the largest K with no late %s; figures of that trial (of the smallest "
-              "tried when none held)" % ("cameras" if m == "record" else "players",
-                                          "segment" if m == "record" else "read"))
+              "tried when none held); stopped: %s that did not end within 10 s of the trial "
+              "(or failed)" % ("cameras" if m == "record" else "players",
+                              "segment" if m == "record" else "read",
+                              "ffmpegs" if m == "record" else "players"))
         wd = [max([len(hdr[i])] + [len(r[i]) for r in rows if len(r) > 2]) for i in range(len(hdr))]
         print("  ".join(h.rjust(wd[i]) if i else h.ljust(wd[i]) for i, h in enumerate(hdr)))
         for r in rows:
