@@ -62,6 +62,7 @@ TRACE=0
 SMOKE=0
 SRC_W=1280 SRC_H=720 SRC_S=20	# the prepared camera file: size and seconds
 GRACE=10	# seconds a camera or player may run past the trial's end before it is stopped
+STOP_WAIT=5	# seconds from its SIGINT to its SIGKILL
 
 bad() { echo "recorder: $*" >&2; exit 2; }
 VALUE_OPTS="--mode --load --dirty --configs --model --size --duration --segment --rate --slack --k-start
@@ -72,9 +73,9 @@ while [ $# -gt 0 ]; do
 	--json) JSON=1 ;;
 	--keep) KEEP=1 ;;
 	--smoke)	# CI: a small disk, one short trial of 2 cameras and 2 players, two configurations
-		SMOKE=1; MODEL=avfs-250g; SIZE=4G; RATE=2M; DURATION=4; SEGMENT=1; SEARCH=0; K=2
+		SMOKE=1; MODEL=avfs-250g; SIZE=4G; RATE=2M; DURATION=3; SEGMENT=1; SEARCH=0; K=2
 		TREE_SIZE=64M; BE_SIZE=64M; CONFIGS=ext4-mq-deadline,avfsd
-		SRC_W=160 SRC_H=120 SRC_S=2 GRACE=2 ;;
+		SRC_W=160 SRC_H=120 SRC_S=2 GRACE=1 STOP_WAIT=2 ;;
 	-h|--help) usage; exit 0 ;;
 	*) value_opt "$@" || bad "unknown argument $1 (--help)"; shift ;;
 	esac
@@ -237,7 +238,7 @@ stop_load() {	# stop_load OUT: stop both, hddemu's statistics, back to fast mode
 # ---- one trial ----
 # wait_all EXITS PID...: each program's "I STATUS" into EXITS once all have exited; one still
 # running GRACE s after the trial's end is late whatever it measured: SIGINT (ffmpeg finishes
-# its file and wlat.so writes its calls), SIGKILL 5 s later (status 124: timed out)
+# its file and wlat.so writes its calls), SIGKILL STOP_WAIT s later (status 124: timed out)
 wait_all() {
 	local exits=$1 i end p rc late=()
 	shift
@@ -246,7 +247,7 @@ wait_all() {
 		while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.2; done
 	done
 	for p in "$@"; do kill -0 "$p" 2>/dev/null && { late+=("$p"); kill -INT "$p"; }; done
-	end=$(($(date +%s) + 5))
+	end=$(($(date +%s) + STOP_WAIT))
 	for p in "${late[@]}"; do
 		while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.2; done
 		kill -KILL "$p" 2>/dev/null
