@@ -338,9 +338,12 @@ play_trial() {	# play_trial K OUT: K players of rdrt for DURATION s beside the l
 	fast 0 && echo reset >"$HMNT/stats" || { fail "cannot switch hddemu to real time"; return 1; }
 	start_load "$out"
 	for ((i = 0; i < k; i++)); do
-		# line-buffered: a player stopped late keeps the reads it logged
-		chrt -f 10 stdbuf -oL "$RDRT" --mode posix --rate "$((RATE_BPS / 8))" --io "$PLAY_IO_B" \
-			--duration "$DURATION" "$FMNT/play/p$i" >"$out.rdrt$i" 2>>"$LOG" &
+		# line-buffered: a player stopped late keeps the reads it logged (stdbuf preloads
+		# a library, which a sanitized rdrt accepts only when told)
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+			chrt -f 10 stdbuf -oL "$RDRT" --mode posix --rate "$((RATE_BPS / 8))" \
+			--io "$PLAY_IO_B" --duration "$DURATION" "$FMNT/play/p$i" \
+			>"$out.rdrt$i" 2>>"$LOG" &
 		pids+=("$!")
 		KIDS+=("$!")
 	done
