@@ -65,8 +65,8 @@ GRACE=10	# seconds a camera or player may run past the trial's end before it is 
 STOP_WAIT=5	# seconds from its SIGINT to its SIGKILL
 
 bad() { echo "recorder: $*" >&2; exit 2; }
-VALUE_OPTS="--mode --load --dirty --configs --model --size --duration --segment --rate --slack --k-start
-	--k-max --k --tree-size --be-size --play-io --buffer --out"
+VALUE_OPTS="--mode --load --dirty --configs --model --size --duration --segment --rate --slack
+	--k-start --k-max --k --tree-size --be-size --play-io --buffer --out"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-search) SEARCH=0 ;;
@@ -432,7 +432,8 @@ json.dump({"model": "$MODEL", "size_bytes": ${SIZE_BYTES:-None}, "mode": "$MODE"
            "rate_bps": $RATE_BPS, "duration_s": $DURATION, "segment_s": $SEGMENT,
            "slack_ms": $SLACK, "k_start": $K_START, "k_max": $K_MAX, "search": bool($SEARCH),
            "tree_bytes": $TREE_BYTES, "be_bytes": $BE_BYTES, "play_io": $PLAY_IO_B,
-           "buffer": "$BUFFER", "load": "$LOAD", "dirty": "$DIRTY", "configs": "$CONFIGS".split(","),
+           "buffer": "$BUFFER", "load": "$LOAD", "dirty": "$DIRTY",
+           "configs": "$CONFIGS".split(","),
            "camera_file": "${SRC_S}s testsrc2 ${SRC_W}x${SRC_H} libx264 CBR"},
           open(sys.argv[1], "w"))
 EOF

@@ -75,7 +75,8 @@ def main():
           "by wlat.so; players: rdrt --mode posix, %d KiB reads" % (P["camera_file"],
           P["segment_s"], P["play_io"] >> 10))
     print("  beside them (--load %s): dd iflag=direct bs=1M of a %d MiB file (reader) and cp -r "
-          "of a %d MiB tree of 64 MiB files (copier)" % (P.get("load", "reader,copier"), P["be_bytes"] >> 20,
+          "of a %d MiB tree of 64 MiB files (copier)" % (P.get("load", "reader,copier"),
+                                                        P["be_bytes"] >> 20,
                                                         P["tree_bytes"] >> 20))
     dirty = P.get("dirty", "none")
     print("  ext4's dirty pages of the loop device: %s" % (
@@ -104,11 +105,13 @@ def main():
             t = s.get("at_max") or {}
             if m == "record":
                 mid = (f(t.get("segments"), "%d"), f(t.get("late_segments"), "%d"),
-                       f(t.get("failed"), "%d"), f(t.get("write_p999_ms"), "%.1f"), f(t.get("write_max_ms"), "%.1f"),
+                       f(t.get("failed"), "%d"), f(t.get("write_p999_ms"), "%.1f"),
+                       f(t.get("write_max_ms"), "%.1f"),
                        f(t.get("call_max_ms"), "%.1f"))
             else:
                 mid = (f(t.get("reads"), "%d"), f(t.get("late_reads"), "%d"),
-                       f(t.get("failed"), "%d"), f(t.get("delay_p999_ms"), "%.1f"), f(t.get("delay_max_ms"), "%.1f"), "")
+                       f(t.get("failed"), "%d"), f(t.get("delay_p999_ms"), "%.1f"),
+                       f(t.get("delay_max_ms"), "%.1f"), "")
             mk = s["max_k"]
             rows.append((e["configuration"], "%d" % mk if mk is not None else "-",
                          f(s["first_late_k"], "%d"), *mid,
