@@ -4,6 +4,7 @@
  * lays them out.
  */
 #include "admin.h"
+#include "retain.h"
 
 #include "disk.h"
 #include "engine.h"
@@ -250,6 +251,21 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object_object_add(mx, "jit_judged", json_object_new_int64(
 			       v->rotpred ? (int64_t)v->rotpred->slip_samples : 0));
 	json_object_object_add(o, "mixer", mx);
+	if (v->retain) {	/* per-directory quotas and retention (fuse/retain.h) */
+		json_object *r = json_object_new_object();
+
+		json_object_object_add(r, "deleted", json_object_new_int64(
+				       (int64_t)v->retain->deleted));
+		json_object_object_add(r, "deleted_bytes", json_object_new_int64(
+				       (int64_t)v->retain->deleted_bytes));
+		json_object_object_add(r, "passes", json_object_new_int64(
+				       (int64_t)v->retain->runs));
+		json_object_object_add(r, "failed", json_object_new_int64(
+				       (int64_t)v->retain->failed));
+		json_object_object_add(r, "edquot", json_object_new_int64(
+				       (int64_t)v->retain->edquot));
+		json_object_object_add(o, "retention", r);
+	}
 	return o;
 }
 
