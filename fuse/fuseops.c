@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "format.h"
 #include "fs.h"
+#include "inval.h"
 #include "iobuf.h"
 #include "proto.h"
 #include "readahead.h"
@@ -92,6 +93,7 @@ struct avfs_fuse {
 	uint8_t *zeros;		/* ZERO_CHUNK zero bytes: the writes of a punched hole's edges */
 	struct avfs_retain *ret;	/* per-directory quotas and retention (retain.h); NULL on a
 					 * read-only mount */
+	struct avfs_inval *inval;	/* tells the kernel of retention's deletions (inval.h) */
 };
 
 #define ZERO_CHUNK (1u << 20)
@@ -1425,6 +1427,15 @@ static void mount_options(const struct avfs_fuse_conf *c, char *o, size_t len)
 	o[n < len ? n : len - 1] = 0;
 }
 
+/* Retention removed a name behind the kernel's back: its cached entry goes (inval.c). */
+static void retain_deleted(void *ctx, uint64_t dir, uint64_t ino, const char *name)
+{
+	struct avfs_fuse *fu = ctx;
+
+	ra_invalidate(fu, ino);
+	avfs_inval_push(fu->inval, dir, ino, name);
+}
+
 int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs *fs,
 		  const struct avfs_fuse_conf *c, char *why, size_t whylen)
 {
@@ -1469,10 +1480,16 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 		return -EIO;
 	}
 	recv_new(fu);
-	if (!c->ro && avfs_retain_new(&fu->ret, e, fs, c->log, c->log_ctx)) {
-		snprintf(why, whylen, "no memory for the space rules of %s", c->mountpoint);
-		avfs_fuse_free(fu);
-		return -ENOMEM;
+	if (!c->ro) {
+		struct avfs_retain_hooks h = { .log = c->log, .log_ctx = c->log_ctx,
+					       .deleted = retain_deleted, .deleted_ctx = fu };
+
+		if (avfs_inval_new(&fu->inval, fu->se) || avfs_retain_new(&fu->ret, e, fs, &h)) {
+			snprintf(why, whylen, "no memory for the space rules of %s",
+				 c->mountpoint);
+			avfs_fuse_free(fu);
+			return -ENOMEM;
+		}
 	}
 	*out = fu;
 	return 0;
@@ -1495,6 +1512,7 @@ void avfs_fuse_free(struct avfs_fuse *fu)
 		return;
 	answer_fsyncs(fu, UINT64_MAX, -EIO);	/* none with the engine drained */
 	fuse_session_unmount(fu->se);
+	avfs_inval_free(fu->inval);	/* (its notices fail at once without a mount) */
 	fuse_session_destroy(fu->se);
 	if (fu->recv)
 		avfs_iobuf_put(&fu->bufs, fu->recv, AVFS_IOBUF_HUGE);

@@ -20,20 +20,19 @@ struct avfs_retain {
 	struct avfs_engine *e;
 	struct avfs_fs *fs;
 	struct avfs_space *sp;
-	avfs_retain_log_fn log;
-	void *log_ctx;
+	struct avfs_retain_hooks h;
 	struct avfs_retain_stats st;
 };
 
 int avfs_retain_new(struct avfs_retain **out, struct avfs_engine *e, struct avfs_fs *fs,
-		    avfs_retain_log_fn log, void *log_ctx)
+		    const struct avfs_retain_hooks *hooks)
 {
 	struct avfs_retain *r = calloc(1, sizeof(*r));
 	int err;
 
 	if (!r)
 		return -ENOMEM;
-	*r = (struct avfs_retain){ .e = e, .fs = fs, .log = log, .log_ctx = log_ctx };
+	*r = (struct avfs_retain){ .e = e, .fs = fs, .h = *hooks };
 	err = avfs_space_new(fs, &r->sp);
 	if (err) {
 		free(r);
@@ -68,12 +67,12 @@ static void say(struct avfs_retain *r, bool warning, const char *fmt, ...)
 	char line[600];
 	va_list ap;
 
-	if (!r->log)
+	if (!r->h.log)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	r->log(r->log_ctx, warning, line);
+	r->h.log(r->h.log_ctx, warning, line);
 }
 
 int avfs_retain_room(struct avfs_retain *r, uint64_t ino, uint64_t need, int64_t now,
@@ -101,6 +100,8 @@ int avfs_retain_room(struct avfs_retain *r, uint64_t ino, uint64_t need, int64_t
 			    v->path, (unsigned long long)v->rule, strerror(-e));
 			continue;
 		}
+		if (r->h.deleted)
+			r->h.deleted(r->h.deleted_ctx, v->dir, v->ino, v->name);
 		n++;
 		r->st.deleted++;
 		r->st.deleted_bytes += v->bytes;

@@ -27,9 +27,19 @@ struct avfs_retain_stats {
 /* A line for the daemon's log: a deletion (warning false), or a deletion that failed (true). */
 typedef void (*avfs_retain_log_fn)(void *ctx, bool warning, const char *line);
 
+/* A name retention removed: name in dir, of ino (the front end tells the kernel). */
+typedef void (*avfs_retain_deleted_fn)(void *ctx, uint64_t dir, uint64_t ino, const char *name);
+
+struct avfs_retain_hooks {
+	avfs_retain_log_fn log;		/* NULL: no log */
+	void *log_ctx;
+	avfs_retain_deleted_fn deleted;	/* NULL: nobody to tell */
+	void *deleted_ctx;
+};
+
 /* The rules of fs (a walk of its tree). 0, -ENOMEM. */
 int avfs_retain_new(struct avfs_retain **out, struct avfs_engine *e, struct avfs_fs *fs,
-		    avfs_retain_log_fn log, void *log_ctx);
+		    const struct avfs_retain_hooks *hooks);
 void avfs_retain_free(struct avfs_retain *r);
 struct avfs_space *avfs_retain_space(struct avfs_retain *r);
 const struct avfs_retain_stats *avfs_retain_stats(const struct avfs_retain *r);
