@@ -72,7 +72,12 @@ out=$(timeout 60 "$HDDEMU_ATTACH" "$HMNT" --scheduler none 2>>"$LOG") || fail "h
 LOOP=$(printf '%s\n' "$out" | grep -o '/dev/loop[0-9]*' | tail -n1)
 [ -b "$LOOP" ] || fail "no loop device: $out"
 "$MKFS" -f --disk-model "$MODEL" "$LOOP" >>"$LOG" 2>&1 || fail "mkfs.avfs failed"
-"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
+# avfsd's log lines stamped with CLOCK_MONOTONIC, as dvr's request times are
+mono() { python3 -c 'import time; print("%.3f" % time.monotonic())'; }
+"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" > >(python3 -u -c '
+import sys, time
+for l in sys.stdin:
+    sys.stdout.write("%.3f %s" % (time.monotonic(), l))' >>"$W/avfsd.log") 2>&1 &
 AVFSD_PID=$!
 wait_mounted "$FMNT" "$SOCK" "$AVFSD_PID" 30 || fail "avfsd did not mount"
 mkdir "$FMNT/rec" "$FMNT/play"
@@ -106,9 +111,11 @@ if [ "$STREAMS" -gt 0 ]; then
 	(	# runs of 30 s back to back while the recorder records
 		i=0
 		while kill -0 $FF_PID 2>/dev/null; do
+			mono >"$W/dvr.$i.t0"
 			AVFS_SOCKET=$SOCK "$DVR" --mode avio --workload "${STREAMS}r0w" \
 				--dir "$FMNT/play" --duration 30 --file-size 256M --rate "$RATE" \
-				--reserve --json >"$W/dvr.$i.json" 2>>"$LOG" || break
+				--reserve --json --csv "$W/dvr.$i.csv" >"$W/dvr.$i.json" \
+				2>>"$LOG" || break
 			i=$((i + 1))
 		done
 	) &
@@ -159,6 +166,25 @@ if runs:
                               min(d["margin_ms"]["min"] for d in runs)))
 else:
     print("reserved playback: no run completed")
+# each miss (dvr's clock from its start, which the script took just before) beside the
+# retention passes around it (avfsd's log, stamped on the same clock)
+dels = []
+for l in open(os.path.join(w, "avfsd.log"), errors="replace"):
+    t, _, rest = l.partition(" ")
+    if "retention: deleted" in rest:
+        dels.append(float(t))
+for f in sorted(os.listdir(w)):
+    if not (f.startswith("dvr.") and f.endswith(".csv")):
+        continue
+    start = float(open(os.path.join(w, f[:-4] + ".t0")).read())
+    for row in open(os.path.join(w, f)).readlines()[1:]:
+        s, k, iss, dl, done, res = row.strip().split(",")
+        if int(done) > int(dl) or int(res) < 0:
+            at = start + int(done) / 1e9
+            near = [d - at for d in dels if abs(d - at) < 5]
+            print("  miss: %s k %s, late %.1f ms at %.1f s of %s; deletions within 5 s: %d%s"
+                  % (s, k, (int(done) - int(dl)) / 1e6, int(done) / 1e9, f, len(near),
+                     " (nearest %+.2f s)" % min(near, key=abs) if near else ""))
 print("daemon: RT misses %d of %d; disk utilization %.1f %%" % (
     st["rt"]["misses"], st["rt"]["requests"], 100 * st["disk_utilization"]))
 print("fsck.avfs -n: exit %s" % fsck_rc)
