@@ -4,12 +4,12 @@
  * lays them out.
  */
 #include "admin.h"
-#include "retain.h"
 
 #include "disk.h"
 #include "engine.h"
 #include "fs.h"
 #include "rotpred.h"
+#include "space.h"
 
 #include <errno.h>
 #include <json-c/json.h>

@@ -25,6 +25,16 @@ struct avfs_fs;
 
 struct avfs_space;
 
+/* What the rules' driver (fuse/retain.c) did, for avfs-admin stats: here, below the daemon's
+ * admin document and the driver alike. */
+struct avfs_retain_stats {
+	uint64_t runs;		/* passes that deleted something */
+	uint64_t deleted;	/* files deleted */
+	uint64_t deleted_bytes;	/* their allocated bytes */
+	uint64_t failed;	/* victims whose unlink failed (logged) */
+	uint64_t edquot;	/* operations refused with EDQUOT */
+};
+
 /* A rule of a directory, as its attributes say. */
 struct avfs_space_rule {
 	uint64_t dir;

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,7 @@ static void *run(void *arg)
 int avfs_inval_new(struct avfs_inval **out, struct fuse_session *se)
 {
 	struct avfs_inval *q = calloc(1, sizeof(*q));
+	sigset_t all, old;
 	int err;
 
 	if (!q)
@@ -66,7 +68,12 @@ int avfs_inval_new(struct avfs_inval **out, struct fuse_session *se)
 	q->tail = &q->head;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->cond, NULL);
+	/* the thread takes no signal: the daemon's loop reads them from a signalfd, and a
+	 * SIGTERM delivered here would take the default action (the whole process) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&q->thread, NULL, run, q);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		pthread_cond_destroy(&q->cond);
 		pthread_mutex_destroy(&q->lock);

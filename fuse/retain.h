@@ -11,18 +11,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "space.h"	/* struct avfs_retain_stats */
+
 struct avfs_engine;
 struct avfs_fs;
 struct avfs_space;
 struct avfs_retain;
-
-struct avfs_retain_stats {
-	uint64_t runs;		/* passes that deleted something */
-	uint64_t deleted;	/* files deleted */
-	uint64_t deleted_bytes;	/* their allocated bytes */
-	uint64_t failed;	/* victims whose unlink failed (logged) */
-	uint64_t edquot;	/* operations refused with EDQUOT */
-};
 
 /* A line for the daemon's log: a deletion (warning false), or a deletion that failed (true). */
 typedef void (*avfs_retain_log_fn)(void *ctx, bool warning, const char *line);
