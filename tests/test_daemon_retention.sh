@@ -67,7 +67,7 @@ head -c 4M /dev/urandom >"$AVFS_T/seg" && cp "$AVFS_T/seg" "$MNT/cam/keep" &&
 	setfattr -n user.avfs.protected -v 1 "$MNT/cam/keep"
 touch -d '2000-01-01' "$MNT/cam/keep"	# the oldest of all: retention must pass it over
 KEEP_SUM=$(md5sum <"$AVFS_T/seg")
-AVFS_SOCKET=$SOCK "$DVR" --mode avio --workload 2r0w --dir "$MNT/play" --duration 20 \
+AVFS_SOCKET=$SOCK "$DVR" --mode avio --workload 2r0w --dir "$MNT/play" --duration 12 \
 	--rate 8M --file-size 16M --reserve --json >"$AVFS_T/dvr.json" 2>"$AVFS_T/dvr.err" &
 dvr_pid=$!
 sleep 2	# dvr lays out its files, then plays
