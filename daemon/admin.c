@@ -9,6 +9,7 @@
 #include "engine.h"
 #include "fs.h"
 #include "rotpred.h"
+#include "space.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -258,6 +259,21 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object_object_add(mx, "jit_judged", json_object_new_int64(
 			       v->rotpred ? (int64_t)v->rotpred->slip_samples : 0));
 	json_object_object_add(o, "mixer", mx);
+	if (v->retain) {	/* per-directory quotas and retention (fuse/retain.h) */
+		json_object *r = json_object_new_object();
+
+		json_object_object_add(r, "deleted", json_object_new_int64(
+				       (int64_t)v->retain->deleted));
+		json_object_object_add(r, "deleted_bytes", json_object_new_int64(
+				       (int64_t)v->retain->deleted_bytes));
+		json_object_object_add(r, "passes", json_object_new_int64(
+				       (int64_t)v->retain->runs));
+		json_object_object_add(r, "failed", json_object_new_int64(
+				       (int64_t)v->retain->failed));
+		json_object_object_add(r, "edquot", json_object_new_int64(
+				       (int64_t)v->retain->edquot));
+		json_object_object_add(o, "retention", r);
+	}
 	return o;
 }
 

@@ -13,12 +13,14 @@
 struct avfs_engine;
 struct avfs_disk;
 struct avfs_rotpred;
+struct avfs_retain_stats;
 
 struct avfsd_admin_view {
 	const char *device, *mountpoint, *socket;
 	int64_t since;		/* the daemon started (the uptime's origin) */
 	const struct avfs_disk *disk;
 	const struct avfs_rotpred *rotpred;	/* the JIT predictor, NULL: none */
+	const struct avfs_retain_stats *retain;	/* the space rules' counters, NULL: none */
 };
 
 #define AVFSD_ADMIN_ALL UINT32_MAX	/* viewer: root or the admin group, who see everything */

@@ -70,6 +70,7 @@ struct avfsd {
 	int64_t now;
 	int64_t wall_offset;	/* CLOCK_REALTIME - CLOCK_MONOTONIC, for file times */
 	int64_t wall_at;	/* when it was last taken */
+	int64_t retain_at;	/* the space rules' last periodic check */
 };
 
 /* ---- the engine's side: the device ---- */
@@ -133,6 +134,13 @@ static int64_t wall(struct avfsd *a, int64_t now)
 		a->wall_at = now;
 	}
 	return now + a->wall_offset;
+}
+
+/* The space rules' deletions (fuse/retain.c), one line each. */
+static void retain_log(void *ctx, bool warning, const char *line)
+{
+	(void)ctx;
+	avfsd_log(warning ? AVFSD_WARNING : AVFSD_INFO, "%s", line);
 }
 
 static void on_fuse(void *ctx, int64_t now)
@@ -452,7 +460,7 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 					     .fsname = a->dev_path,
 					     .options = m->fuse, .socket = sock,
 					     .atime = m->atime >= 0 ? m->atime : a->cfg.atime,
-					     .close = a->cfg.close };
+					     .close = a->cfg.close, .log = retain_log };
 
 		err = avfs_fuse_new(&a->fu, a->e, a->io->fs, &fc, why, sizeof(why));
 		if (err) {
@@ -466,6 +474,7 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 			return 1;
 		}
 		a->view.socket = avfs_server_path(a->srv);
+		a->view.retain = avfs_fuse_retain_stats(a->fu);
 	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -509,6 +518,10 @@ static int run(struct avfsd *a)
 		a->now = now;
 		reap(a, now);	/* completions that raced with the poll */
 		avfs_engine_tick(a->e, now);
+		if (!a->exiting && now - a->retain_at >= NS) {	/* retention: once a second */
+			a->retain_at = now;
+			avfs_fuse_retain_tick(a->fu, now, wall(a, now));
+		}
 		if (!a->exiting)
 			continue;
 		/* drained: the last commit is on disk (none can be after one failed) */

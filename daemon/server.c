@@ -917,6 +917,54 @@ static void on_stats(struct avfs_server *s, struct client *c, uint64_t tag, cons
 	send_reply(c, AVFS_MSG_STATS, tag, &rep, sizeof(rep), NULL, 0);
 }
 
+/* Where the handle's file lies: its mapped blocks from m.offset on, runs merged. */
+static void on_place(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
+		     uint32_t len)
+{
+	struct avfs_msg_place_reply rep = { 0 };
+	struct avfs_bext ext[64];
+	struct avfs_msg_place m;
+	struct avfs_stat a = { 0 };
+	uint64_t bs = avfs_fs_block_size(s->fs), at;
+
+	(void)len;
+	memcpy(&m, pl, sizeof(m));
+	if (m.handle >= c->nhandles || !(c->handles[m.handle].access & AVFS_OPEN_READ) ||
+	    c->handles[m.handle].access & AVFS_OPEN_DIR)	/* a directory's: RESERVE only */
+		rep.res = -EBADF;
+	else if (avfs_fs_getattr(s->fs, c->handles[m.handle].ino, &a))
+		rep.res = -EBADF;	/* (deleted since it was opened) */
+	rep.block_size = bs;
+	rep.size = rep.res ? 0 : a.size;
+	for (at = m.offset / bs * bs; !rep.res && at < a.size && rep.count < AVFS_PLACE_MAX;) {
+		int n = avfs_fs_map_read(s->fs, c->handles[m.handle].ino, at, a.size - at, ext, 64);
+
+		if (n < 0)
+			rep.res = n;
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			struct avfs_place_ext *x = rep.count ? &rep.ext[rep.count - 1] : NULL;
+
+			if (!ext[i].dev_off)
+				continue;	/* a hole */
+			if (x && x->file_off + x->len == ext[i].file_off &&
+			    x->dev_off + x->len == ext[i].dev_off) {
+				x->len += bs;
+				continue;
+			}
+			if (rep.count == AVFS_PLACE_MAX)
+				break;
+			rep.ext[rep.count++] = (struct avfs_place_ext){ ext[i].file_off,
+									ext[i].dev_off, bs };
+		}
+		at = ext[n - 1].file_off + bs;
+	}
+	if (rep.res)
+		rep.count = 0;
+	send_reply(c, AVFS_MSG_PLACE, tag, &rep, sizeof(rep), NULL, 0);
+}
+
 static void on_admin(struct avfs_server *s, struct client *c, uint64_t tag, const uint8_t *pl,
 		     uint32_t len)
 {
@@ -1035,6 +1083,8 @@ static const struct {
 	  on_trace },
 	{ AVFS_MSG_OPEN_PATH, sizeof(struct avfs_msg_open_path) + 1,
 	  sizeof(struct avfs_msg_open_path) + AVFS_PROTO_PATH_LEN, "OPEN_PATH", on_open_path },
+	{ AVFS_MSG_PLACE, sizeof(struct avfs_msg_place), sizeof(struct avfs_msg_place), "PLACE",
+	  on_place },
 };
 
 /* ---- input ---- */

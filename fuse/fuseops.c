@@ -19,9 +19,12 @@
 #include "engine.h"
 #include "format.h"
 #include "fs.h"
+#include "inval.h"
 #include "iobuf.h"
 #include "proto.h"
 #include "readahead.h"
+#include "retain.h"
+#include "space.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +102,9 @@ struct avfs_fuse {
 	bool kill_suidgid;	/* the write being processed asks to clear setuid/setgid (the
 				 * kernel's FUSE_WRITE_KILL_SUIDGID: a writer without CAP_FSETID) */
 	uint8_t *zeros;		/* ZERO_CHUNK zero bytes: the writes of a punched hole's edges */
+	struct avfs_retain *ret;	/* per-directory quotas and retention (retain.h); NULL on a
+					 * read-only mount */
+	struct avfs_inval *inval;	/* tells the kernel of retention's deletions (inval.h) */
 };
 
 #define ZERO_CHUNK (1u << 20)
@@ -154,6 +160,31 @@ static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t parent, u
 	fuse_reply_entry(req, &e);
 }
 
+/* A name of ino is in parent: the way up to the space rules above it (space.h). */
+static void note_parent(struct avfs_fuse *fu, uint64_t ino, uint64_t parent)
+{
+	if (fu->ret)
+		avfs_space_note(avfs_retain_space(fu->ret), ino, parent);
+}
+
+/* Before an operation allocates need bytes below ino: what the space rules delete first
+ * (retention), or -EDQUOT (a quota). 0 at once when no directory has a rule. */
+static int make_room(struct avfs_fuse *fu, uint64_t ino, uint64_t need)
+{
+	if (!fu->ret || !need || !avfs_space_rules(avfs_retain_space(fu->ret)))
+		return 0;
+	return avfs_retain_room(fu->ret, ino, need, fu->now, fu->wall);
+}
+
+/* The bytes a write or preallocation of [off, off + len) of ino newly allocates (0 when no
+ * directory has a rule: nothing asks). */
+static uint64_t need_of(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t len)
+{
+	if (!fu->ret || !avfs_space_rules(avfs_retain_space(fu->ret)))
+		return 0;
+	return avfs_space_need(fu->fs, ino, off, len);
+}
+
 /* The file system changed: the engine commits when the transaction grows large. */
 static void after_change(struct avfs_fuse *fu)
 {
@@ -189,10 +220,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	uint64_t ino;
 	int err = avfs_fs_lookup(fu->fs, parent, name, &ino);
 
-	if (err)
+	if (err) {
 		fuse_reply_err(req, -err);
-	else
-		reply_entry(req, fu, parent, ino);
+		return;
+	}
+	note_parent(fu, ino, parent);
+	reply_entry(req, fu, parent, ino);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -569,7 +602,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, 0);
 		return;
 	}
-	if (fu->kill_suidgid && (err = kill_suidgid(fu, ino))) {
+	if ((fu->kill_suidgid && (err = kill_suidgid(fu, ino))) ||
+	    (err = make_room(fu, ino, need_of(fu, ino, (uint64_t)off, size)))) {
 		fuse_reply_err(req, -err);
 		return;
 	}
@@ -686,6 +720,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 			return;
 		}
 		a.size = (uint64_t)attr->st_size;
+		if (a.size > cur.size && (err = make_room(fu, ino, 1))) {
+			fuse_reply_err(req, -err);	/* a full quota: no more, even sparse */
+			return;
+		}
 		/* growing over a partly written last page: its stale tail zeroed first (the
 		 * core's plan), then the size */
 		if (a.size > cur.size && cur.size % PAGE) {
@@ -865,6 +903,27 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	reply_xattr(req, n, size, buf);
 }
 
+static bool rule_attr(const char *name)
+{
+	return avfs_space_parse(name, "", 0, NULL, NULL, 0) != 1;
+}
+
+/* A space rule (trusted.avfs.quota, trusted.avfs.retain: space.h) is well formed and on a
+ * directory, or nothing is set: 0, -EINVAL, -ENOTDIR. */
+static int rule_check(struct avfs_fuse *fu, uint64_t ino, const char *name, const char *value,
+		      size_t size)
+{
+	struct avfs_stat a;
+	int err = avfs_space_parse(name, value, size, NULL, NULL, 0);
+
+	if (err == 1)
+		return 0;
+	if (err)
+		return err;
+	err = avfs_fs_getattr(fu->fs, ino, &a);
+	return err ? err : S_ISDIR(a.mode) ? 0 : -ENOTDIR;
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
@@ -879,11 +938,15 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	err = FS(avfs_fs_setxattr(fu->fs, ino, name, value, size,
-				  (flags & XATTR_CREATE ? AVFS_XATTR_CREATE : 0) |
-				  (flags & XATTR_REPLACE ? AVFS_XATTR_REPLACE : 0), fu->wall));
+	err = rule_check(fu, ino, name, value, size);
+	if (!err)
+		err = FS(avfs_fs_setxattr(fu->fs, ino, name, value, size,
+					  (flags & XATTR_CREATE ? AVFS_XATTR_CREATE : 0) |
+					  (flags & XATTR_REPLACE ? AVFS_XATTR_REPLACE : 0), fu->wall));
 	if (!err)
 		after_change(fu);
+	if (!err && rule_attr(name) && fu->ret)
+		err = avfs_space_reload(avfs_retain_space(fu->ret), ino);
 	fuse_reply_err(req, -err);
 }
 
@@ -899,6 +962,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	err = FS(avfs_fs_removexattr(fu->fs, ino, name, fu->wall));
 	if (!err)
 		after_change(fu);
+	if (!err && rule_attr(name) && fu->ret)
+		err = avfs_space_reload(avfs_retain_space(fu->ret), ino);
 	fuse_reply_err(req, -err);
 }
 
@@ -1034,6 +1099,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		return;
 	}
 	err = avfs_fs_getattr(fu->fs, ino, &a);
+	if (!err)
+		err = make_room(fu, ino, need_of(fu, ino, (uint64_t)offset, (uint64_t)length));
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
@@ -1071,13 +1138,16 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct avfs_fuse *fu = fu_of(req);
 	uint64_t ino;
-	int err = FS(avfs_fs_create(fu->fs, parent, name, mode, (uint32_t)rdev, ctx(req)->umask,
-				 ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
+	int err = make_room(fu, parent, 1);
 
+	if (!err)
+		err = FS(avfs_fs_create(fu->fs, parent, name, mode, (uint32_t)rdev, ctx(req)->umask,
+					ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
 	}
+	note_parent(fu, ino, parent);
 	ra_invalidate(fu, ino);	/* a reused inode number starts clean */
 	after_change(fu);
 	reply_entry(req, fu, parent, ino);
@@ -1091,11 +1161,16 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct ofile *of = NULL;
 	struct avfs_stat a;
 	uint64_t ino;
-	int err = FS(avfs_fs_create(fu->fs, parent, name, S_IFREG | (mode & 07777), 0,
-				 ctx(req)->umask, ctx(req)->uid, ctx(req)->gid, fu->wall, &ino));
+	int err = make_room(fu, parent, 1);
 
 	if (!err)
+		err = FS(avfs_fs_create(fu->fs, parent, name, S_IFREG | (mode & 07777), 0,
+					ctx(req)->umask, ctx(req)->uid, ctx(req)->gid, fu->wall,
+					&ino));
+	if (!err) {
+		note_parent(fu, ino, parent);
 		err = avfs_fs_getattr(fu->fs, ino, &a);
+	}
 	if (!err && !(of = calloc(1, sizeof(*of))))
 		err = -ENOMEM;	/* (the file stays, as after a create whose open failed) */
 	if (!err)
@@ -1169,6 +1244,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 		fuse_reply_err(req, -err);
 		return;
 	}
+	note_parent(fu, ino, parent);
 	after_change(fu);
 	reply_entry(req, fu, parent, ino);
 }
@@ -1206,12 +1282,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		  FS(avfs_fs_rename(fu->fs, parent, name, newparent, newname, f, fu->wall));
 	uint64_t ino;
 
-	/* a moved file is covered by its new directory's reservation (and an exchanged one by
-	 * the old directory's) */
-	if (!err && !avfs_fs_lookup(fu->fs, newparent, newname, &ino))
+	/* a moved file is covered by its new directory's reservation and counted under its
+	 * space rules (an exchanged one by the old directory's) */
+	if (!err && !avfs_fs_lookup(fu->fs, newparent, newname, &ino)) {
 		avfs_cover_moved(&fu->cover, ino, newparent);
-	if (!err && (f & AVFS_RENAME_EXCHANGE) && !avfs_fs_lookup(fu->fs, parent, name, &ino))
+		note_parent(fu, ino, newparent);
+	}
+	if (!err && (f & AVFS_RENAME_EXCHANGE) && !avfs_fs_lookup(fu->fs, parent, name, &ino)) {
 		avfs_cover_moved(&fu->cover, ino, parent);
+		note_parent(fu, ino, parent);
+	}
 	after_change(fu);
 	fuse_reply_err(req, -err);
 }
@@ -1481,6 +1561,15 @@ static void mount_options(const struct avfs_fuse_conf *c, char *o, size_t len)
 	o[n < len ? n : len - 1] = 0;
 }
 
+/* Retention removed a name behind the kernel's back: its cached entry goes (inval.c). */
+static void retain_deleted(void *ctx, uint64_t dir, uint64_t ino, const char *name)
+{
+	struct avfs_fuse *fu = ctx;
+
+	ra_invalidate(fu, ino);
+	avfs_inval_push(fu->inval, dir, ino, name);
+}
+
 int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs *fs,
 		  const struct avfs_fuse_conf *c, char *why, size_t whylen)
 {
@@ -1526,8 +1615,30 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 		return -EIO;
 	}
 	recv_new(fu);
+	if (!c->ro) {
+		struct avfs_retain_hooks h = { .log = c->log, .log_ctx = c->log_ctx,
+					       .deleted = retain_deleted, .deleted_ctx = fu };
+
+		if (avfs_inval_new(&fu->inval, fu->se) || avfs_retain_new(&fu->ret, e, fs, &h)) {
+			snprintf(why, whylen, "no memory for the space rules of %s",
+				 c->mountpoint);
+			avfs_fuse_free(fu);
+			return -ENOMEM;
+		}
+	}
 	*out = fu;
 	return 0;
+}
+
+void avfs_fuse_retain_tick(struct avfs_fuse *fu, int64_t now, int64_t wall)
+{
+	if (fu->ret)
+		avfs_retain_room(fu->ret, 0, 0, now, wall);
+}
+
+const struct avfs_retain_stats *avfs_fuse_retain_stats(const struct avfs_fuse *fu)
+{
+	return fu->ret ? avfs_retain_stats(fu->ret) : NULL;
 }
 
 void avfs_fuse_free(struct avfs_fuse *fu)
@@ -1536,6 +1647,7 @@ void avfs_fuse_free(struct avfs_fuse *fu)
 		return;
 	answer_fsyncs(fu, UINT64_MAX, -EIO);	/* none with the engine drained */
 	fuse_session_unmount(fu->se);
+	avfs_inval_free(fu->inval);	/* (its notices fail at once without a mount) */
 	fuse_session_destroy(fu->se);
 	if (fu->recv)
 		avfs_iobuf_put(&fu->bufs, fu->recv, AVFS_IOBUF_HUGE);
@@ -1545,6 +1657,7 @@ void avfs_fuse_free(struct avfs_fuse *fu)
 	avfs_cover_fini(&fu->cover);
 	avfs_iobuf_put(&fu->bufs, fu->zeros, ZERO_CHUNK);
 	avfs_iobuf_drain(&fu->bufs);
+	avfs_retain_free(fu->ret);
 	free(fu);
 }
 

@@ -37,6 +37,9 @@ struct avfs_fuse_conf {
 	const char *socket;	/* shown in the user.avfs.socket attribute of every file */
 	int atime;		/* enum avfs_atime (fs.h): relatime unless set */
 	int close;		/* enum avfs_fuse_close: what a close(2) waits for (op_flush) */
+	/* where the space rules' deletions are logged (retain.h), NULL: nowhere */
+	void (*log)(void *ctx, bool warning, const char *line);
+	void *log_ctx;
 };
 
 /* Mount the file system at c->mountpoint. 0, or -errno with why. */
@@ -52,6 +55,12 @@ int avfs_fuse_fd(const struct avfs_fuse *fu);
 int avfs_fuse_process(struct avfs_fuse *fu, int64_t now, int64_t wall);
 /* n commits are on disk (err 0), or a commit failed: fsync replies waiting for it go. */
 void avfs_fuse_committed(struct avfs_fuse *fu, uint64_t n, int err);
+/* The periodic check of the per-directory space rules (retain.h): retention deletes what passed
+ * a high mark. The daemon calls it about once a second. */
+void avfs_fuse_retain_tick(struct avfs_fuse *fu, int64_t now, int64_t wall);
+/* The space rules' counters, NULL on a read-only mount. */
+struct avfs_retain_stats;
+const struct avfs_retain_stats *avfs_fuse_retain_stats(const struct avfs_fuse *fu);
 /* The data of ino changed behind the mount (a libavio write): forget what was read ahead. */
 void avfs_fuse_invalidate(struct avfs_fuse *fu, uint64_t ino);
 

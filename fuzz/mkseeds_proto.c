@@ -111,5 +111,15 @@ int main(int argc, char **argv)
 	io.op = AVFS_IO_READ;
 	msg(AVFS_MSG_IO, &io, sizeof(io));
 	save(argv[1], "open_path");
+	hello();
+	open_f(AVFS_OPEN_READ);
+	{	/* where the file lies, from its start and past its end */
+		struct avfs_msg_place pl = { .handle = 0 };
+
+		msg(AVFS_MSG_PLACE, &pl, sizeof(pl));
+		pl.offset = 1ull << 40;
+		msg(AVFS_MSG_PLACE, &pl, sizeof(pl));
+	}
+	save(argv[1], "place");
 	return 0;
 }

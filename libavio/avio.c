@@ -1090,6 +1090,29 @@ int avfs_release_detached(int fd, uint64_t id)
 	return err ? err : r.release.res;
 }
 
+int avfs_placement(int fd, uint64_t off, struct avfs_extent *ext, unsigned max)
+{
+	struct avfs_msg_place m = { .offset = off };
+	union avfs_proto_reply r;
+	unsigned n;
+	int err;
+
+	if (!ext && max)
+		return -EINVAL;
+	err = file_call(fd, AVFS_READ, AVFS_MSG_PLACE, &m, sizeof(m), &m.handle, &r);
+	if (!err)
+		err = r.place.res;
+	if (err)
+		return err;
+	n = r.place.count < AVFS_PLACE_MAX ? r.place.count : AVFS_PLACE_MAX;
+	if (n > max)
+		n = max;
+	for (unsigned i = 0; i < n; i++)
+		ext[i] = (struct avfs_extent){ r.place.ext[i].file_off, r.place.ext[i].dev_off,
+					       r.place.ext[i].len };
+	return (int)n;
+}
+
 int avfs_stream_stats(int fd, struct avfs_stream_stats *st)
 {
 	struct avfs_msg_stats m = { 0 };

@@ -218,6 +218,27 @@ int avfs_release_detached(int fd, uint64_t id);
  */
 int avfs_stream_stats(int fd, struct avfs_stream_stats *st);
 
+/*
+ * Where a file lies on the disk (papers/004 ch. 4): a program that reads many files (an
+ * archiver, a backup, a copy of a tree) reads them fastest in the order of their first blocks,
+ * as the disk is laid out, rather than in the order of the names.
+ */
+struct avfs_extent {
+	uint64_t file_off;	/* in the file */
+	uint64_t dev_off;	/* byte offset on the device: the sort key */
+	uint64_t len;		/* bytes: whole data blocks, runs contiguous on the device merged */
+};
+
+/*
+ * avfs_placement() - the extents of fd's file from byte off on (holes left out, file order),
+ * up to max of them into ext: how many (0: nothing mapped there, an empty file or one with
+ * only holes), or -EBADF (fd not on an AVFS mount, or not open for reading), -EACCES (the
+ * process could not read it through the mount), -EINVAL, -ENOTCONN. fd must be open for
+ * reading; the daemon checks as it does for I/O. At most 16 extents a round trip: call again
+ * from the end of the last for more. Thread-safe.
+ */
+int avfs_placement(int fd, uint64_t off, struct avfs_extent *ext, unsigned max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -196,6 +196,7 @@ size_t avfs_proto_reply_size(uint16_t type)
 	case AVFS_MSG_STATS: return sizeof(struct avfs_msg_stats_reply);
 	case AVFS_MSG_ADMIN: return sizeof(struct avfs_msg_admin_reply);
 	case AVFS_MSG_TRACE: return sizeof(struct avfs_msg_trace_reply);
+	case AVFS_MSG_PLACE: return sizeof(struct avfs_msg_place_reply);
 	default: return 0;
 	}
 }

@@ -103,6 +103,7 @@ union avfs_proto_reply {
 	struct avfs_msg_stats_reply stats;
 	struct avfs_msg_admin_reply admin;
 	struct avfs_msg_trace_reply trace;
+	struct avfs_msg_place_reply place;
 };
 
 /* what avfs_proto_rx_next() found */

@@ -33,6 +33,7 @@ enum avfs_msg_type {
 	AVFS_MSG_ADMIN = 10,	/* avfs-admin: a command as text; the reply is JSON text */
 	AVFS_MSG_TRACE = 11,	/* avfs-admin: stream the request trace for a while */
 	AVFS_MSG_OPEN_PATH = 12,	/* a file of the mount by its path: a handle */
+	AVFS_MSG_PLACE = 13,	/* where a handle's file lies on the device */
 	AVFS_MSG_REPLY = 0x80,	/* or'ed into a reply's type */
 };
 
@@ -202,6 +203,34 @@ struct avfs_msg_stats_reply {
 	uint32_t reserved;
 	uint64_t requests, misses, bytes;
 	int64_t margin_min_ns;
+};
+
+/* PLACE: the device placement of a handle's file from `offset` on (papers/004 ch. 4: a tool
+ * that reads many files reads them in the order of their blocks). The handle must be open for
+ * reading, so the checks are OPEN_PATH's (search on every directory, read on the file). The
+ * reply's extents are the file's mapped data blocks in file order (holes left out), each run
+ * of blocks contiguous on the device merged into one, at most AVFS_PLACE_MAX of them; ask again
+ * from the end of the last one for more. */
+#define AVFS_PLACE_MAX 16u
+
+struct avfs_msg_place {
+	uint32_t handle;
+	uint32_t reserved;
+	uint64_t offset;	/* in the file */
+};
+
+struct avfs_place_ext {
+	uint64_t file_off;	/* in the file */
+	uint64_t dev_off;	/* byte offset on the device (the image) */
+	uint64_t len;		/* bytes, whole data blocks (the last may reach past the size) */
+};
+
+struct avfs_msg_place_reply {
+	int32_t res;		/* 0, -EBADF (no such handle, or not open for reading), -EINVAL */
+	uint32_t count;		/* extents in ext[] */
+	uint64_t size;		/* the file's size */
+	uint64_t block_size;	/* the file system's data block */
+	struct avfs_place_ext ext[AVFS_PLACE_MAX];
 };
 
 /* ADMIN: the payload is the command ("status", "streams", "stats"), at most 256 bytes; the

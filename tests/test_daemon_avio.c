@@ -2,7 +2,8 @@
  * test_daemon_avio.c — libavio against a real avfsd (SPEC §8, §14): start/check/cancel/poll,
  * deadlines already past, misaligned requests, data read back through shared-memory and
  * ordinary buffers, 32 client processes with 8 requests each in flight, access control by
- * uid, misbehaving raw-protocol clients, and the daemon killed in the middle of requests.
+ * uid, where a file lies (avfs_placement) and who may ask, misbehaving raw-protocol clients,
+ * and the daemon killed in the middle of requests.
  * The library's own argument checks against a fake daemon are test_avio_client.c's.
  * env: AVFSD, MKFS, FSCK (the built binaries). Exit 77 without root or FUSE.
  * Each scenario runs in a child process: a libavio connection is per process, and lost for good.
@@ -917,6 +918,53 @@ static int as_nobody(void *arg)
 	return 0;
 }
 
+/* ---- where a file lies (avfs_placement, PLACE) ---- */
+
+/* The data file's extents, read by an ordinary user; and the hostile cases: a handle not open
+ * for reading, an unknown one, a descriptor of a file its holder may not read (passed on by
+ * root) */
+static int placement(void *arg)
+{
+	int secret = open_file("secret", O_RDONLY), wo = open_file("data", O_WRONLY), fd, s, h, n;
+	struct avfs_msg_place m = { 0 };
+	struct avfs_msg_place_reply rep;
+	struct avfs_extent e[8];
+	uint64_t next = 0, sum = 0;
+	bool ordered = true;
+	int32_t res = 0;
+
+	(void)arg;
+	check(avfs_placement(wo, 0, e, 8) == -EBADF, "placement of a write-only descriptor: -EBADF");
+	s = raw_connect();
+	h = s >= 0 ? raw_hello_open(s, "data", AVFS_OPEN_WRITE, &res) : -1;
+	m.handle = (uint32_t)h;
+	check(h >= 0 && raw_call(s, AVFS_MSG_PLACE, 7, &m, sizeof(m), NULL, 0, &rep, sizeof(rep),
+				 2000) && rep.res == -EBADF && !rep.count,
+	      "PLACE on a handle open for writing only: -EBADF");
+	m.handle = 999;
+	check(raw_call(s, AVFS_MSG_PLACE, 8, &m, sizeof(m), NULL, 0, &rep, sizeof(rep), 2000) &&
+	      rep.res == -EBADF, "PLACE on an unknown handle: -EBADF");
+	close(s);
+	if (!become(NOBODY, 0))
+		return 2;
+	fd = open_file("data", O_RDONLY);
+	while ((n = avfs_placement(fd, next, e, 8)) > 0) {
+		for (int i = 0; i < n; i++) {
+			ordered &= e[i].file_off >= next && e[i].dev_off > 0 &&
+				   !(e[i].dev_off % 4096) && e[i].len >= MiB;
+			sum += e[i].len;
+			next = e[i].file_off + e[i].len;
+		}
+	}
+	check(!n && ordered && sum == DATA_SIZE,
+	      "uid %d: the extents of a 64 MiB file, in file order, cover it (%llu bytes, %d)",
+	      NOBODY, (unsigned long long)sum, n);
+	n = avfs_placement(secret, 0, e, 8);
+	check(secret >= 0 && n == -EACCES, "uid %d: placement of a 0600 root file through a "
+	      "descriptor root passed on: -EACCES (%d)", NOBODY, n);
+	return 0;
+}
+
 /* ---- the daemon killed while requests are in flight ---- */
 
 static int killed_mid_request(void *arg)
@@ -1044,6 +1092,7 @@ int main(void)
 	      "fork: parent and child each read through their own connection");
 	test_many_clients();
 	check(in_child("access control", 30, as_nobody, NULL), "access control: the process finished");
+	check(in_child("placement", 30, placement, NULL), "placement: the process finished");
 	test_bad_clients();
 	check(daemon_stop(), "clean unmount after all those clients (avfsd exits 0)");
 	check(fsck_clean(), "fsck.avfs -n clean");

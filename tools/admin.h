@@ -15,6 +15,10 @@ int admin_plot(int argc, char **argv);
 /* profile DEVICE: the disk profiler of SPEC §6.4 (tools/admin_profile.c) */
 int admin_profile(int argc, char **argv);
 
+/* quota DIR [SIZE|none], retention DIR [--high H --low L | --off]: the per-directory space
+ * rules (tools/admin_space.c) */
+int admin_space(int argc, char **argv);
+
 /* stats --prometheus: the stats document in Prometheus's text format on f
  * (tools/admin_prom.c); 0, or 1 when f could not be written */
 int admin_prometheus(FILE *f, json_object *stats);

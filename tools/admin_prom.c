@@ -41,6 +41,14 @@ static const struct family daemon_families[] = {
 	{ "avfs_queue_pending_max", "gauge", "Most requests waiting at once.", "queue.max_pending",
 	  1 },
 	{ "avfs_queue_inflight", "gauge", "Commands on the disk.", "queue.inflight", 1 },
+	{ "avfs_retention_deleted_total", "counter", "Files retention deleted (per-directory "
+	  "high-water marks).", "retention.deleted", 1 },
+	{ "avfs_retention_deleted_bytes_total", "counter", "Bytes those files held.",
+	  "retention.deleted_bytes", 1 },
+	{ "avfs_retention_failed_total", "counter", "Deletions retention tried that failed.",
+	  "retention.failed", 1 },
+	{ "avfs_quota_edquot_total", "counter", "Operations refused with EDQUOT (per-directory "
+	  "quotas).", "retention.edquot", 1 },
 };
 
 /* The completion margin (deadline minus completion) at quantiles: min, 0.1 %, 1 %, median. */

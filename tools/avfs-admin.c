@@ -49,6 +49,11 @@ static void usage(FILE *f)
 		"  trace --duration S --out FILE   record the request trace (docs/TRACE.md), root\n"
 		"  plot TRACE --out FILE.svg  draw a trace\n"
 		"  profile DEVICE             measure a disk (sim:MODEL for a simulated one)\n"
+		"  quota DIR [SIZE|none]      DIR's space quota (its subtree; EDQUOT past it), root\n"
+		"  retention DIR [--high H --low L | --off]\n"
+		"                             past H %% of DIR's quota (or of the file system) the\n"
+		"                             oldest unprotected files below DIR are deleted down\n"
+		"                             to L %%, root\n"
 		"The socket: --socket, else $AVFS_SOCKET, else the only one under /run/avfs; for\n"
 		"reserve, the socket of FILE's mount. Exit status: 0 done, 1 refused or failed,\n"
 		"2 bad usage.\n");
@@ -323,6 +328,13 @@ static int cmd_query(int argc, char **argv)
 			       json_object_get_string(json_object_array_get_idx(counts, i)));
 		printf("  (%.1f %% below 5 GB)\n",
 		       100 * avfs_json_num(o, "seek_distance.frac_below_5"));
+		if (json_object_object_get(o, "retention"))
+			printf("retention         %.0f files deleted (%.1f MB) in %.0f passes, %.0f "
+			       "failed; %.0f EDQUOT\n", avfs_json_num(o, "retention.deleted"),
+			       avfs_json_num(o, "retention.deleted_bytes") / 1e6,
+			       avfs_json_num(o, "retention.passes"),
+			       avfs_json_num(o, "retention.failed"),
+			       avfs_json_num(o, "retention.edquot"));
 		printf("\n");
 		print_streams(json_object_object_get(o, "streams"));
 	}
@@ -642,6 +654,8 @@ int main(int argc, char **argv)
 		return admin_plot(argc, argv);
 	if (!strcmp(argv[0], "profile"))
 		return admin_profile(argc, argv);
+	if (!strcmp(argv[0], "quota") || !strcmp(argv[0], "retention"))
+		return admin_space(argc, argv);
 	fprintf(stderr, "avfs-admin: unknown command '%s'\n", argv[0]);
 	usage(stderr);
 	return 2;
