@@ -89,6 +89,8 @@ static const char *meta_kind(const struct avfs_fs *fs, uint64_t m)
 		return "directory";
 	case AVFS_MT_SYMLINK:
 		return "symlink";
+	case AVFS_MT_SMALL:
+		return "small-file map";
 	default:
 		return "dynamic metadata";
 	}

@@ -927,8 +927,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		return;
 	}
 	/* growing the size over a partly written last page: its stale tail zeroed first (the
-	 * core's plan), as for a truncate up */
-	if (keep || (uint64_t)offset + (uint64_t)length <= a.size || !(a.size % PAGE)) {
+	 * core's plan), as for a truncate up; so does a small file whose extent the range passes
+	 * (the plan moves it to a whole block) */
+	if (!avfs_fs_small_past(fu->fs, ino, (uint64_t)offset + (uint64_t)length) &&
+	    (keep || (uint64_t)offset + (uint64_t)length <= a.size || !(a.size % PAGE))) {
 		falloc_now(fu, req, ino, (uint64_t)offset, (uint64_t)length, keep);
 		return;
 	}
@@ -938,7 +940,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		return;
 	}
 	*o = (struct falloc_op){ .req = req, .fu = fu, .off = (uint64_t)offset,
-				 .len = (uint64_t)length };
+				 .len = (uint64_t)length, .keep_size = keep };
 	o->f = (struct avfs_fio){ .ino = ino, .off = a.size, .write = true, .zero_tail = true,
 				  .label = -1, .cls = AVFS_TRACE_BE, .done = falloc_done };
 	err = avfs_engine_io(fu->e, &o->f, fu->now);
