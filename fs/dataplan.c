@@ -180,14 +180,22 @@ static int small_prepare(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *d
 {
 	uint64_t max = fs_small_max(fs);
 	uint32_t units = (uint32_t)(page_up(end) / PAGE);
+	int err;
 
 	*src = 0;
-	if (!di->small_units)
-		return max && end <= max && !(fs->flags & AVFS_MOUNT_NOSMALL) && !di->nblocks && !di->direct[0].block &&
-		       !di->indirect ? fs_small_make(fs, ino, di, units) : 0;
+	if (!di->small_units) {
+		if (!max || end > max || (fs->flags & AVFS_MOUNT_NOSMALL) || di->nblocks ||
+		    di->direct[0].block || di->indirect)
+			return 0;
+		/* no room for a pool block's map (or no unit run and no free block): the file
+		 * takes a whole block, if one is free */
+		err = fs_small_make(fs, ino, di, units);
+		return err == -ENOSPC ? 0 : err;
+	}
 	if (end <= (uint64_t)di->small_units * PAGE)
 		return 0;
-	return end <= max ? fs_small_grow(fs, ino, di, units, src) : fs_small_promote(fs, ino, di, src);
+	err = end <= max ? fs_small_grow(fs, ino, di, units, src) : -ENOSPC;
+	return err == -ENOSPC ? fs_small_promote(fs, ino, di, src) : err;
 }
 
 /* Append the zeroing of the stale bytes past `size` in its page, if any. 0 or -errno. */

@@ -442,7 +442,9 @@ int avfs_fs_plan_zero_tail(struct avfs_fs *fs, uint64_t ino, uint64_t size,
 			   struct avfs_data_plan *p);
 
 struct avfs_statfs {
-	uint64_t block_size, blocks, bfree;
+	uint64_t block_size, blocks, bfree;	/* data blocks */
+	uint64_t units, ufree;	/* the same in 4 KiB units, with the free units of small-file
+				 * blocks (fs/small.c) counted free */
 	uint64_t files, ffree;
 	uint32_t namemax;
 	uint32_t nzones;

@@ -65,7 +65,9 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	}
 	bs = 1ull << shift;
 	est = dev / bs;
-	ninodes = o->inodes ? o->inodes : est * 2;
+	/* two per data block, and one per 128 KiB for small files (format 3): 100,000 files fit
+	 * 16 GB */
+	ninodes = o->inodes ? o->inodes : est * 2 > dev / (128u << 10) ? est * 2 : dev / (128u << 10);
 	if (!o->inodes && ninodes < 4096)
 		ninodes = 4096;
 	if (!o->inodes && ninodes > (1u << 22))
@@ -85,11 +87,14 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 		       (unsigned long long)jb);
 		return -EINVAL;
 	}
-	/* block maps, directories and symlinks (an eighth of the inodes), and extended
-	 * attribute blocks (one per inode that has any, format.h) for half of the inodes, up to
-	 * 1/256 of the device (a small image keeps its room for data) */
+	/* block maps, directories and symlinks (an eighth of the inodes), extended attribute
+	 * blocks (one per inode that has any, format.h) for half of the inodes, up to 1/256 of
+	 * the device (a small image keeps its room for data), and the unit maps of small-file
+	 * blocks (one per data block holding small files: a sixteenth of the inodes, at most
+	 * every data block; when they run out, new files take whole blocks) */
 	xat = ninodes / 2 < dev / AVFS_MBLOCK / 256 ? ninodes / 2 : dev / AVFS_MBLOCK / 256;
-	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + xat + 256;
+	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + xat + 256 +
+		(shift <= AVFS_SMALL_MAX_SHIFT ? (ninodes / 16 < est ? ninodes / 16 : est) : 0);
 	if (dyn < 16 || dyn > (1ull << 31)) {
 		avfs_why(why, whylen, "dynamic metadata of %llu blocks out of range",
 		       (unsigned long long)dyn);

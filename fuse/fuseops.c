@@ -1255,11 +1255,12 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	(void)ino;
 	avfs_fs_statfs(fu_of(req)->fs, &s);
+	/* sizes in 4 KiB units, so that the free units of small-file blocks count (df) */
 	v.f_bsize = (unsigned long)s.block_size;
-	v.f_frsize = (unsigned long)s.block_size;
-	v.f_blocks = s.blocks;
-	v.f_bfree = s.bfree;
-	v.f_bavail = s.bfree;
+	v.f_frsize = AVFS_PAGE;
+	v.f_blocks = s.units;
+	v.f_bfree = s.ufree;
+	v.f_bavail = s.ufree;
 	v.f_files = s.files;
 	v.f_ffree = s.ffree;
 	v.f_favail = s.ffree;
