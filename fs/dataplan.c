@@ -245,6 +245,11 @@ int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t 
 		return err;
 	size = di->size;
 	valid0 = di->direct[0].valid;
+	/* a small file promoted by a write that starts in a later block: that block must be
+	 * there too, or the plan (and with it the copy of block 0) would be empty */
+	err = -ENOSPC;
+	if (di->small_units && k0 && fs_data_avail(fs) < 2)
+		goto out;
 	if (small && (err = small_prepare(fs, ino, di, end, &src)))
 		goto out;
 	if (src) {
