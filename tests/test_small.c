@@ -17,12 +17,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crc32c.h"
 #include "fs_i.h"
 #include "fsck.h"
 #include "fsck_clean.h"
 #include "fsio.h"
 #include "memdisk.h"
+#include "superver.h"
 
 #define IMG (128ull << 20)
 #define BS (1ull << 20)		/* 1 MiB blocks: small files up to 256 KiB */
@@ -293,16 +293,7 @@ static void test_small_free_waits_commit(void **state)
 
 static void set_version(struct fx *f, uint32_t v)
 {
-	uint8_t *img = avfs_memdisk_data(f->d);
-	uint64_t offs[2] = { 0, avfs_fs_backup_super_off(IMG) };
-
-	for (int i = 0; i < 2; i++) {
-		struct avfs_super *s = (struct avfs_super *)(img + offs[i]);
-
-		s->version = v;
-		s->hdr.crc = 0;
-		s->hdr.crc = avfs_crc32c(0, s, AVFS_MBLOCK);
-	}
+	superver_set(f->d, IMG, v);
 }
 
 /* A format 2 image reads and stays 2 until its first small file, which raises it to 3 in the
