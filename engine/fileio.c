@@ -402,6 +402,7 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 	f->priv.started = true;
 	f->priv.pending = 1;	/* a guard while the parts are built and sent */
 	avfs_data_plan_init(&p);
+	p.whole = f->stream || deadline;	/* streams keep whole blocks and ZRR */
 	if (!f->ino) {
 		q = part_new(f, f->off, f->len, f->write, deadline, spare);
 		if (!q) {

@@ -27,7 +27,7 @@ void avfs_data_plan_free(struct avfs_data_plan *p)
 static void dop_reset(struct avfs_data_plan *p)
 {
 	p->n = 0;
-	p->bytes = 0;
+	p->bytes = 0;	/* (whole is the caller's) */
 }
 
 /* Room for n more ops (the array at least doubles when it grows). 0 or -ENOMEM. */
@@ -173,18 +173,21 @@ static void plan_move(struct avfs_data_plan *p, uint64_t src, uint64_t dev, uint
 
 /* Small files (small.c): a write to a file with no data that ends within the small limit
  * makes it small; one past its extent grows the extent (in place, or moving it) or, past
- * the limit, promotes the file to whole blocks. *src: where its data was when it moved, else
+ * the limit, promotes the file to whole blocks; a write that wants whole blocks (whole)
+ * makes none and promotes a small file. *src: where its data was when it moved, else
  * 0. The caller holds the credits (FS_SMALL_*). 0 or -ENOSPC. */
 static int small_prepare(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t end,
-			 uint64_t *src)
+			 bool whole, uint64_t *src)
 {
 	uint64_t max = fs_small_max(fs);
 	uint32_t units = (uint32_t)(page_up(end) / PAGE);
 	int err;
 
 	*src = 0;
+	if (whole && di->small_units)
+		return fs_small_promote(fs, ino, di, src);
 	if (!di->small_units) {
-		if (!max || end > max || (fs->flags & AVFS_MOUNT_NOSMALL) || di->nblocks ||
+		if (whole || !max || end > max || (fs->flags & AVFS_MOUNT_NOSMALL) || di->nblocks ||
 		    di->direct[0].block || di->indirect)
 			return 0;
 		/* no room for a pool block's map (or no unit run and no free block): the file
@@ -250,7 +253,7 @@ int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t 
 	err = -ENOSPC;
 	if (di->small_units && k0 && fs_data_avail(fs) < 2)
 		goto out;
-	if (small && (err = small_prepare(fs, ino, di, end, &src)))
+	if (small && (err = small_prepare(fs, ino, di, end, p->whole, &src)))
 		goto out;
 	if (src) {
 		/* block 0 moved: its pages before the data (all, when the data starts in a

@@ -334,6 +334,41 @@ static void test_small_format_upgrade(void **state)
 	fx_done(&f);
 }
 
+/* A write that wants whole blocks (a stream's, p.whole) makes no small file and moves a small
+ * one to a whole block at once, its bytes with it. */
+static void test_small_whole_for_streams(void **state)
+{
+	struct fx f;
+	struct avfs_data_plan p;
+	uint64_t a = 0, b = 0;
+	uint8_t buf[PG];
+
+	(void)state;
+	fx_init(&f);
+	a = mk(&f, "a");
+	b = mk(&f, "b");
+	put(&f, b, 0, 3000, 2);
+	assert_int_equal(dino(&f, b)->small_units, 1);
+	memset(buf, 7, sizeof(buf));
+	avfs_data_plan_init(&p);
+	p.whole = true;
+	assert_int_equal(avfs_fs_plan_write(f.fs, a, 0, PG, 1, &p), 0);
+	assert_int_equal(avfs_fsio_run_data(f.io, &p, NULL, buf), 0);
+	assert_int_equal(dino(&f, a)->small_units, 0);
+	assert_int_equal(dino(&f, a)->nblocks, 1);
+	for (uint64_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pat(3000 + i, 2);
+	assert_int_equal(avfs_fs_plan_write(f.fs, b, 3000, 1000, 1, &p), 0);
+	assert_int_equal(avfs_fsio_run_data(f.io, &p, NULL, buf), 0);
+	assert_int_equal(dino(&f, b)->small_units, 0);
+	avfs_data_plan_free(&p);
+	fx_remount(&f);
+	check(&f, b, 4000, 2);
+	assert_int_equal(units_used(&f), 2 * BS / PG);
+	assert_fsck_clean(f.fs);
+	fx_done(&f);
+}
+
 /* ---- fsck ---- */
 
 static uint64_t fsck_errors(struct fx *f, bool repair)
@@ -441,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_small_grow_move_promote),
 		cmocka_unit_test(test_small_pack),
 		cmocka_unit_test(test_small_truncate),
+		cmocka_unit_test(test_small_whole_for_streams),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
