@@ -447,6 +447,14 @@ static void print_text(const char *path, const struct avfs_super *sb, bool profi
 	printf("  zones            %u of about %" PRIu64 " blocks (%s), first zone %u\n",
 	       sb->nzones, sb->zone_blocks, alloc_desc, first_zone);
 	printf("  inodes           %" PRIu64 "\n", sb->ninodes);
+	/* every file takes an inode, and small files take little else: say when the inodes, not
+	 * the space, would end a copy of many of them (the default is one per 128 KiB) */
+	if (sb->ninodes < sb->dev_size / (128u << 10))
+		fprintf(stderr, "mkfs.avfs: warning: %" PRIu64 " inodes: no more than that many files "
+			"and directories fit, %.0f KiB a file on average; for many small files "
+			"give --inodes %" PRIu64 " or more (the default)\n", sb->ninodes,
+			(double)sb->dev_size / 1024 / (double)sb->ninodes,
+			sb->dev_size / (128u << 10));
 	printf("  metadata         %" PRIu64 " blocks of 4 KiB (journal %" PRIu64 "), backup at "
 	       "byte %" PRIu64 "\n", sb->meta_blocks, sb->journal_blocks, sb->backup_off);
 	if (!profile)
