@@ -138,7 +138,8 @@ uint64_t fs_file_resize_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_
 	fs_bmap_cost(fs, di, (size + bs - 1) / bs, UINT64_MAX, &b);
 	/* the inode, the slot of the block the size ends in (its valid pages), the map blocks
 	 * trimmed or freed, and the bits of everything freed (a small file's extent) */
-	return 2 + (di->small_units ? FS_SMALL_BLOCKS : 0) + b.nodes + min_u64(b.mapped, fs->sb.dbitmap_blocks) +
+	return 2 + (di->small_units ? FS_SMALL_BLOCKS : 0) + b.nodes +
+	       min_u64(b.mapped, fs->sb.dbitmap_blocks) +
 	       min_u64(b.nodes, fs->sb.mbitmap_blocks);
 }
 
@@ -168,7 +169,8 @@ int fs_block_write(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uin
 	    (di->small_units && (k || pages > di->small_units)))
 		return -EUCLEAN;	/* (a small file's extent is made to hold the write) */
 	*e = (struct avfs_bext){ .file_off = k * avfs_fs_block_size(fs),
-				 .dev_off = di->small_units ? fs_small_dev(fs, di) : dev_of(fs, s->block),
+				 .dev_off = di->small_units ? fs_small_dev(fs, di)
+							    : dev_of(fs, s->block),
 				 .valid = s->valid,
 				 .valid_after = s->valid > pages ? s->valid : pages };
 	if (e->valid_after != s->valid) {
@@ -191,7 +193,7 @@ int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 	if (err || !len || !max)
 		return err;
 	if (di->small_units && end > (uint64_t)di->small_units * AVFS_PAGE)
-		return -EOPNOTSUPP;	/* a small file grows through avfs_fs_plan_write (a move) */
+		return -EOPNOTSUPP;	/* a small file grows by avfs_fs_plan_write (a move) */
 	k1 = min_u64((end + bs - 1) / bs, off / bs + max);
 	fs_file_alloc_cost(fs, di, off / bs, k1, &c);
 	if ((err = fs_txn_begin(fs, c.blocks, c.new_meta)))

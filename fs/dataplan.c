@@ -166,8 +166,9 @@ static void plan_move(struct avfs_data_plan *p, uint64_t src, uint64_t dev, uint
 		uint32_t keep = kept(valid, sb, q);
 
 		dop_add(p, (struct avfs_dop){ .kind = AVFS_DOP_WRITE, .flags = AVFS_DOP_ZEROS,
-					      .skip = PAGE, .keep_head = keep, .dev_off = dev + q * PAGE,
-					      .dev_len = PAGE, .src_off = keep ? src + q * PAGE : 0 });
+					      .skip = PAGE, .keep_head = keep,
+					      .dev_off = dev + q * PAGE, .dev_len = PAGE,
+					      .src_off = keep ? src + q * PAGE : 0 });
 	}
 }
 
@@ -308,7 +309,7 @@ int avfs_fs_plan_zero_tail(struct avfs_fs *fs, uint64_t ino, uint64_t size,
 	if (di->small_units) {
 		/* a small file about to grow by a truncate or a preallocation moves to a whole
 		 * block first (only a plan can copy it), its tail zeroed on the way */
-		uint64_t src, sb0 = di->size < avfs_fs_block_size(fs) ? di->size : avfs_fs_block_size(fs);
+		uint64_t bs = avfs_fs_block_size(fs), src, sb0 = di->size < bs ? di->size : bs;
 		uint32_t valid = di->direct[0].valid;
 		struct avfs_bext e0;
 

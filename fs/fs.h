@@ -415,9 +415,9 @@ struct avfs_data_plan {
 	size_t n, cap;
 	uint64_t bytes;		/* read: bytes the read returns (clamped at the size, 0 at or past
 				 * it); write: bytes the plan writes (a short write when space ran out) */
-	bool whole;		/* the caller's, for a write: whole blocks (a reservation's stream,
-				 * a deadline): the file is not made small, and a small one moves to
-				 * a whole block now (ZRR) rather than ever later */
+	bool whole;		/* the caller's, for a write: whole blocks (a reservation's
+				 * stream, a deadline): the file is not made small, and a small
+				 * one moves to a whole block now (ZRR) rather than ever later */
 };
 
 void avfs_data_plan_init(struct avfs_data_plan *p);

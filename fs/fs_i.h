@@ -33,7 +33,7 @@ struct fs_pool {
 	uint32_t block;		/* data block index */
 	uint32_t m;		/* its AVFS_MT_SMALL metadata block */
 	uint32_t cursor;	/* next-fit: where the last extent ended */
-	uint8_t *pend;		/* units freed by transactions not on disk yet: not reusable */
+	uint8_t *pend;		/* units freed by transactions not on disk yet (not reusable) */
 };
 
 /* In-memory index of one directory: name hash -> (block index, slot), and free slots per

@@ -513,8 +513,8 @@ static void find_pools(struct ck *ck)
 		else if (ck->spool[sb->block])
 			why = "names the data block of another small-file map";
 		if (why) {
-			finding(ck, ck->repair, "small-file map %llu %s%s", (unsigned long long)m, why,
-				ck->repair ? ": freed, its extents dropped" : "");
+			finding(ck, ck->repair, "small-file map %llu %s%s", (unsigned long long)m,
+				why, ck->repair ? ": freed, its extents dropped" : "");
 			continue;
 		}
 		ck->spool[sb->block] = (uint32_t)m;
@@ -575,7 +575,7 @@ static void check_small(struct ck *ck, uint64_t ino, struct avfs_dinode *di)
 			di->indirect = di->dindirect = di->tindirect = 0;
 			di->nblocks = 1;
 			if (di->direct[0].valid > n)
-				di->direct[0].valid = 0;	/* unknown: zeros never show foreign data */
+				di->direct[0].valid = 0;	/* unknown: zeros, never foreign data */
 			touch_inode(ck, ino);
 		}
 	}
