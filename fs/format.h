@@ -239,6 +239,8 @@ _Static_assert(sizeof(struct avfs_xblock) == AVFS_MBLOCK, "xblock");
  * block (valid counts initialized pages of the extent), small_unit/small_units the extent.
  * Block sizes up to AVFS_SMALL_MAX_SHIFT only: the units of a block fit one map. */
 #define AVFS_SMALL_MAX_SHIFT 26			/* 64 MiB: 16,384 units */
+#define AVFS_SMALL_INODES 131072u		/* mkfs's default inodes: at least one per
+						 * 128 KiB of the device up to this many */
 #define AVFS_SMALL_MAX(bs) ((bs) / 4 < (1u << 20) ? (bs) / 4 : (1u << 20))
 struct avfs_sblock {
 	struct avfs_mhdr hdr;		/* type AVFS_MT_SMALL */

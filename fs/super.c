@@ -48,7 +48,8 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 {
 	uint32_t shift = o->block_shift ? o->block_shift : AVFS_BLOCK_DEFAULT_SHIFT;
 	uint64_t dev = o->size & ~(uint64_t)(AVFS_MBLOCK - 1);
-	uint64_t bs, est, ninodes, jb, dyn, xat, meta = 0, data_blocks = 0, data_off = 0, backup_off = 0;
+	uint64_t bs, est, ninodes, small, jb, dyn, xat, meta = 0, data_blocks = 0, data_off = 0,
+		 backup_off = 0;
 	uint64_t mbm = 1, dbm, ibm, itb, align;
 	struct avfs_bitmap tmp;
 	struct avfs_alloc a;
@@ -65,9 +66,11 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	}
 	bs = 1ull << shift;
 	est = dev / bs;
-	/* two per data block, and one per 128 KiB for small files (format 3): 100,000 files fit
-	 * 16 GB */
-	ninodes = o->inodes ? o->inodes : est * 2 > dev / (128u << 10) ? est * 2 : dev / (128u << 10);
+	/* two per data block, and for small files (format 3) one per 128 KiB up to 131,072:
+	 * 100,000 files fit 16 GB, and a large device keeps the inode table (which the mount
+	 * holds in memory) it had */
+	small = dev / (128u << 10) < AVFS_SMALL_INODES ? dev / (128u << 10) : AVFS_SMALL_INODES;
+	ninodes = o->inodes ? o->inodes : est * 2 > small ? est * 2 : small;
 	if (!o->inodes && ninodes < 4096)
 		ninodes = 4096;
 	if (!o->inodes && ninodes > (1u << 22))
