@@ -1,7 +1,8 @@
 # benchlib.sh — sourced by the benchmarks that run hddemu and other children (peer-compare.sh,
-# guest-jit.sh, parity.sh): the tools' paths, usage from the script's header, options and their
-# checks, mounts, and waiting for and stopping children without hanging on a stuck one. The
-# sourcing script defines bad() (a usage error: message, exit 2).
+# recorder.sh, guest-jit.sh, parity.sh): the tools' paths, usage from the script's header,
+# options and their checks, the facilities they need, mounts, and waiting for and stopping
+# children without hanging on a stuck one. The sourcing script defines bad() (a usage error:
+# message, exit 2) and sets BENCH_NAME (messages).
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -44,6 +45,33 @@ bytes_of() {	# bytes_of SIZE: K/M/G/T = powers of 1024; fails on bad input
 
 is_num() { [[ $1 =~ ^[0-9]+([.][0-9]+)?$ ]]; }	# is_num S: an unsigned decimal number
 positive() { is_num "$1" && awk -v d="$1" 'BEGIN { exit !(d > 0) }'; }	# ... above 0
+
+configs_of() {	# configs_of LIST REGEX HINT: CFG=(LIST split at commas), each one matching
+		# the extended REGEX whole, else a usage error naming it and HINT
+	local c
+	CFG=()
+	IFS=, read -r -a CFG <<<"$1"
+	[ ${#CFG[@]} -gt 0 ] || bad "--configs: empty"
+	for c in "${CFG[@]}"; do
+		[[ $c =~ ^($2)$ ]] || bad "--configs: unknown configuration '$c' ($3)"
+	done
+}
+
+need_facilities() {	# need_facilities TOOL...: root, /dev/fuse and every TOOL, else exit 1
+	local t
+	[ "$(id -u)" = 0 ] || { echo "$BENCH_NAME: needs root (FUSE, loop devices, mount)" >&2; exit 1; }
+	[ -c /dev/fuse ] || { echo "$BENCH_NAME: no /dev/fuse" >&2; exit 1; }
+	for t in "$@"; do
+		command -v "$t" >/dev/null || { echo "$BENCH_NAME: $t is not installed" >&2; exit 1; }
+	done
+}
+
+need_built() {	# need_built FILE...: every one built (executable), else exit 1
+	local b
+	for b in "$@"; do
+		[ -x "$b" ] || { echo "$BENCH_NAME: $b is missing or not built" >&2; exit 1; }
+	done
+}
 
 mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
 

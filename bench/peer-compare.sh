@@ -31,6 +31,7 @@
 # AVFS_MKFS_ARGS: extra mkfs.avfs options for the avfsd configurations (e.g. "--alloc contig").
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+BENCH_NAME=peer-compare
 . "$HERE/benchlib.sh"
 tool_paths HDDEMU=../build/tools/hddemu HDDEMU_ATTACH=../tools/hddemu-attach \
 	AVFSD=../build/daemon/avfsd MKFS=../build/tools/mkfs.avfs ADMIN=../build/tools/avfs-admin \
@@ -127,16 +128,8 @@ if [ -n "$SIZE" ]; then
 	SIZE_BYTES=$(bytes_of "$SIZE") || bad "--size: bytes, K/M/G/T"
 fi
 [ -n "$OUT" ] && OUT=$(realpath -m "$OUT")
-declare -a CFG=()
-IFS=, read -r -a CFG <<<"$CONFIGS"
-[ ${#CFG[@]} -gt 0 ] || bad "--configs: empty"
-for c in "${CFG[@]}"; do
-	case $c in
-	ext4-mq-deadline|ext4-bfq|ext4-kyber|ext4-none) ;;
-	avfsd|avfsd-mq-deadline|avfsd-bfq|avfsd-kyber|avfsd-none) ;;
-	*) bad "--configs: unknown configuration '$c' (ext4-SCHED or avfsd[-SCHED])" ;;
-	esac
-done
+configs_of "$CONFIGS" "ext4-(mq-deadline|bfq|kyber|none)|avfsd(-(mq-deadline|bfq|kyber|none))?" \
+	"ext4-SCHED or avfsd[-SCHED]"
 # play files: enough for the run, and for the largest mix the search may try
 PLAY=$NR
 if [ "$SEARCH" = 1 ] && [ "$NR" -gt 0 ] && [ "$SEARCH_MAX" -gt "$PLAY" ]; then
@@ -144,171 +137,12 @@ if [ "$SEARCH" = 1 ] && [ "$NR" -gt 0 ] && [ "$SEARCH_MAX" -gt "$PLAY" ]; then
 fi
 
 # ---- facilities ----
-[ "$(id -u)" = 0 ] || { echo "peer-compare: needs root (FUSE, loop devices, mount)" >&2; exit 1; }
-[ -c /dev/fuse ] || { echo "peer-compare: no /dev/fuse" >&2; exit 1; }
-for t in losetup fusermount3 mkfs.ext4 fallocate python3 mount umount dd; do
-	command -v "$t" >/dev/null || { echo "peer-compare: $t is not installed" >&2; exit 1; }
-done
-for b in "$HDDEMU" "$HDDEMU_ATTACH" "$DVR"; do
-	[ -x "$b" ] || { echo "peer-compare: $b is missing or not built" >&2; exit 1; }
-done
-case $CONFIGS in *avfsd*)
-	for b in "$AVFSD" "$MKFS" "$ADMIN"; do
-		[ -x "$b" ] || { echo "peer-compare: $b is not built" >&2; exit 1; }
-	done ;;
-esac
-
-T0=$(date +%s)
-say() { printf 'peer-compare [%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
-
-W=$(mktemp -d /var/tmp/peer-compare-XXXXXX) || exit 1
-HMNT=$W/hdd	# hddemu's mount: disk, fast, stats
-FMNT=$W/fs	# the file system under test
-IMG=$W/backing.img
-SOCK=$W/avfsd.sock
-RES=$W/results
-mkdir "$HMNT" "$FMNT" "$RES"
-chmod 755 "$W"
-
-# ---- state of the configuration in progress; teardown undoes it in reverse ----
-HDD_PID=
-LOOP=
-FS_KIND=	# ext4 or avfsd once mounted
-AVFSD_PID=
-CHILD=		# a bounded command in progress (dvr, mkfs, fill, ...)
-BE_PID=
-LOG=
-WARN=$W/warnings
-: >"$WARN"
+need_facilities losetup fusermount3 mkfs.ext4 fallocate python3 mount umount dd
+need_built "$HDDEMU" "$HDDEMU_ATTACH" "$DVR"
+case $CONFIGS in *avfsd*) need_built "$AVFSD" "$MKFS" "$ADMIN" ;; esac
 
 
-# run LIMIT OUT CMD...: CMD under `timeout` in the background, stdout appended to OUT, stderr
-# to the log, waited for, so that Ctrl-C reaches the trap at once (a foreground child would
-# defer it; a redirection of run itself would swallow the trap's messages). Its status; 124
-# when it timed out.
-run() {
-	local limit=$1 out=$2 rc
-	shift 2
-	timeout -k 10 "$limit" "$@" >>"$out" 2>>"$LOG" &
-	CHILD=$!
-	wait "$CHILD"
-	rc=$?
-	CHILD=
-	[ $rc = 124 ] && echo "peer-compare: timed out after ${limit}s: $*" >>"$LOG"
-	return $rc
-}
-
-fast() {	# fast 1|0: hddemu without delays (model state still advances) or in real time
-	echo "$1" >"$HMNT/fast"
-}
-
-teardown() {	# undo the configuration in progress; safe to call at any stage, twice
-	[ -n "$BE_PID" ] && { kill_wait "$BE_PID"; BE_PID=; }
-	[ -n "$CHILD" ] && { kill_wait "$CHILD"; CHILD=; }
-	[ -n "$HDD_PID" ] && [ -w "$HMNT/fast" ] && fast 1 2>/dev/null	# drain quickly
-	if [ "$FS_KIND" = avfsd ] || [ -n "$AVFSD_PID" ]; then
-		fuse_stop "$FMNT" "$AVFSD_PID" 60 ||
-			echo "$CUR: avfsd exit status $? after unmount (see $LOG)" >>"$WARN"
-		AVFSD_PID=
-	elif mounted "$FMNT"; then	# ext4, or a mount that timed out half way
-		timeout 120 umount "$FMNT" 2>>"$LOG" || {
-			echo "$CUR: umount of ext4 timed out or failed; aborting hddemu's connection" >>"$WARN"
-			fuse_abort "$HMNT"
-			timeout 30 umount "$FMNT" 2>/dev/null || umount -l "$FMNT" 2>/dev/null
-		}
-	fi
-	FS_KIND=
-	if [ -n "$LOOP" ]; then
-		timeout 60 "$HDDEMU_ATTACH" --detach "$LOOP" >>"$LOG" 2>&1 ||
-			timeout 30 losetup -d "$LOOP" 2>>"$LOG"
-		LOOP=
-	fi
-	if [ -n "$HDD_PID" ]; then
-		fuse_stop "$HMNT" "$HDD_PID" 30 ||
-			echo "$CUR: hddemu exit status $? after unmount (see $LOG)" >>"$WARN"
-		HDD_PID=
-	fi
-	[ "$KEEP" = 1 ] || rm -f "$IMG"
-}
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	teardown
-	if mounted "$FMNT" || mounted "$HMNT"; then	# never rm -r into a mount
-		echo "peer-compare: could not unmount everything; left $W as it is" >&2
-	elif [ "$KEEP" = 1 ] || [ -n "${FAILED_ANY:-}" ]; then
-		echo "peer-compare: logs kept in $W" >&2
-	else
-		rm -rf "$W"
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'echo "peer-compare: interrupted" >&2; exit 130' INT TERM HUP
-
-fail() {	# fail MSG: this configuration failed; the log's end on stderr
-	echo "$*" >"$RES/$CUR/error"
-	say "$CUR: FAILED: $*"
-	[ -s "$LOG" ] && tail -n 15 "$LOG" | sed 's/^/    /' >&2
-	FAILED_ANY=1
-	return 1
-}
-
-# ---- the disk ----
-disk_start() {	# a fresh sparse backing file, hddemu on it, in fast mode, on a loop device
-	local sched=$1 out
-	rm -f "$IMG"
-	"$HDDEMU" --model "$MODEL" --backing "$IMG" ${SIZE:+--size "$SIZE_BYTES"} \
-		$([ "$TRACE" = 1 ] && echo "--trace $W/$CUR.trace.csv") --foreground "$HMNT" \
-		>>"$W/$CUR.hddemu.log" 2>&1 &
-	HDD_PID=$!
-	if ! wait_mounted "$HMNT" "$HMNT/disk" "$HDD_PID"; then
-		cat "$W/$CUR.hddemu.log" >>"$LOG"
-		fail "hddemu did not mount $HMNT/disk within 10 s"
-		return 1
-	fi
-	fast 1 || { fail "cannot switch hddemu to fast mode"; return 1; }
-	out=$(timeout 60 "$HDDEMU_ATTACH" "$HMNT" --scheduler "$sched" 2>>"$LOG") ||
-		{ fail "hddemu-attach failed"; return 1; }
-	LOOP=$(printf '%s\n' "$out" | grep -o '/dev/loop[0-9]*' | tail -n1)
-	[ -b "$LOOP" ] || { LOOP=; fail "hddemu-attach printed no loop device: $out"; return 1; }
-	echo "disk: hddemu --model $MODEL${SIZE:+ --size $SIZE_BYTES} on $LOOP," \
-		"scheduler $(cat "/sys/block/${LOOP#/dev/}/queue/scheduler")," \
-		"$(blockdev --getsize64 "$LOOP") bytes" >>"$LOG"
-}
-
-hdd_stats() {	# hdd_stats FILE: hddemu's statistics since the last reset
-	cat "$HMNT/stats" >"$1" 2>>"$LOG"
-}
-
-# ---- the file systems ----
-fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
-	if [ "$1" = ext4 ]; then
-		# default options; the lazy inode-table initializer would zero tables in the
-		# background during the measurement, so it is kept off at mount (noinit_itable)
-		run 1800 "$LOG" mkfs.ext4 -F -q "$LOOP" || { fail "mkfs.ext4 failed"; return 1; }
-		run 300 "$LOG" mount -t ext4 -o noinit_itable "$LOOP" "$FMNT" ||
-			{ fail "mount of ext4 failed"; return 1; }
-		FS_KIND=ext4
-	else
-		# shellcheck disable=SC2086 # several options, split on purpose
-		# -f: the scratch disk may hold the last configuration's ext4
-		run 1800 "$LOG" "$MKFS" -f --disk-model "$MODEL" ${AVFS_MKFS_ARGS:-} "$LOOP" ||
-			{ fail "mkfs.avfs failed"; return 1; }
-		rm -f "$SOCK"
-		"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
-		AVFSD_PID=$!
-		FS_KIND=avfsd
-		wait_mounted "$FMNT" "$SOCK" "$AVFSD_PID" 30 && return 0
-		fail "avfsd did not mount $FMNT within 30 s"
-		return 1
-	fi
-}
-
-fs_bytes() {	# fs_bytes: "size used" of the mounted file system, bytes
-	df -B1 --output=size,used "$FMNT" | tail -n1
-}
+. "$HERE/hddlib.sh"	# the work directory, cleanup and fail, disk_start, fs_make, teardown, ...
 
 # Fill and files (fast mode). Play files and the BE file are written between slices of the
 # fill, so that both file systems place them over the filled region alike: play-i sits after a
@@ -329,11 +163,6 @@ fill_to() {	# fill_to BYTES: fallocate fill files until BYTES are taken by them
 		FILLED=$((FILLED + chunk))
 		NFILL=$((NFILL + 1))
 	done
-}
-
-write_zeros() {	# write_zeros FILE BYTES (a multiple of 4 MiB), O_DIRECT, synced
-	run 3600 "$LOG" dd if=/dev/zero of="$1" bs=4M count=$(($2 >> 22)) oflag=direct \
-		conv=fsync status=none || { fail "writing $1 failed"; return 1; }
 }
 
 populate() {
@@ -431,11 +260,6 @@ mix_of() {	# mix_of N: the NrMw mix with N streams of the primary direction
 	fi
 }
 
-alive() {	# hddemu (and avfsd) still running
-	kill -0 "$HDD_PID" 2>/dev/null || { fail "hddemu died (see $W/$CUR.hddemu.log)"; return 1; }
-	[ "$FS_KIND" != avfsd ] || kill -0 "$AVFSD_PID" 2>/dev/null || { fail "avfsd died"; return 1; }
-}
-
 trial() {	# trial N: 0 when the mix ran with zero misses and no errors
 	local wl k rc
 	wl=$(mix_of "$1")
@@ -478,12 +302,7 @@ one_config() {	# one_config: the configuration $CUR, from a fresh disk to its re
 	kind=${CUR%%-*}
 	sched=${CUR#*-}
 	[ "$sched" = "$CUR" ] && sched=none
-	mkdir -p "$RES/$CUR"
-	LOG=$W/$CUR.log
-	: >"$LOG"
-	say "$CUR: hddemu $MODEL, loop scheduler $sched, $kind"
-	disk_start "$sched" || return 1
-	fs_make "$kind" || return 1
+	config_start "$kind" "$sched" || return 1
 	populate || return 1
 	say "$CUR: measuring $WORKLOAD for ${DURATION}s in real time$([ "$BE" = greedy ] &&
 		echo ', with a greedy BE reader')"
@@ -518,31 +337,14 @@ for CUR in "${CFG[@]}"; do
 done
 
 # ---- the report ----
-python3 - "$W" "$JSON" "$OUT" <<'EOF'
+python3 - "$W" "$JSON" "$OUT" "$HERE" <<'EOF'
 import json, os, sys
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, sys.argv[4])
+from benchlib import emit, load, kv
 W, as_json, out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 R = os.path.join(W, "results")
 P = json.load(open(os.path.join(W, "params.json")))
-
-def load(path):
-    try:
-        return json.load(open(path))
-    except (OSError, ValueError):
-        return None
-
-def kv(path):
-    d = {}
-    try:
-        for line in open(path):
-            f = line.split()
-            if len(f) == 2:
-                try:
-                    d[f[0]] = float(f[1]) if "." in f[1] or "e" in f[1] else int(f[1])
-                except ValueError:
-                    d[f[0]] = f[1]
-    except OSError:
-        pass
-    return d
 
 def measured(base):
     """dvr's summary, hddemu's statistics, BE and avfsd figures of one run."""
@@ -610,13 +412,7 @@ for e in results:
                         % (e["configuration"], t))
 doc = {"params": P, "results": results, "search": searches if P["search"] else None,
        "warnings": warnings}
-if out:
-    with open(out, "w") as fo:
-        json.dump(doc, fo, indent=1)
-        fo.write("\n")
-if as_json:
-    json.dump(doc, sys.stdout, indent=1)
-    print()
+if emit(doc, as_json, out):
     sys.exit(0)
 
 def f(v, fmt):

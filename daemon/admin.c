@@ -58,6 +58,14 @@ static json_object *stream_json(struct avfs_engine *e, const struct avfs_estream
 		json_object_object_add(o, "inode", json_object_new_int64((int64_t)s->ino));
 	}
 	json_object_object_add(o, "detached", json_object_new_boolean(!s->owner));
+	/* what it covers (SPEC §9): a file, or the files of a directory; every uid or one */
+	json_object_object_add(o, "directory", json_object_new_boolean(s->dir));
+	json_object_object_add(o, "covers_uid", s->uid_only ?
+			       json_object_new_int64(s->cover_uid) : NULL);
+	/* write-behind: what the daemon holds for it (engine/wbuf.c) */
+	json_object_object_add(o, "buffered", json_object_new_int64((int64_t)s->wb_bytes));
+	json_object_object_add(o, "buffered_peak", json_object_new_int64((int64_t)s->wb_peak));
+	json_object_object_add(o, "buffer_waits", json_object_new_int64((int64_t)s->wb_waits));
 	json_object_object_add(o, "direction", json_object_new_string(s->req.write ? "write"
 										     : "read"));
 	json_object_object_add(o, "rate", json_object_new_int64((int64_t)s->req.rate));

@@ -10,6 +10,7 @@
  * READY=1 and STOPPING=1 (sd_notify).
  */
 #include "config.h"
+#include "cfgreserve.h"
 
 #include "admin.h"
 #include "clock.h"
@@ -428,6 +429,7 @@ static int start(struct avfsd *a, const struct avfsd_mount_opts *m, bool allow_o
 		avfsd_log(AVFSD_ERROR, "%s", why);
 		return 1;
 	}
+	avfsd_cfg_reserve(a->e, a->io->fs, &a->cfg, m->config ? m->config : "--set", a->now);
 	if (!sock) {
 		mkdir("/run/avfs", 0755);	/* where no tmpfiles.d made it */
 		default_socket(a->dev_path, sockbuf, sizeof(sockbuf));

@@ -417,14 +417,16 @@ static void *alloc_aligned(size_t len)
 }
 
 /* The reservation a request of handle h is charged to: its own, or a detached one on the
- * file (avfs-admin reserve) for a handle open that way. 0 none. */
-static uint64_t stream_of(struct avfs_server *s, const struct handle *h, bool write)
+ * file (avfs-admin reserve) covering c's uid, for a handle open that way. 0 none. (A handle
+ * knows no directory of its file: a directory's reservation covers FUSE I/O only.) */
+static uint64_t stream_of(struct avfs_server *s, const struct client *c, const struct handle *h,
+			  bool write)
 {
 	if (h->stream)
 		return h->stream;
 	if (!(h->access & (write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ)))
 		return 0;
-	return avfs_engine_stream_for(s->e, h->ino, write);
+	return avfs_engine_stream_cover(s->e, h->ino, 0, c->uid, write);
 }
 
 /* ---- message handlers: the payload's size is checked by the table ---- */
@@ -452,11 +454,14 @@ static void open_handle(struct avfs_server *s, struct client *c, uint64_t ino, u
 	struct avfs_stat a;
 	void *h;
 
-	if (!access || access & ~(AVFS_OPEN_READ | AVFS_OPEN_WRITE))
+	if (!(access & (AVFS_OPEN_READ | AVFS_OPEN_WRITE)) ||
+	    access & ~(AVFS_OPEN_READ | AVFS_OPEN_WRITE | AVFS_OPEN_DIR))
 		rep->res = -EINVAL;
 	else if (avfs_fs_getattr(s->fs, ino, &a))
 		rep->res = -ENOENT;
-	else if (!S_ISREG(a.mode))
+	else if (access & AVFS_OPEN_DIR && !S_ISDIR(a.mode))
+		rep->res = -ENOTDIR;	/* directory semantics asked of a non-directory */
+	else if (!(access & AVFS_OPEN_DIR) && !S_ISREG(a.mode))
 		rep->res = -EINVAL;
 	else if (!may(s, c, &a, access_bits(access)))
 		rep->res = -EACCES;	/* checked as the mount would, with the peer's credentials */
@@ -568,8 +573,9 @@ static void on_close(struct avfs_server *s, struct client *c, uint64_t tag, cons
 static int io_check(struct avfs_server *s, struct client *c, const struct avfs_msg_io *m,
 		    uint32_t plen)
 {
-	if (m->handle >= c->nhandles || m->op > AVFS_IO_WRITE || m->where > AVFS_IO_SHM)
-		return -EBADF;
+	if (m->handle >= c->nhandles || m->op > AVFS_IO_WRITE || m->where > AVFS_IO_SHM ||
+	    c->handles[m->handle].access & AVFS_OPEN_DIR)
+		return -EBADF;	/* (a directory's handle is for RESERVE only) */
 	if (!m->nbytes || m->nbytes > AVFS_PROTO_MAX_IO || m->offset % AVFS_PROTO_ALIGN ||
 	    m->nbytes % AVFS_PROTO_ALIGN || m->offset > (1ull << 60))
 		return -EINVAL;
@@ -617,7 +623,7 @@ static void on_io(struct avfs_server *s, struct client *c, uint64_t tag, const u
 	io->f = (struct avfs_fio){
 		.ino = c->handles[m.handle].ino, .off = m.offset, .len = m.nbytes, .write = write,
 		.cap = m.nbytes, .deadline = m.deadline, .cls = AVFS_TRACE_BE, .done = cio_done,
-		.stream = stream_of(s, &c->handles[m.handle], write),
+		.stream = stream_of(s, c, &c->handles[m.handle], write),
 	};
 	io->f.label = io->f.stream ? (int64_t)io->f.stream : -1;
 	if (m.where == AVFS_IO_SHM) {
@@ -783,13 +789,19 @@ static void on_reserve(struct avfs_server *s, struct client *c, uint64_t tag, co
 	struct avfs_service_req req;
 	int64_t id;
 
-	(void)len;
-	memcpy(&m, pl, sizeof(m));
+	memset(&m, 0, sizeof(m));
+	memcpy(&m, pl, len < sizeof(m) ? len : sizeof(m));
 	req = (struct avfs_service_req){ .rate = m.rate, .buffer = m.buffer, .io = m.io,
 					 .write = m.write != 0, .uid = c->uid };
-	if (m.handle >= c->nhandles || m.flags & ~AVFS_RESERVE_DETACHED || m.write > 1) {
+	if (m.handle >= c->nhandles || m.flags & ~(AVFS_RESERVE_DETACHED | AVFS_RESERVE_UID) ||
+	    m.write > 1 || (len < sizeof(m) && m.flags & AVFS_RESERVE_UID)) {
 		rep.res = -EINVAL;
 		snprintf(rep.why, sizeof(rep.why), "bad handle or flags");
+	} else if (!(m.flags & AVFS_RESERVE_DETACHED) &&
+		   (m.flags & AVFS_RESERVE_UID || c->handles[m.handle].access & AVFS_OPEN_DIR)) {
+		rep.res = -EINVAL;
+		snprintf(rep.why, sizeof(rep.why), "a reservation on a directory or for one uid "
+			 "is a detached one");
 	} else if (!(c->handles[m.handle].access & (m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ))) {
 		rep.res = -EBADF;
 		snprintf(rep.why, sizeof(rep.why), "the file is not open for %s",
@@ -801,8 +813,12 @@ static void on_reserve(struct avfs_server *s, struct client *c, uint64_t tag, co
 	} else {
 		bool detached = m.flags & AVFS_RESERVE_DETACHED;
 
+		bool dir = c->handles[m.handle].access & AVFS_OPEN_DIR;
+
 		id = avfs_engine_reserve(s->e, &req, c->handles[m.handle].ino, detached ? NULL : c,
-					 0, s->now, &left, rep.why, sizeof(rep.why));
+					 (dir ? AVFS_RESERVE_DIR : 0) |
+					 (detached ? AVFS_RESERVE_BUFFERED : 0), s->now, &left,
+					 rep.why, sizeof(rep.why));
 		if (id < 0) {
 			rep.res = (int32_t)id;
 			rep.left_rate = left.rate;
@@ -817,17 +833,24 @@ static void on_reserve(struct avfs_server *s, struct client *c, uint64_t tag, co
 			struct avfs_estream *st = avfs_engine_stream(s->e, (uint64_t)id);
 
 			st->pid = c->pid;
+			st->uid_only = m.flags & AVFS_RESERVE_UID;
+			st->cover_uid = m.uid;
 			if (!detached)
 				c->handles[m.handle].stream = st->id;
 			rep.id = st->id;
 			avfs_admit_left(avfs_engine_admit(s->e), NULL, &left);
 			rep.left_util_ppm = (uint32_t)(left.util * 1e6);
-			avfsd_log(AVFSD_INFO, "reservation %llu: uid %u pid %u inode %llu, %s %.2f "
-				  "MB/s, buffer %.1f MiB%s; load now %.1f %%",
+			char only[32] = "";
+
+			if (st->uid_only)
+				snprintf(only, sizeof(only), ", uid %u only", st->cover_uid);
+			avfsd_log(AVFSD_INFO, "reservation %llu: uid %u pid %u %s %llu, %s %.2f "
+				  "MB/s, buffer %.1f MiB%s%s; load now %.1f %%",
 				  (unsigned long long)st->id, c->uid, c->pid,
+				  st->dir ? "directory" : "inode",
 				  (unsigned long long)st->ino, req.write ? "write" : "read",
 				  (double)req.rate / 1e6, (double)req.buffer / (1 << 20),
-				  detached ? ", detached" : "",
+				  detached ? ", detached" : "", only,
 				  100 * avfs_admit_load(avfs_engine_admit(s->e)));
 		}
 	}
@@ -1001,7 +1024,7 @@ static const struct {
 	{ AVFS_MSG_CANCEL, sizeof(struct avfs_msg_cancel), sizeof(struct avfs_msg_cancel),
 	  "CANCEL", on_cancel },
 	{ AVFS_MSG_SHM, 0, AVFS_PROTO_MAX_PAYLOAD, "SHM", on_shm },
-	{ AVFS_MSG_RESERVE, sizeof(struct avfs_msg_reserve), sizeof(struct avfs_msg_reserve),
+	{ AVFS_MSG_RESERVE, AVFS_MSG_RESERVE_V1, sizeof(struct avfs_msg_reserve),
 	  "RESERVE", on_reserve },
 	{ AVFS_MSG_RELEASE, sizeof(struct avfs_msg_release), sizeof(struct avfs_msg_release),
 	  "RELEASE", on_release },

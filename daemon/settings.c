@@ -166,6 +166,55 @@ static int client_line(struct avfs_server_limits *l, char **tok, int n, bool *ta
 	return 0;
 }
 
+/* "reserve PATH rate=R buffer=B read|write [uid=U] [io=S]": checked here, admitted at start
+ * (cfgreserve.c). 0 or -EINVAL with why. */
+static int reserve_line(struct avfsd_config *c, char **tok, int n, char *why, size_t whylen)
+{
+	struct avfsd_reserve r = { 0 };
+	bool dir_said = false;
+	uint64_t v;
+
+	if (n < 5 || tok[1][0] != '/' || strlen(tok[1]) >= sizeof(r.path)) {
+		snprintf(why, whylen, "reserve: say 'reserve PATH rate=R buffer=B read|write "
+			 "[uid=U] [io=S]', PATH from the file system's root (/cam1)");
+		return -EINVAL;
+	}
+	snprintf(r.path, sizeof(r.path), "%s", tok[1]);
+	for (int i = 2; i < n; i++) {
+		if (!strncmp(tok[i], "rate=", 5) && !number(tok[i] + 5, false, &v) && v) {
+			r.rate = v;
+		} else if (!strncmp(tok[i], "buffer=", 7) && !number(tok[i] + 7, true, &v) && v &&
+			   v <= (16ull << 30)) {
+			r.buffer = v;
+		} else if (!strncmp(tok[i], "io=", 3) && !number(tok[i] + 3, true, &v) && v &&
+			   v % 4096 == 0 && v <= AVFS_PROTO_MAX_IO) {
+			r.io = (uint32_t)v;
+		} else if (!strncmp(tok[i], "uid=", 4) && !avfs_parse_uint(tok[i] + 4, &v) &&
+			   v < UINT32_MAX) {
+			r.uid_only = true;
+			r.uid = (uint32_t)v;
+		} else if (!dir_said && (!strcmp(tok[i], "read") || !strcmp(tok[i], "write"))) {
+			dir_said = true;
+			r.write = tok[i][0] == 'w';
+		} else {
+			snprintf(why, whylen, "reserve %.60s: '%.40s' is none of rate=BYTES/S (> 0), "
+				 "buffer=SIZE (up to 16G), read, write, uid=N, io=SIZE", r.path, tok[i]);
+			return -EINVAL;
+		}
+	}
+	if (!r.rate || !r.buffer || !dir_said) {
+		snprintf(why, whylen, "reserve %.100s: rate=, buffer= and read or write are needed",
+			 r.path);
+		return -EINVAL;
+	}
+	if (c->nrsv == AVFSD_RESERVATIONS) {
+		snprintf(why, whylen, "reserve: more than %u reservations", c->nrsv);
+		return -EINVAL;
+	}
+	c->rsv[c->nrsv++] = r;
+	return 0;
+}
+
 /* An admission line: 0 (taken, or not one: *admission false), or -EINVAL with why. */
 static int admission_line(struct avfsd_config *c, char *line, bool *admission, char *why,
 			  size_t whylen)
@@ -219,6 +268,8 @@ static int admission_line(struct avfsd_config *c, char *line, bool *admission, c
 		ac->default_io = (uint32_t)v;
 		return 0;
 	}
+	if (!strcmp(tok[0], "reserve"))
+		return reserve_line(c, tok, n, why, whylen);
 	if (!strcmp(tok[0], "quota") && n >= 3) {
 		uint64_t uid = AVFS_ADMIT_ANY_UID, rate = 0, streams = 0;
 
@@ -247,7 +298,7 @@ static int admission_line(struct avfsd_config *c, char *line, bool *admission, c
 		return 0;
 	}
 	snprintf(why, whylen, "unknown setting '%s' (admission sweep|fahrrad, be-floor, "
-		 "isolation, io, quota, clients-per-uid, client-memory, server-memory, "
+		 "isolation, io, quota, reserve, clients-per-uid, client-memory, server-memory, "
 		 "detached-quota, admin-group, or NAME=VALUE)", tok[0]);
 	return -EINVAL;
 }
@@ -272,6 +323,8 @@ int avfsd_config_file(struct avfsd_config *c, const char *path, char *why, size_
 		s[strcspn(s, "\r\n#")] = 0;
 		snprintf(copy, sizeof(copy), "%s", s);
 		err = admission_line(c, copy, &admission, msg, sizeof(msg));
+		if (!err && c->nrsv && !c->rsv[c->nrsv - 1].line)
+			c->rsv[c->nrsv - 1].line = no;	/* a reserve line: where, for the log */
 		if (!err && !admission && *s) {
 			s[strcspn(s, " \t")] = 0;	/* NAME=VALUE, trailing blanks dropped */
 			err = avfsd_config_set(c, s, msg, sizeof(msg));

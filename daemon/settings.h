@@ -2,7 +2,8 @@
  * settings.h — avfsd's settings: --set NAME=VALUE and the --config file (docs/ADMIN.md): the
  * engine's and the scheduler's settings (NAME=VALUE, the names avfs-sim --help lists) and the
  * admission settings and per-user quotas (be-floor, isolation, io, quota), the limits on
- * clients (clients-per-uid, client-memory, server-memory, detached-quota, admin-group); and
+ * clients (clients-per-uid, client-memory, server-memory, detached-quota, admin-group); the
+ * reservations to admit at start (reserve: cfgreserve.c admits them); and
  * the mount options of -o (an fstab line's, through mount.avfs), which map to avfsd's flags or
  * go to FUSE. It parses and checks; it applies nothing to a running daemon.
  */
@@ -18,6 +19,19 @@
 #include "clientlim.h"
 
 #define AVFSD_QUOTAS 64
+#define AVFSD_RESERVATIONS 64
+
+/* A reservation of the config file ("reserve PATH rate=R buffer=B read|write [uid=U] [io=S]"),
+ * admitted when avfsd starts (cfgreserve.c): as avfs-admin reserve PATH, detached, root's. */
+struct avfsd_reserve {
+	char path[256];		/* from the file system's root: "/cam1" is MOUNTPOINT/cam1 */
+	uint64_t rate, buffer;
+	uint32_t io;		/* 0: the default */
+	bool write;
+	bool uid_only;		/* uid=U: the I/O of uid U only */
+	uint32_t uid;
+	unsigned line;		/* of the config file, for the log */
+};
 
 struct avfsd_quota {
 	uint32_t uid;		/* AVFS_ADMIT_ANY_UID: everyone without one of their own */
@@ -34,6 +48,8 @@ struct avfsd_config {
 				 * what a close(2) on the mount waits for) */
 	struct avfsd_quota q[AVFSD_QUOTAS];
 	unsigned nq;
+	struct avfsd_reserve rsv[AVFSD_RESERVATIONS];
+	unsigned nrsv;
 	struct avfs_server_limits lim;	/* clients-per-uid, client-memory, server-memory,
 					 * detached-quota, admin-group */
 };

@@ -270,6 +270,22 @@ int64_t bw_reserve(struct avfs_engine *e, const struct avfs_service_req *r, uint
 		b->v = v;
 		b->cap = cap;
 	}
+	if (flags & AVFS_RESERVE_BUFFERED) {
+		/* papers/000: the daemon's buffers are memory it must have: admission counts them */
+		uint64_t held = 0;
+
+		for (size_t i = 0; i < b->n; i++)
+			held += b->v[i]->buffered ? b->v[i]->req.buffer : 0;
+		if (held + r->buffer > e->c.wb_max || r->buffer > e->c.wb_max) {
+			if (why)
+				snprintf(why, whylen, "buffer memory: %.1f MiB asked, %.1f MiB of %.1f "
+					 "left (setting write-behind)", (double)r->buffer / (1 << 20),
+					 (double)(e->c.wb_max - (held < e->c.wb_max ? held :
+								 e->c.wb_max)) / (1 << 20),
+					 (double)e->c.wb_max / (1 << 20));
+			return -ENOBUFS;
+		}
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -283,6 +299,8 @@ int64_t bw_reserve(struct avfs_engine *e, const struct avfs_service_req *r, uint
 	}
 	s->id = (uint64_t)id;
 	s->ino = ino;
+	s->dir = flags & AVFS_RESERVE_DIR;
+	s->buffered = flags & AVFS_RESERVE_BUFFERED;
 	s->owner = owner;
 	s->req = avfs_admit_find(b->admit, s->id)->req;
 	s->since = now;

@@ -5,6 +5,7 @@
  * whenever it changes. Settings beyond the scheduler's live here too.
  */
 #include "engine_i.h"
+#include "units.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@ void avfs_engine_conf_default(struct avfs_engine_conf *c)
 	c->commit_dirty = 64;
 	c->bw = AVFS_BW_PARK;
 	c->chunk_fua = true;
+	c->wb_max = 256ull << 20;
 }
 
 int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
@@ -42,6 +44,17 @@ int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const cha
 			snprintf(why, whylen, "bw: '%s' is none of park, at-once, uncharged", value);
 			return -EINVAL;
 		}
+		return 0;
+	}
+	if (!strcmp(name, "write-behind")) {
+		uint64_t v;
+
+		if (avfs_parse_size(value, &v) || v > (16ull << 30)) {
+			snprintf(why, whylen, "write-behind: '%s' is not a size up to 16G (0: off)",
+				 value);
+			return -EINVAL;
+		}
+		c->wb_max = v;
 		return 0;
 	}
 	if (!strcmp(name, "commit-period")) {
@@ -109,6 +122,7 @@ static void finish_fio(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 		}
 	}
 	bw_fio_done(e, f, now);
+	wb_fio_done(e, f);
 	e->nfio--;
 	*(f->priv.live_prev ? &f->priv.live_prev->priv.live_next : &e->live) = f->priv.live_next;
 	if (f->priv.live_next)
@@ -263,6 +277,7 @@ bool avfs_engine_idle(const struct avfs_engine *e)
 
 void avfs_engine_commit(struct avfs_engine *e, int64_t now)
 {
+	wb_hurry(e, now);
 	cm_request(e, now);
 	rearm(e);
 }
@@ -313,7 +328,7 @@ int64_t avfs_engine_reserve(struct avfs_engine *e, const struct avfs_service_req
 			    void *owner, unsigned flags, int64_t now, struct avfs_admit_left *left,
 			    char *why, size_t whylen)
 {
-	if (!r || flags & ~AVFS_RESERVE_UNCHECKED)
+	if (!r || flags & ~(AVFS_RESERVE_UNCHECKED | AVFS_RESERVE_DIR | AVFS_RESERVE_BUFFERED))
 		return -EINVAL;
 	return bw_reserve(e, r, ino, owner, flags, now, left, why, whylen);
 }
@@ -341,15 +356,27 @@ size_t avfs_engine_stream_count(const struct avfs_engine *e)
 	return e->bw.n;
 }
 
-uint64_t avfs_engine_stream_for(const struct avfs_engine *e, uint64_t ino, bool write)
+static bool covers(const struct avfs_estream *s, uint32_t uid, bool write)
 {
+	return !s->owner && s->req.write == write && (!s->uid_only || s->cover_uid == uid);
+}
+
+uint64_t avfs_engine_stream_cover(const struct avfs_engine *e, uint64_t ino, uint64_t dir,
+				  uint32_t uid, bool write)
+{
+	uint64_t by_dir = 0;
+
 	for (size_t i = 0; i < e->bw.n; i++) {
 		const struct avfs_estream *s = e->bw.v[i];
 
-		if (!s->owner && s->ino == ino && s->req.write == write)
+		if (!covers(s, uid, write))
+			continue;
+		if (!s->dir && s->ino == ino)
 			return s->id;
+		if (s->dir && dir && s->ino == dir && !by_dir)
+			by_dir = s->id;
 	}
-	return 0;
+	return by_dir;
 }
 
 struct avfs_admit *avfs_engine_admit(struct avfs_engine *e)

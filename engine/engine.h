@@ -64,6 +64,8 @@ struct avfs_fio {
 		bool touched;		/* a command of it reached the device */
 		bool planned;		/* a file write whose plan took the size from size0 to
 					 * size1 (a failure puts it back: fileio.c) */
+		uint64_t held;		/* answered before done: the memory it holds, counted
+					 * (avfs_engine_wb_hold); 0: not so */
 		uint64_t size0, size1;
 		uint8_t space_waits;	/* times it waited for freed blocks (ENOSPC) */
 		uint64_t space_after;	/* ... until this many commits are done */
@@ -128,13 +130,15 @@ struct avfs_engine_conf {
 	enum avfs_bw_policy bw;		/* AVFS_BW_PARK */
 	bool chunk_fua;			/* a chunked data write carries FUA on its last chunk on a
 					 * rotating disk (SPEC §6; default true) */
+	uint64_t wb_max;		/* write-behind: bytes held at most, every stream (256 MiB;
+					 * 0: off) */
 };
 
 /* Defaults: tm with avfs_sched_conf_default, lbs 512, commits every 5 s or 64 dirty blocks,
  * the bandwidth class parking, FUA on the last chunk. */
 void avfs_engine_conf_default(struct avfs_engine_conf *c);
 /* Engine settings by name, then the scheduler's (avfs_sched_conf_set): "commit-period" (time),
- * "bw" (park, at-once, uncharged). 0, -ENOENT (unknown), -EINVAL / -ERANGE with why. */
+ * "bw" (park, at-once, uncharged), "write-behind" (a size up to 16G, 0: off). 0, -ENOENT (unknown), -EINVAL / -ERANGE with why. */
 int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
 			 char *why, size_t whylen);
 
@@ -201,12 +205,36 @@ uint64_t avfs_engine_wberr_sample(struct avfs_engine *e, uint64_t ino);
  * *since, which moves on (so the next check of the same description says 0); else 0. */
 int avfs_engine_wberr_check(struct avfs_engine *e, uint64_t ino, uint64_t *since);
 
+/* ---- write-behind (papers/000's write buffer, SPEC §9; wbuf.c) ---- */
+
+/* Right after avfs_engine_io() took f (a write charged to a reserved writer's stream): may the
+ * front end answer it now, before its data is on the device, holding mem bytes of memory for
+ * it (>= f->len: its buffer)? true when it is planned (its size and blocks are the file's
+ * already; not parked above its rate) and the stream's held bytes stay within its reserved
+ * buffer, and the engine's within conf.wb_max; then they count until f is done. The front end keeps f's data until done(), which still runs: a failure
+ * there reaches the file's error epoch (avfs_engine_wberr_check, at fsync), as after any
+ * failed write. An fsync's commit waits for every planned write (ordered mode), so durability
+ * is as without it. false: answer at done() as usual. */
+bool avfs_engine_wb_hold(struct avfs_engine *e, struct avfs_fio *f, uint64_t mem);
+/* Bytes held so, every stream. */
+uint64_t avfs_engine_wb_total(const struct avfs_engine *e);
+
 /* ---- reservations (SPEC §7: admission and the bandwidth class) ---- */
 
 /* A reserved stream, as the engine keeps it. */
 struct avfs_estream {
 	uint64_t id;
-	uint64_t ino;		/* the file it was made on (0: none) */
+	uint64_t ino;		/* the file it was made on (0: none), or its directory (dir) */
+	bool dir;		/* ino is a directory: it covers the files in it, present and
+				 * future (AVFS_RESERVE_DIR) */
+	bool buffered;		/* AVFS_RESERVE_BUFFERED */
+	bool uid_only;		/* it covers the I/O of one uid only: cover_uid (set by the front
+				 * end after admission, as pid) */
+	uint32_t cover_uid;
+	uint64_t wb_bytes;	/* write-behind: bytes answered and not yet on the device
+				 * (wbuf.c) */
+	uint64_t wb_peak;	/* the most it held */
+	uint64_t wb_waits;	/* writes that found the buffer full and waited for the device */
 	struct avfs_service_req req;
 	struct avfs_bucket bucket;
 	struct avfs_qos qos;
@@ -219,8 +247,13 @@ struct avfs_estream {
 };
 
 #define AVFS_RESERVE_UNCHECKED (1u << 0)	/* no admission test (experiments: overprovision) */
+#define AVFS_RESERVE_DIR (1u << 1)	/* ino is a directory: the files in it are covered */
+#define AVFS_RESERVE_BUFFERED (1u << 2)	/* its buffer is the daemon's memory (FUSE I/O through
+					 * write-behind or read-ahead): the buffers of all such
+					 * reservations stay within conf.wb_max (-ENOBUFS) */
 /* Admit a service on ino for owner: its id (> 0), or -errno (-EBUSY: the disk cannot carry it,
- * -EDQUOT: the user's quota, -EINVAL) with why, and *left on -EBUSY / -EDQUOT. */
+ * -EDQUOT: the user's quota, -ENOBUFS: its buffer beyond the daemon's memory for buffers,
+ * -EINVAL) with why, and *left on -EBUSY / -EDQUOT. */
 int64_t avfs_engine_reserve(struct avfs_engine *e, const struct avfs_service_req *r, uint64_t ino,
 			    void *owner, unsigned flags, int64_t now, struct avfs_admit_left *left,
 			    char *why, size_t whylen);
@@ -230,8 +263,12 @@ struct avfs_estream *avfs_engine_stream(struct avfs_engine *e, uint64_t id);
 /* The i-th reservation (0 <= i < count), NULL past the end. */
 struct avfs_estream *avfs_engine_stream_at(struct avfs_engine *e, size_t i);
 size_t avfs_engine_stream_count(const struct avfs_engine *e);
-/* A detached reservation (owner NULL) on ino for the direction: its id, 0 none. */
-uint64_t avfs_engine_stream_for(const struct avfs_engine *e, uint64_t ino, bool write);
+/* The detached reservation that covers I/O of uid on file ino, found in directory dir (0:
+ * unknown), for the direction: one on the file itself first, else one on dir; either only
+ * when it covers every uid or this one (SPEC §9: FUSE I/O under a reservation). Its id, 0
+ * none. A directory's reservation covers the aggregate of its files: they share its bucket. */
+uint64_t avfs_engine_stream_cover(const struct avfs_engine *e, uint64_t ino, uint64_t dir,
+				  uint32_t uid, bool write);
 struct avfs_admit *avfs_engine_admit(struct avfs_engine *e);
 /* Add a quota (avfs_admit_set_quota). */
 

@@ -9,7 +9,8 @@
  *               read-modify-writes)
  *   commit.c    ordered commits: generations, the barrier, FLUSH, the plan's writes
  *   dispatch.c  the scheduler and the device: slots, commands, FLUSH, completions
- *   metrics.c, trace.c, wberr.c   leaves: counting, the trace's text, files' write errors
+ *   metrics.c, trace.c, wberr.c, wbuf.c   leaves: counting, the trace's text, files' write
+ *               errors, write-behind's accounting
  * (and elog() below, the log line any layer may write)
  */
 #ifndef AVFS_ENGINE_I_H
@@ -132,6 +133,7 @@ struct avfs_engine {
 	size_t nfio;		/* front-end requests taken and not done ... */
 	struct avfs_fio *live;	/* ... listed (their parts are freed with the engine) */
 	struct avfs_ereq *wfirst, *wlast;	/* data writes not complete, in planning order */
+	uint64_t wb_total;	/* write-behind: bytes of held writes, every stream (wbuf.c) */
 	struct avfs_wberr *wb;	/* files whose writes failed (wberr.c) */
 	size_t nwb, capwb;
 	/* upward calls (set by engine.c) */
@@ -206,14 +208,21 @@ int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 void fio_space_retry(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 /* Free its parts, completing nothing (they are all done, or the engine is being freed). */
 void fio_forget(struct avfs_fio *f);
-/* Its queued parts again with a new deadline (a spare request promoted): 0 or -EBUSY (a part
- * on the device). It may complete f (a part refused: its deadline passed). */
-int fio_requeue(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, int64_t now);
+/* Its parts not on the device go as best effort from now on (out of the scheduler and in
+ * again; those not sent yet will go so): a held write an fsync waits for (wbuf.c). It may
+ * complete f (a part refused). */
+void fio_hurry(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 
 /* wberr.c */
 /* A write of ino failed after it was planned: a new error epoch for its file. */
 void wb_set(struct avfs_engine *e, uint64_t ino);
 void wb_fini(struct avfs_engine *e);
+
+/* wbuf.c */
+/* f is done: its held bytes are the stream's and the engine's no more. */
+void wb_fio_done(struct avfs_engine *e, struct avfs_fio *f);
+/* A commit is asked for (an fsync): held writes waiting for their deadlines go now. */
+void wb_hurry(struct avfs_engine *e, int64_t now);
 
 /* bwclass.c */
 int bw_init(struct avfs_engine *e, char *why, size_t whylen);

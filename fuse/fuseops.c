@@ -15,6 +15,7 @@
 #include <fuse_lowlevel.h>
 
 #include "conn.h"
+#include "cover.h"
 #include "engine.h"
 #include "format.h"
 #include "fs.h"
@@ -43,8 +44,9 @@ struct fsync_wait {
 	fuse_req_t req;
 	uint64_t after;		/* reply once more than this many commits are done */
 	struct fsync_wait *next;
-	int err;		/* the reply's error once durable: a failed write of the file seen
-				 * by this open file description (errseq), 0 none */
+	struct ofile *of;	/* the description whose failed writes the reply reports (errseq),
+				 * looked at when it is durable: a write answered early (write-behind)
+				 * may fail after the fsync came; NULL: none */
 	bool opendir;		/* an opendir by sync(1) (op_opendir): fuse_reply_open with fi */
 	struct fuse_file_info fi;
 };
@@ -60,6 +62,14 @@ struct ofile {
 				 * unlinked file lives until its last release */
 	bool sync_close;	/* opened as sync(1) opens its FILE arguments (O_RDONLY |
 				 * O_NONBLOCK): its close waits for durability (AVFS_CLOSE_SYNC) */
+	uint32_t uid;		/* the opener's: a reservation limited to one uid covers its I/O
+				 * only for that one */
+	/* write-behind (avfs_engine_wb_hold): its writes answered before they reached the
+	 * device and not complete yet; a close (FLUSH) waits for them, a RELEASE leaves the
+	 * description to the last of them to free */
+	unsigned held;
+	fuse_req_t flush;	/* a FLUSH waiting for them, or NULL */
+	bool released;
 };
 
 static struct ofile *ofile_of(const struct fuse_file_info *fi)
@@ -81,6 +91,7 @@ struct avfs_fuse {
 	int64_t now, wall;	/* of the request being processed */
 	struct fsync_wait *fsyncs;
 	struct avfs_ra ra;	/* read-ahead (readahead.h) */
+	struct avfs_cover cover;	/* the directory each file was found in (cover.h) */
 	struct avfs_iobuf_pool bufs;	/* data buffers of reads, writes and read-ahead */
 	enum avfs_atime atime;	/* the mount's access-time rule */
 	enum avfs_fuse_close close;	/* what FLUSH (a close) waits for */
@@ -121,7 +132,8 @@ static void to_stat(const struct avfs_stat *a, struct stat *st)
 	st->st_ctim.tv_nsec = a->ctime_ns % 1000000000;
 }
 
-static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t ino)
+/* An entry for ino found in parent: the kernel holds one more lookup of it. */
+static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t parent, uint64_t ino)
 {
 	struct fuse_entry_param e = { 0 };
 	struct avfs_stat a;
@@ -136,6 +148,9 @@ static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t ino)
 	to_stat(&a, &e.attr);
 	e.attr_timeout = 0;	/* libavio writes change sizes behind the kernel's back */
 	e.entry_timeout = 1.0;
+	/* (no memory: the file is covered only by a reservation on itself) */
+	if (S_ISREG(a.mode))
+		(void)avfs_cover_seen(&fu->cover, ino, parent);
 	fuse_reply_entry(req, &e);
 }
 
@@ -177,12 +192,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err)
 		fuse_reply_err(req, -err);
 	else
-		reply_entry(req, fu, ino);
+		reply_entry(req, fu, parent, ino);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	(void)ino, (void)nlookup;
+	avfs_cover_forget(&fu_of(req)->cover, ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -222,6 +237,17 @@ void avfs_fuse_invalidate(struct avfs_fuse *fu, uint64_t ino)
 }
 
 /* ---- data ---- */
+
+/* The reservation that covers of's I/O in the direction (SPEC §9: one on the file, or on the
+ * directory it was found in, for every uid or the opener's), 0: best effort. Asked at each
+ * request, so that a reservation made or released while the file is open counts at once. */
+static uint64_t stream_of(struct avfs_fuse *fu, const struct ofile *of, bool write)
+{
+	if (!of || !avfs_engine_stream_count(fu->e))
+		return 0;
+	return avfs_engine_stream_cover(fu->e, of->ino, avfs_cover_dir(&fu->cover, of->ino),
+					of->uid, write);
+}
 
 struct rop {			/* one FUSE read, alone (not sequential) */
 	struct avfs_fio f;	/* first: the engine hands it back */
@@ -266,10 +292,11 @@ static void rwait_answer(struct avfs_ra_wait *w, const uint8_t *data, size_t n, 
 struct raread {			/* a range read for the read-ahead slots */
 	struct avfs_fio f;	/* first */
 	struct avfs_fuse *fu;
+	uint64_t stream;	/* the reader's reservation, 0: none (its next window's too) */
 	struct avfs_ra_slot *s;
 };
 
-static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off);
+static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream);
 
 static void raread_done(struct avfs_fio *f, int64_t res, int64_t now)
 {
@@ -277,13 +304,13 @@ static void raread_done(struct avfs_fio *f, int64_t res, int64_t now)
 	struct avfs_fuse *fu = r->fu;
 	/* a reader waits for this range: it reads in order, the next window goes now */
 	bool more = res == (int64_t)f->len && r->s->waiters && !r->s->stale;
-	uint64_t ino = f->ino, next = f->off + f->len;
+	uint64_t ino = f->ino, next = f->off + f->len, stream = r->stream;
 
 	(void)now;
 	avfs_ra_done(&fu->ra, r->s, res, rwait_answer);
 	free(r);
 	if (more)
-		prefetch(fu, ino, next);
+		prefetch(fu, ino, next, stream);
 }
 
 /* The read-ahead window at off (page aligned) of a file of `size` bytes: RA_WINDOW at most,
@@ -298,10 +325,11 @@ static uint64_t ra_window(struct avfs_fuse *fu, uint64_t off, uint64_t size)
 }
 
 /* Read len bytes of ino from off (page aligned) into a read-ahead slot, w (or none) waiting
- * on it. 0: under way (w answered when it lands, or at once with the engine's refusal);
+ * on it, charged to stream (0: best effort; else real time: the playout buffer of a reserved
+ * reader). 0: under way (w answered when it lands, or at once with the engine's refusal);
  * -ENOMEM, -EBUSY (every slot busy): nothing done. */
 static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t len,
-		   struct rwait *w)
+		   struct rwait *w, uint64_t stream)
 {
 	size_t cap = (size_t)((len + PAGE - 1) / PAGE * PAGE);
 	struct raread *r = calloc(1, sizeof(*r));
@@ -321,8 +349,10 @@ static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t le
 	if (w)
 		(void)avfs_ra_wait(&fu->ra, ino, w->w.off, w->w.len, &w->w);	/* (it holds) */
 	r->fu = fu;
+	r->stream = stream;
 	r->f = (struct avfs_fio){ .ino = ino, .off = off, .len = len, .buf = buf, .cap = cap,
-				  .label = -1, .cls = AVFS_TRACE_BE, .done = raread_done };
+				  .stream = stream, .label = stream ? (int64_t)stream : -1,
+				  .cls = AVFS_TRACE_BE, .done = raread_done };
 	err = avfs_engine_io(fu->e, &r->f, fu->now);
 	if (err) {	/* done() will not run */
 		avfs_ra_done(&fu->ra, r->s, err, rwait_answer);
@@ -331,17 +361,37 @@ static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t le
 	return 0;
 }
 
+/* A reserved reader's playout buffer (papers/000): windows read ahead of it, as many as its
+ * reserved buffer holds (at most PLAYOUT_MAX of the shared slots); they are charged to its
+ * reservation, so its bucket paces them at the reserved rate with real-time deadlines. A
+ * reader without one: one window. */
+#define PLAYOUT_MAX 4
+
+static unsigned playout_windows(struct avfs_fuse *fu, uint64_t stream)
+{
+	struct avfs_estream *s = stream ? avfs_engine_stream(fu->e, stream) : NULL;
+	uint64_t n = s ? s->req.buffer / RA_WINDOW : 1;
+
+	return n < 1 ? 1 : n > PLAYOUT_MAX ? PLAYOUT_MAX : (unsigned)n;
+}
+
 /* SPEC §9: a sequential reader's next window is read while it takes the one before, so that
  * the device keeps working through the FUSE round trips; unless it is kept or under way
- * already, or past the end. */
-static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off)
+ * already, or past the end. A reserved reader's next windows, its playout buffer's. */
+static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream)
 {
+	unsigned n = playout_windows(fu, stream);
 	struct avfs_stat a;
 
-	if (off % PAGE || avfs_ra_has(&fu->ra, ino, off) || avfs_fs_getattr(fu->fs, ino, &a) ||
-	    off >= a.size)
+	if (off % PAGE || avfs_fs_getattr(fu->fs, ino, &a))
 		return;
-	(void)ra_read(fu, ino, off, ra_window(fu, off, a.size), NULL);
+	for (unsigned k = 0; k < n && off < a.size; k++) {
+		uint64_t len = ra_window(fu, off, a.size);
+
+		if (!avfs_ra_has(&fu->ra, ino, off) && ra_read(fu, ino, off, len, NULL, stream))
+			return;	/* no slot or no memory: the next read tries again */
+		off += len;
+	}
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -354,8 +404,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct rwait *w;
 	struct rop *r;
 	int err = avfs_fs_getattr(fu->fs, ino, &a);
+	uint64_t stream = stream_of(fu, ofile_of(fi), false);
 
-	(void)fi;
 	if (err || off < 0) {
 		fuse_reply_err(req, err ? -err : EINVAL);
 		return;
@@ -372,7 +422,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 		fuse_reply_buf(req, (const char *)s->buf + ((uint64_t)off - s->off),
 			       end - (uint64_t)off);
-		prefetch(fu, ino, next);
+		prefetch(fu, ino, next, stream);
 		return;
 	}
 	w = calloc(1, sizeof(*w));
@@ -389,7 +439,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (avfs_ra_sequential(&fu->ra, ino, (uint64_t)off)) {
 		uint64_t wend = a0 + ra_window(fu, a0, a.size);
 
-		if (!ra_read(fu, ino, a0, (wend > end ? wend : end) - a0, w))
+		if (!ra_read(fu, ino, a0, (wend > end ? wend : end) - a0, w, stream))
 			return;
 	}
 	free(w);
@@ -410,7 +460,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	r->req = req;
 	r->fu = fu;
 	r->f = (struct avfs_fio){ .ino = ino, .off = a0, .len = end - a0, .buf = r->mem,
-				  .cap = cap, .label = -1, .cls = AVFS_TRACE_BE, .done = rop_done };
+				  .cap = cap, .stream = stream, .label = stream ? (int64_t)stream : -1,
+				  .cls = AVFS_TRACE_BE, .done = rop_done };
 	err = avfs_engine_io(fu->e, &r->f, fu->now);
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -423,22 +474,59 @@ struct wop {			/* one FUSE write, or the zeroing before a truncate grows a file 
 	struct avfs_fio f;	/* first */
 	fuse_req_t req;
 	struct avfs_fuse *fu;
+	struct ofile *of;	/* answered early (write-behind): the description it is held for */
+	bool submitting;	/* inside avfs_engine_io: done() only notes the result ... */
+	bool completed;		/* ... here */
+	int64_t res;
 	uint8_t *mem;		/* a copy of the data: libfuse reuses its buffer */
 	size_t memlen;		/* mem's size (avfs_iobuf_get) */
+	bool plain;		/* mem is a plain allocation (free), not the pool's */
 	struct avfs_stat set;	/* truncate up: the attributes to set once zeroed */
 };
+
+static void flush_now(struct avfs_fuse *fu, fuse_req_t req, struct ofile *of);
+
+/* A write answered early is on the device (or failed: its file's error epoch moved, fsync
+ * reports it): a close waiting for the description's held writes goes on. */
+static void held_done(struct avfs_fuse *fu, struct ofile *of)
+{
+	fuse_req_t flush = of->flush;
+
+	if (--of->held)
+		return;
+	of->flush = NULL;
+	if (flush)
+		flush_now(fu, flush, of);
+	if (of->released)
+		free(of);
+}
+
+static void wop_free(struct wop *w)
+{
+	if (w->plain)
+		free(w->mem);
+	else
+		avfs_iobuf_put(&w->fu->bufs, w->mem, w->memlen);
+	free(w);
+}
 
 static void wop_done(struct avfs_fio *f, int64_t res, int64_t now)
 {
 	struct wop *w = (struct wop *)f;
 
 	(void)now;
-	if (res < 0)
+	if (w->submitting) {	/* op_write answers (and frees) it */
+		w->completed = true;
+		w->res = res;
+		return;
+	}
+	if (w->of)
+		held_done(w->fu, w->of);
+	else if (res < 0)
 		fuse_reply_err(w->req, (int)-res);
 	else
 		fuse_reply_write(w->req, (size_t)res);
-	avfs_iobuf_put(&w->fu->bufs, w->mem, w->memlen);
-	free(w);
+	wop_free(w);
 }
 
 /* A write by a process without CAP_FSETID (the kernel says so: the files are direct I/O, so
@@ -470,9 +558,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct avfs_fuse *fu = fu_of(req);
 	size_t at = (size_t)(off > 0 ? off % PAGE : 0);
 	struct wop *w;
+	uint64_t stream = stream_of(fu, ofile_of(fi), true);
 	int err;
 
-	(void)fi;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -487,7 +575,16 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 	ra_invalidate(fu, ino);
 	w = calloc(1, sizeof(*w));
-	if (w && !at && fu->recv && (const uint8_t *)buf == fu->recv + PAGE) {
+	/* a covered writer's small write may be held (write-behind): in memory of its own size,
+	 * not in a huge page of the pool's (2 MiB for 64 KiB) */
+	if (w && stream && size < AVFS_IOBUF_HUGE / 2) {
+		w->plain = true;
+		w->memlen = (at + size + PAGE - 1) / PAGE * PAGE;
+		if (!posix_memalign((void **)&w->mem, PAGE, w->memlen))
+			memcpy(w->mem + at, buf, size);
+		else
+			w->mem = NULL;
+	} else if (w && !at && fu->recv && (const uint8_t *)buf == fu->recv + PAGE) {
 		w->memlen = AVFS_IOBUF_HUGE;	/* the request's own buffer: no copy */
 		w->mem = fu->recv;
 		at = PAGE;	/* where the data lies in it */
@@ -508,13 +605,27 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	w->req = req;
 	w->fu = fu;
 	w->f = (struct avfs_fio){ .ino = ino, .off = (uint64_t)off, .len = size, .write = true,
-				  .buf = w->mem + at, .cap = size, .label = -1, .cls = AVFS_TRACE_BE,
+				  .buf = w->mem + at, .cap = size, .stream = stream,
+				  .label = stream ? (int64_t)stream : -1, .cls = AVFS_TRACE_BE,
 				  .done = wop_done };
+	w->submitting = true;
 	err = avfs_engine_io(fu->e, &w->f, fu->now);
-	if (err) {
-		fuse_reply_err(req, -err);
-		avfs_iobuf_put(&fu->bufs, w->mem, w->memlen);
-		free(w);
+	w->submitting = false;
+	if (err || w->completed) {
+		if (err || w->res < 0)
+			fuse_reply_err(req, err ? -err : (int)-w->res);
+		else
+			fuse_reply_write(req, (size_t)w->res);
+		wop_free(w);
+		return;
+	}
+	/* papers/000's write buffer: a reserved writer's write, planned and within its buffer,
+	 * is answered now; its data stays here until the device has it (wop_done) */
+	if (stream && ofile_of(fi) &&
+	    avfs_engine_wb_hold(fu->e, &w->f, w->plain ? w->memlen : avfs_iobuf_cost(w->memlen))) {
+		w->of = ofile_of(fi);
+		w->of->held++;
+		fuse_reply_write(req, size);
 	}
 }
 
@@ -621,6 +732,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 /* ---- durability ---- */
 
+/* The error a failed write of of's file leaves for this description to report, once
+ * (errseq): -EIO or 0. */
+static int wberr_check(struct avfs_fuse *fu, struct ofile *of)
+{
+	return of ? avfs_engine_wberr_check(fu->e, of->ino, &of->wb_since) : 0;
+}
+
 static void answer_fsyncs(struct avfs_fuse *fu, uint64_t done, int err)
 {
 	struct fsync_wait **pp = &fu->fsyncs;
@@ -633,7 +751,7 @@ static void answer_fsyncs(struct avfs_fuse *fu, uint64_t done, int err)
 			if (w->opendir && !err)
 				fuse_reply_open(w->req, &w->fi);
 			else
-				fuse_reply_err(w->req, err ? EIO : -w->err);
+				fuse_reply_err(w->req, err ? EIO : -wberr_check(fu, w->of));
 			free(w);
 		} else {
 			pp = &w->next;
@@ -646,17 +764,10 @@ void avfs_fuse_committed(struct avfs_fuse *fu, uint64_t n, int err)
 	answer_fsyncs(fu, n, err);
 }
 
-/* The error a failed write of of's file leaves for this description to report, once
- * (errseq): -EIO or 0. */
-static int wberr_check(struct avfs_fuse *fu, struct ofile *of)
-{
-	return of ? avfs_engine_wberr_check(fu->e, of->ino, &of->wb_since) : 0;
-}
-
 /* Answer req once everything before it is durable (an fsync; an opendir by sync(1) with fi),
- * with err (-errno, 0) unless the commit fails. */
+ * with of's failed write (errseq) unless the commit fails. */
 static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse_file_info *open,
-			 int err)
+			 struct ofile *of)
 {
 	struct fsync_wait *w = calloc(1, sizeof(*w));
 	unsigned queued;
@@ -670,11 +781,12 @@ static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse
 		w->opendir = true;
 		w->fi = *open;
 	}
-	/* data writes are already complete (replies come after the device); the next commit
-	 * makes them reachable and the metadata durable — the one after the commits queued,
-	 * which carry transactions from before them */
+	/* data writes are planned (their replies come after the device, or once planned with
+	 * write-behind); the next commit waits for them (ordered mode), makes them reachable and
+	 * the metadata durable — the one after the commits queued, which carry transactions
+	 * from before them */
 	w->req = req;
-	w->err = err;
+	w->of = of;
 	w->after = done + queued;
 	w->next = fu->fsyncs;
 	fu->fsyncs = w;
@@ -688,7 +800,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	(void)ino, (void)datasync;
 	/* a write of the file failed since this description last looked: everything else is
 	 * made durable all the same, and the reply says EIO (once), as Linux's fsync does */
-	wait_durable(fu, req, NULL, wberr_check(fu, ofile_of(fi)));
+	wait_durable(fu, req, NULL, ofile_of(fi));
 }
 
 /* sync(1) opens a directory argument O_RDONLY | O_NONBLOCK and without O_DIRECTORY (opendir(3),
@@ -701,7 +813,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	(void)ino;
 	if (fu->close != AVFS_CLOSE_ASYNC && (fi->flags & O_ACCMODE) == O_RDONLY &&
 	    (fi->flags & O_NONBLOCK) && !(fi->flags & O_DIRECTORY) && !avfs_engine_durable(fu->e))
-		wait_durable(fu, req, fi, 0);
+		wait_durable(fu, req, fi, NULL);
 	else
 		fuse_reply_open(req, fi);
 }
@@ -970,7 +1082,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	}
 	ra_invalidate(fu, ino);	/* a reused inode number starts clean */
 	after_change(fu);
-	reply_entry(req, fu, ino);
+	reply_entry(req, fu, parent, ino);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -997,9 +1109,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	ra_invalidate(fu, ino);	/* a reused inode number starts clean */
 	after_change(fu);
-	*of = (struct ofile){ .ino = ino, .open_ref = true,
+	*of = (struct ofile){ .ino = ino, .open_ref = true, .uid = ctx(req)->uid,
 			      .wb_since = avfs_engine_wberr_sample(fu->e, ino) };
 	fi->fh = (uintptr_t)of;
+	(void)avfs_cover_seen(&fu->cover, ino, parent);	/* (as reply_entry) */
 	e.ino = ino;
 	e.generation = a.generation;
 	to_stat(&a, &e.attr);
@@ -1020,7 +1133,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		return;
 	}
 	after_change(fu);
-	reply_entry(req, fu, ino);
+	reply_entry(req, fu, parent, ino);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -1035,7 +1148,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 		return;
 	}
 	after_change(fu);
-	reply_entry(req, fu, ino);
+	reply_entry(req, fu, parent, ino);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -1059,7 +1172,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 		return;
 	}
 	after_change(fu);
-	reply_entry(req, fu, ino);
+	reply_entry(req, fu, parent, ino);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -1093,7 +1206,14 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		     (flags & RENAME_EXCHANGE ? AVFS_RENAME_EXCHANGE : 0);
 	int err = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ? -EINVAL :
 		  FS(avfs_fs_rename(fu->fs, parent, name, newparent, newname, f, fu->wall));
+	uint64_t ino;
 
+	/* a moved file is covered by its new directory's reservation (and an exchanged one by
+	 * the old directory's) */
+	if (!err && !avfs_fs_lookup(fu->fs, newparent, newname, &ino))
+		avfs_cover_moved(&fu->cover, ino, newparent);
+	if (!err && (f & AVFS_RENAME_EXCHANGE) && !avfs_fs_lookup(fu->fs, parent, name, &ino))
+		avfs_cover_moved(&fu->cover, ino, parent);
 	after_change(fu);
 	fuse_reply_err(req, -err);
 }
@@ -1131,7 +1251,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -err);
 		return;
 	}
-	*of = (struct ofile){ .ino = ino, .open_ref = true,
+	*of = (struct ofile){ .ino = ino, .open_ref = true, .uid = ctx(req)->uid,
 			      .wb_since = avfs_engine_wberr_sample(fu->e, ino),
 			      .sync_close = (fi->flags & O_ACCMODE) == O_RDONLY &&
 					    (fi->flags & O_NONBLOCK) };
@@ -1149,12 +1269,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * with AVFS_CLOSE_DURABLE (a commit per file written: 11 ms a close on an image file here,
  * touch of 2,000 files 0.2 s -> 23 s), none with AVFS_CLOSE_ASYNC. At once when everything
  * already is durable. */
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void flush_now(struct avfs_fuse *fu, fuse_req_t req, struct ofile *of)
 {
-	struct avfs_fuse *fu = fu_of(req);
-	struct ofile *of = ofile_of(fi);
-
-	(void)ino;
 	if (fu->close == AVFS_CLOSE_ASYNC ||
 	    (fu->close == AVFS_CLOSE_SYNC && !(of && of->sync_close))) {
 		fuse_reply_err(req, 0);
@@ -1164,7 +1280,23 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (avfs_engine_durable(fu->e))
 		fuse_reply_err(req, -wberr_check(fu, of));
 	else
-		wait_durable(fu, req, NULL, wberr_check(fu, of));
+		wait_durable(fu, req, NULL, of);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct avfs_fuse *fu = fu_of(req);
+	struct ofile *of = ofile_of(fi);
+
+	(void)ino;
+	/* write-behind: the writes answered early reach the device first, so that a close
+	 * leaves the file as a close without it does (its data written, durable at the next
+	 * commit); a second close meanwhile (a dup) does not wait again */
+	if (of && of->held && !of->flush) {
+		of->flush = req;
+		return;
+	}
+	flush_now(fu, req, of);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1178,7 +1310,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ra_invalidate(fu, ino);
 		after_change(fu);
 	}
-	free(of);
+	if (of && of->held)
+		of->released = true;	/* the last held write frees it (held_done) */
+	else
+		free(of);
 	fuse_reply_err(req, 0);
 }
 
@@ -1203,7 +1338,7 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino, (void)datasync, (void)fi;	/* (a directory's fi->fh is not an ofile) */
-	wait_durable(fu_of(req), req, NULL, 0);
+	wait_durable(fu_of(req), req, NULL, NULL);
 }
 
 struct dirbuf {
@@ -1361,6 +1496,7 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 	fu->e = e;
 	fu->fs = fs;
 	fu->ra.bufs = &fu->bufs;
+	avfs_cover_init(&fu->cover);
 	fu->atime = c->atime == AVFS_ATIME_STRICT || c->atime == AVFS_ATIME_NO ? c->atime :
 		    AVFS_ATIME_RELATIME;
 	fu->close = c->close == AVFS_CLOSE_DURABLE || c->close == AVFS_CLOSE_ASYNC ? c->close :
@@ -1409,6 +1545,7 @@ void avfs_fuse_free(struct avfs_fuse *fu)
 	else
 		free(fu->fbuf.mem);
 	avfs_ra_drain(&fu->ra);
+	avfs_cover_fini(&fu->cover);
 	avfs_iobuf_put(&fu->bufs, fu->zeros, ZERO_CHUNK);
 	avfs_iobuf_drain(&fu->bufs);
 	free(fu);

@@ -66,3 +66,8 @@ void avfs_iobuf_drain(struct avfs_iobuf_pool *p)
 	while (p->nfree)
 		munmap(p->free[--p->nfree], AVFS_IOBUF_HUGE);
 }
+
+size_t avfs_iobuf_cost(size_t len)
+{
+	return large(len) ? AVFS_IOBUF_HUGE : (len + PAGE - 1) / PAGE * PAGE;
+}

@@ -25,6 +25,8 @@ struct avfs_iobuf_pool {
  * bytes lies inside one huge page (its start aligned to AVFS_IOBUF_HUGE). NULL without memory.
  * Give it back with avfs_iobuf_put and the same len. */
 void *avfs_iobuf_get(struct avfs_iobuf_pool *p, size_t len);
+/* The memory a buffer of avfs_iobuf_get(p, len) holds: a whole huge page for a large one. */
+size_t avfs_iobuf_cost(size_t len);
 /* Give back a buffer of avfs_iobuf_get(p, len); NULL is ignored. */
 void avfs_iobuf_put(struct avfs_iobuf_pool *p, void *buf, size_t len);
 /* Free the buffers the pool keeps. */

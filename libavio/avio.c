@@ -1026,6 +1026,70 @@ int avfs_release(int fd)
 	return err ? err : r.release.res;
 }
 
+int64_t avfs_reserve_detached(int fd, const struct avfs_service *svc, int64_t uid)
+{
+	struct avio_conn *c = &conn;
+	struct avfs_msg_reserve m = { .flags = AVFS_RESERVE_DETACHED };
+	struct avfs_msg_open_reply o;
+	union avfs_proto_reply r;
+	struct stat st;
+	uint32_t access;
+	int err;
+
+	if (!svc || (svc->direction != AVFS_READ && svc->direction != AVFS_WRITE) ||
+	    !svc->rate || !svc->buffer || uid < -1 || uid >= UINT32_MAX)
+		return -EINVAL;
+	if (fstat(fd, &st) || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)))
+		return -EBADF;
+	/* the daemon checks the access asked against the file's or directory's modes, as the
+	 * mount would, whatever fd was opened for */
+	access = (svc->direction == AVFS_WRITE ? AVFS_OPEN_WRITE : AVFS_OPEN_READ) |
+		 (S_ISDIR(st.st_mode) ? AVFS_OPEN_DIR : 0);
+	m.rate = svc->rate;
+	m.buffer = svc->buffer;
+	m.write = svc->direction == AVFS_WRITE;
+	if (uid >= 0) {
+		m.flags |= AVFS_RESERVE_UID;
+		m.uid = (uint32_t)uid;
+	}
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	err = __conn_get(c, fd);
+	if (!err)	/* by its path only: a handle for this call, not cached */
+		err = __open_path(c, fd, &st, access, &o);
+	if (!err && o.res)
+		err = o.res == -EXDEV || o.res == -ENOENT ? -EBADF : o.res;
+	if (!err) {
+		m.handle = o.handle;
+		err = __ctrl_call(c, AVFS_MSG_RESERVE, &m, sizeof(m), NULL, 0, -1, &r,
+				  sizeof(r));
+	}
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	if (err)
+		return err;
+	return r.reserve.res ? r.reserve.res : (int64_t)r.reserve.id;
+}
+
+int avfs_release_detached(int fd, uint64_t id)
+{
+	struct avio_conn *c = &conn;
+	struct avfs_msg_release m = { .handle = AVFS_RELEASE_BY_ID, .id = id };
+	union avfs_proto_reply r;
+	int err;
+
+	if (!id)
+		return -EINVAL;
+	pthread_once(&avio_once, avio_init);
+	pthread_mutex_lock(&c->lock);
+	err = __conn_get(c, fd);
+	if (!err)
+		err = __ctrl_call(c, AVFS_MSG_RELEASE, &m, sizeof(m), NULL, 0, -1, &r, sizeof(r));
+	__conn_wake(c);
+	pthread_mutex_unlock(&c->lock);
+	return err ? err : r.release.res;
+}
+
 int avfs_stream_stats(int fd, struct avfs_stream_stats *st)
 {
 	struct avfs_msg_stats m = { 0 };

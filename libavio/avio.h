@@ -197,6 +197,22 @@ int avfs_reserve(int fd, const struct avfs_service *svc);
 int avfs_release(int fd);
 
 /*
+ * avfs_reserve_detached() - a detached reservation on fd's file or directory, as
+ * `avfs-admin reserve PATH` makes it: it covers the reads (or writes) of the file through the
+ * FUSE mount and by libavio, or those of every file in the directory, present and future (a
+ * recorder's segment folder); with uid >= 0 only those of processes of that uid (-1: every
+ * uid). It outlives this process, until avfs_release_detached() or the daemon's end. fd: the
+ * file or directory opened for reading (not O_PATH: the mount's socket attribute is read
+ * through it); the daemon checks the access asked against its modes. Returns its id
+ * (> 0), or -errno as avfs_reserve(), and -ENOBUFS: its buffer beyond the daemon's memory for
+ * buffers (avfsd's write-behind setting). Thread-safe.
+ */
+int64_t avfs_reserve_detached(int fd, const struct avfs_service *svc, int64_t uid);
+/* avfs_release_detached() - end the detached reservation id (fd: any file on the same mount).
+ * 0, -ENOENT, -EPERM (another user's), -ENOTCONN. */
+int avfs_release_detached(int fd, uint64_t id);
+
+/*
  * avfs_stream_stats() - the QoS statistics of fd's service into *st: 0, -ENOENT (fd has no
  * service), -EINVAL, -EBADF, -ENOTCONN. Thread-safe.
  */

@@ -59,6 +59,9 @@ struct avfs_msg_hello_reply {
 
 #define AVFS_OPEN_READ 1u
 #define AVFS_OPEN_WRITE 2u
+#define AVFS_OPEN_DIR 4u	/* with READ or WRITE: a directory, for RESERVE only (the FUSE I/O
+				 * of its files); no I/O on the handle (-EBADF). Without it a
+				 * directory is refused (-EINVAL), with it a file (-ENOTDIR). */
 
 struct avfs_msg_open {
 	uint64_t dev, ino;	/* fstat() of the client's descriptor on the mount */
@@ -143,6 +146,10 @@ struct avfs_msg_shm_reply {
  * of it afterwards; it applies to every client's requests on the file that has none of its
  * own, and ends with RELEASE by id. */
 #define AVFS_RESERVE_DETACHED 1u
+/* UID: the reservation covers the I/O of processes of `uid` only (DETACHED only). A handle
+ * opened with AVFS_OPEN_DIR makes a reservation on the directory: DETACHED only, it covers the
+ * FUSE reads or writes of the files in it, present and future (SPEC §9). */
+#define AVFS_RESERVE_UID 2u
 
 struct avfs_msg_reserve {
 	uint32_t handle;
@@ -152,7 +159,13 @@ struct avfs_msg_reserve {
 	uint32_t io;		/* request size, 0: the daemon's default */
 	uint8_t write;
 	uint8_t reserved[3];
+	/* from here on optional (a message without it is 32 bytes: no uid) */
+	uint32_t uid;		/* AVFS_RESERVE_UID: the one uid it covers */
+	uint32_t reserved2;
 };
+#define AVFS_MSG_RESERVE_V1 32u	/* the size of a RESERVE without uid */
+_Static_assert(__builtin_offsetof(struct avfs_msg_reserve, uid) == AVFS_MSG_RESERVE_V1,
+	       "RESERVE's optional part starts after the first version's message");
 
 struct avfs_msg_reserve_reply {
 	int32_t res;		/* 0, -EBUSY (the disk), -EDQUOT (the user's quota, or the

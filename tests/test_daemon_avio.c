@@ -550,6 +550,47 @@ static int reserve_all(void *arg)
 	return 0;
 }
 
+/* issue 16: a detached reservation on a directory through libavio: admitted, refused when
+ * malformed or beyond the daemon's buffer memory, released by id (once) */
+static int detached(void *arg)
+{
+	struct avfs_service svc = { .rate = 2000000, .buffer = 8 * MiB,
+				    .direction = AVFS_WRITE };
+	char p[256];
+	int dirfd, fd, ret = 0;
+	int64_t id, bad;
+
+	(void)arg;
+	path_of(p, sizeof(p), "cam");
+	if (mkdir(p, 0755) && errno != EEXIST)
+		return 2;
+	dirfd = open(p, O_RDONLY | O_DIRECTORY);
+	if (dirfd < 0)
+		return 3;
+	id = avfs_reserve_detached(dirfd, &svc, -1);
+	if (id <= 0) {
+		note("avfs_reserve_detached: %lld", (long long)id);
+		return 4;
+	}
+	fd = open_file("cam/seg0", O_WRONLY | O_CREAT | O_TRUNC);
+	if (fd < 0 || pwrite(fd, p, sizeof(p), 0) != (ssize_t)sizeof(p) || fsync(fd))
+		ret = ret ? ret : 5;	/* a covered writer, as usual */
+	if (fd >= 0)
+		close(fd);
+	if (avfs_reserve_detached(dirfd, &svc, -2) != -EINVAL)
+		ret = ret ? ret : 6;
+	svc.buffer = 1ull << 40;	/* beyond the daemon's memory for buffers */
+	if ((bad = avfs_reserve_detached(dirfd, &svc, 1000)) != -ENOBUFS) {
+		note("a 1 TiB buffer: %lld", (long long)bad);
+		ret = ret ? ret : 7;
+	}
+	if (avfs_release_detached(dirfd, (uint64_t)id) ||
+	    avfs_release_detached(dirfd, (uint64_t)id) != -ENOENT)
+		ret = ret ? ret : 8;
+	close(dirfd);
+	return ret;
+}
+
 static void test_reservations(void)
 {
 	pid_t pid;
@@ -557,6 +598,8 @@ static void test_reservations(void)
 
 	check(in_child("reservations", 60, reservations, NULL),
 	      "reservations: reserve, EEXIST, EBADF, EINVAL, derived deadlines, stats, EBUSY, release");
+	check(in_child("detached", 30, detached, NULL),
+	      "detached on a directory: admitted, EINVAL, ENOBUFS, released by id once");
 	/* a process holding reservations is killed: they are freed (its whole set fits again) */
 	usleep(200000);	/* the daemon frees the last child's reservations as it leaves */
 	shared->aux = 0;

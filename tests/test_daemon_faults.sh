@@ -3,7 +3,8 @@
 # tests/faultfs, a FUSE file system whose reads or writes of a chosen byte range fail with EIO
 # (set while it runs through its /ctl file). Checked: one unreadable inode-table block — the
 # mount succeeds from the backup region; a data write failing — write(2) and the file's size
-# agree (a short write), fsync reports EIO once per open file description, then 0; a metadata
+# agree (a short write), fsync reports EIO once per open file description, then 0 (also for a
+# write answered early by write-behind, issue 16); a metadata
 # write failing — the commit fails, the file system turns read-only (EROFS to writers), the log
 # and avfs-admin status name the block; remounted on the mended disk, everything committed is
 # there and fsck.avfs finds nothing.
@@ -114,6 +115,33 @@ assert s['read_only'] is False and s['failure'] is None, s
 before=$(stat -c %s "$MNT/rec")
 check "... the file system stays writable" sh -c "echo more >>'$MNT/rec' && sync -f '$MNT/rec'"
 check "... the append lands at the size" test "$(stat -c %s "$MNT/rec")" = $((before + 5))
+
+# 2b. write-behind (issue 16): a reserved writer's write is answered once in the daemon's
+# memory; when it then fails on the device, the writer hears of it at fsync (EIO once)
+mkdir "$MNT/cam"
+check "write-behind: a reserved directory" \
+	"$ADMIN" --socket "$SOCK" reserve "$MNT/cam" --rate 2M --buffer 8M --write
+fault write $DATA_OFF $((DATA_END - DATA_OFF))
+python3 - "$MNT/cam/seg" >"$AVFS_T/wb.out" 2>&1 <<'PY'
+import os, sys
+MB = 1 << 20
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+print("write", os.write(fd, b"c" * MB))
+said = []
+for _ in range(2):                                 # the error once, then 0
+    try:
+        os.fsync(fd)
+        said.append(0)
+    except OSError as e:
+        said.append(e.errno)
+print("fsync", *said)
+os.close(fd)
+PY
+cat "$AVFS_T/wb.out"
+check "... the write is answered from memory" grep -q "write $((1 << 20))" "$AVFS_T/wb.out"
+check "... its failure on the device: fsync EIO once, then 0" \
+	grep -q "fsync $(python3 -c 'import errno; print(errno.EIO)') 0" "$AVFS_T/wb.out"
+fault none
 
 # 3. a metadata write fails (the inode table's home copies): read-only, the block named
 fault write $((ITABLE * 4096)) $((4 * 4096))

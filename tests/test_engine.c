@@ -1239,6 +1239,114 @@ static void be_busy(struct env *v, struct req *b)
 	assert_int_equal(v->d.n, 1);
 }
 
+/* issue 16: which detached reservation covers a request — one on the file first, else one on
+ * the directory it was found in; a uid-limited one only that uid's; never another direction, a
+ * client's own (owned) one, or a directory's for a file found elsewhere. */
+static void test_engine_stream_cover(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, false);
+	struct avfs_service_req w = stream_svc;
+	int64_t file, dir, only;
+	int owner;
+
+	(void)state;
+	w.write = true;
+	file = avfs_engine_reserve(v->e, &w, 10, NULL, AVFS_RESERVE_UNCHECKED, v->now, NULL, NULL,
+				   0);
+	dir = avfs_engine_reserve(v->e, &w, 20, NULL, AVFS_RESERVE_UNCHECKED | AVFS_RESERVE_DIR,
+				  v->now, NULL, NULL, 0);
+	only = avfs_engine_reserve(v->e, &w, 30, NULL, AVFS_RESERVE_UNCHECKED | AVFS_RESERVE_DIR,
+				   v->now, NULL, NULL, 0);
+	assert_true(file > 0 && dir > 0 && only > 0);
+	assert_int_equal(avfs_engine_reserve(v->e, &w, 40, &owner, AVFS_RESERVE_UNCHECKED |
+					     AVFS_RESERVE_DIR, v->now, NULL, NULL, 0) > 0, 1);
+	avfs_engine_stream(v->e, (uint64_t)only)->uid_only = true;
+	avfs_engine_stream(v->e, (uint64_t)only)->cover_uid = 1000;
+	assert_int_equal(avfs_engine_stream_cover(v->e, 10, 20, 0, true), file);
+	assert_int_equal(avfs_engine_stream_cover(v->e, 11, 20, 0, true), dir);
+	assert_int_equal(avfs_engine_stream_cover(v->e, 11, 0, 0, true), 0);
+	assert_int_equal(avfs_engine_stream_cover(v->e, 20, 0, 0, true), 0);
+	assert_int_equal(avfs_engine_stream_cover(v->e, 11, 20, 0, false), 0);
+	assert_int_equal(avfs_engine_stream_cover(v->e, 12, 30, 0, true), 0);
+	assert_int_equal(avfs_engine_stream_cover(v->e, 12, 30, 1000, true), only);
+	assert_int_equal(avfs_engine_stream_cover(v->e, 12, 40, 0, true), 0);
+	env_free(v);
+}
+
+/* issue 16: reservations whose buffers are the daemon's memory are admitted only while their
+ * buffers fit in conf.wb_max (-ENOBUFS, nothing admitted); others are not counted. */
+static void test_engine_buffered_reservations_bounded(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct avfs_service_req r = stream_svc;
+	struct env *v;
+	char why[160] = "";
+
+	(void)state;
+	c.wb_max = 3u << 20;
+	v = env_new(&c, false);
+	r.buffer = 2u << 20;
+	assert_true(avfs_engine_reserve(v->e, &r, 1, NULL, AVFS_RESERVE_UNCHECKED |
+					AVFS_RESERVE_BUFFERED, v->now, NULL, why, sizeof(why)) > 0);
+	assert_int_equal(avfs_engine_reserve(v->e, &r, 2, NULL, AVFS_RESERVE_UNCHECKED |
+					     AVFS_RESERVE_BUFFERED, v->now, NULL, why,
+					     sizeof(why)), -ENOBUFS);
+	assert_non_null(strstr(why, "buffer memory: 2.0 MiB asked, 1.0 MiB of 3.0 left"));
+	assert_int_equal(avfs_engine_stream_count(v->e), 1);
+	assert_true(avfs_engine_reserve(v->e, &r, 2, NULL, AVFS_RESERVE_UNCHECKED, v->now, NULL,
+					why, sizeof(why)) > 0);	/* a client's buffer */
+	env_free(v);
+}
+
+/* issue 16: write-behind. A reserved writer's planned file write may be answered at once while
+ * the stream's held memory stays within its buffer; the next one that would pass it waits (it
+ * is counted); a read of the same pages waits for the held write; done() still runs for
+ * each, and then nothing is held. A write of no reservation, or parked, is never held. */
+static void test_engine_wb_hold_bounded(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);	/* several commands at once */
+	struct env *v = env_new(&c, true);
+	struct avfs_service_req w = { .rate = 1000000, .buffer = 600 * KB, .write = true };
+	struct req a, b, x, rd;
+	struct avfs_estream *s;
+	int64_t id;
+
+	(void)state;
+	id = avfs_engine_reserve(v->e, &w, v->f, NULL, AVFS_RESERVE_UNCHECKED, v->now, NULL,
+				 NULL, 0);
+	assert_true(id > 0);
+	s = avfs_engine_stream(v->e, (uint64_t)id);
+	memset(v->buf, 0x5a, 2 * BS);
+	fio(&x, v->f, true, 0, 256 * KB, v->buf);	/* no reservation: never held */
+	assert_int_equal(io(v, &x.f), 0);
+	assert_false(avfs_engine_wb_hold(v->e, &x.f, 256 * KB));
+	drain(v);
+	fio(&a, v->f, true, 0, 256 * KB, v->buf)->stream = (uint64_t)id;
+	assert_int_equal(io(v, &a.f), 0);
+	assert_true(avfs_engine_wb_hold(v->e, &a.f, 256 * KB));
+	assert_false(avfs_engine_wb_hold(v->e, &a.f, 256 * KB));	/* once */
+	fio(&b, v->f, true, 256 * KB, 256 * KB, v->buf + 256 * KB)->stream = (uint64_t)id;
+	assert_int_equal(io(v, &b.f), 0);
+	assert_false(avfs_engine_wb_hold(v->e, &b.f, 512 * KB));	/* 256 + 512 > 600 KiB */
+	assert_int_equal(s->wb_bytes, 256 * KB);
+	assert_int_equal(s->wb_waits, 1);
+	assert_int_equal(avfs_engine_wb_total(v->e), 256 * KB);
+	/* a read of the held write's pages is not sent before the write is complete */
+	fio(&rd, v->f, false, 0, 4096, v->buf + 4 * BS);
+	assert_int_equal(io(v, &rd.f), 0);
+	assert_int_equal(find(v, AVFS_DISK_READ, 0), -1);	/* (the writes are on the device) */
+	drain(v);
+	assert_int_equal(a.res, 256 * KB);
+	assert_int_equal(b.res, 256 * KB);
+	assert_int_equal(rd.res, 4096);
+	assert_int_equal(v->buf[4 * BS], 0x5a);
+	assert_int_equal(s->wb_bytes, 0);
+	assert_int_equal(s->wb_peak, 256 * KB);
+	assert_int_equal(avfs_engine_wb_total(v->e), 0);
+	env_free(v);
+}
+
 /* Requests within the bucket go real time, due when the rest of the buffer drains at the
  * rate. */
 static void test_engine_bw_within_bucket_real_time(void **state)
@@ -1671,6 +1779,9 @@ int main(void)
 		cmocka_unit_test(test_engine_bad_input_refused),
 		cmocka_unit_test(test_engine_submit_refused_fails_request),
 		cmocka_unit_test(test_engine_free_forgets_held_requests),
+		cmocka_unit_test(test_engine_stream_cover),
+		cmocka_unit_test(test_engine_buffered_reservations_bounded),
+		cmocka_unit_test(test_engine_wb_hold_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,8 +35,11 @@ static void usage(FILE *f)
 		"       avfs-admin --version | --help\n"
 		"  status [--json]            the daemon, its device and its admission load\n"
 		"  streams [--json]           every reservation\n"
-		"  reserve FILE --rate R --buffer B [--read|--write] [--io S]\n"
-		"                             a detached reservation on FILE (until release);\n"
+		"  reserve PATH --rate R --buffer B [--read|--write] [--uid U] [--io S]\n"
+		"                             a detached reservation on PATH (until release):\n"
+		"                             a file, or a directory (the files in it, present\n"
+		"                             and future); its FUSE and libavio I/O is charged\n"
+		"                             to it (--uid: of processes of uid U only);\n"
 		"                             R in bytes/s (k, M, G: powers of 1000; or 19.39Mbit),\n"
 		"                             B and S in bytes (K, M, G: powers of 1024)\n"
 		"  release ID                 end reservation ID\n"
@@ -181,26 +184,34 @@ static void print_streams(json_object *arr)
 		printf("no reservations\n");
 		return;
 	}
-	printf("%4s %6s %7s %9s %3s %9s %9s %8s %6s %6s %9s %6s %9s %9s\n", "id", "uid", "pid",
-	       "inode", "dir", "rate MB/s", "buf MiB", "period", "util", "padded", "requests",
-	       "misses", "p01 ms", "p50 ms");
+	printf("%4s %6s %7s %10s %6s %3s %9s %9s %8s %6s %6s %9s %6s %9s %9s %9s\n", "id", "uid",
+	       "pid", "inode", "covers", "dir", "rate MB/s", "buf MiB", "period", "util", "padded",
+	       "requests", "misses", "p01 ms", "p50 ms", "held MiB");
 	for (size_t i = 0; i < n; i++) {
 		json_object *s = json_object_array_get_idx(arr, i);
 		bool det = json_object_get_boolean(json_object_object_get(s, "detached"));
 
 		const char *pid = avfs_json_str(s, "pid"), *ino = avfs_json_str(s, "inode");
+		const char *only = avfs_json_str(s, "covers_uid");
+		char where[24], covers[16];
+
+		/* a directory's reservation: its inode with a slash (it covers the files in it) */
+		snprintf(where, sizeof(where), "%s%s", *ino ? ino : "-",
+			 *ino && json_object_get_boolean(json_object_object_get(s, "directory")) ?
+			 "/" : "");
+		snprintf(covers, sizeof(covers), "%s", *only ? only : "all");
 
 		/* another user's reservation shows no pid or inode unless the asker is root or
 		 * of the daemon's admin group */
-		printf("%4.0f %6.0f %7s %9s %3s %9.3f %9.2f %6.2f s %5.1f%% %5.1f%% %9.0f %6.0f "
-		       "%9.1f %9.1f\n", avfs_json_num(s, "id"), avfs_json_num(s, "uid"),
-		       det || !*pid ? "-" : pid, *ino ? ino : "-",
+		printf("%4.0f %6.0f %7s %10s %6s %3s %9.3f %9.2f %6.2f s %5.1f%% %5.1f%% %9.0f %6.0f "
+		       "%9.1f %9.1f %9.2f\n", avfs_json_num(s, "id"), avfs_json_num(s, "uid"),
+		       det || !*pid ? "-" : pid, where, covers,
 		       !strcmp(avfs_json_str(s, "direction"), "write") ? "w" : "r",
 		       avfs_json_num(s, "rate") / 1e6, avfs_json_num(s, "buffer") / (1 << 20),
 		       avfs_json_num(s, "period_ms") / 1e3, 100 * avfs_json_num(s, "utilization"),
 		       100 * avfs_json_num(s, "utilization_padded"), avfs_json_num(s, "requests"),
 		       avfs_json_num(s, "misses"), avfs_json_num(s, "margin_ms.p01"),
-		       avfs_json_num(s, "margin_ms.p50"));
+		       avfs_json_num(s, "margin_ms.p50"), avfs_json_num(s, "buffered") / (1 << 20));
 	}
 }
 
@@ -329,6 +340,7 @@ static int cmd_reserve(int argc, char **argv)
 		{ "io", required_argument, NULL, 'i' },
 		{ "read", no_argument, NULL, 'R' },
 		{ "write", no_argument, NULL, 'W' },
+		{ "uid", required_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct avfs_msg_reserve m = { 0 };
@@ -366,6 +378,17 @@ static int cmd_reserve(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'u': {
+			uint64_t u;
+
+			if (avfs_parse_uint(optarg, &u) || u >= UINT32_MAX) {
+				fprintf(stderr, "avfs-admin: --uid %s: not a uid\n", optarg);
+				return 2;
+			}
+			m.flags |= AVFS_RESERVE_UID;
+			m.uid = (uint32_t)u;
+			break;
+		}
 		case 'R':
 		case 'W':
 			if (dir && strcmp(dir, c == 'W' ? "--write" : "--read")) {
@@ -380,8 +403,8 @@ static int cmd_reserve(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc || !rate || !buffer) {
-		fprintf(stderr, "usage: avfs-admin reserve FILE --rate R --buffer B [--read|--write] "
-			"[--io S]\n");
+		fprintf(stderr, "usage: avfs-admin reserve PATH --rate R --buffer B [--read|--write] "
+			"[--uid U] [--io S]\n");
 		return 2;
 	}
 	file = argv[optind];
@@ -402,7 +425,9 @@ static int cmd_reserve(int argc, char **argv)
 		return 1;
 	om.m.dev = st.st_dev;
 	om.m.ino = st.st_ino;
-	om.m.access = m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ;
+	/* a directory: its files' FUSE I/O, present and future */
+	om.m.access = (m.write ? AVFS_OPEN_WRITE : AVFS_OPEN_READ) |
+		      (S_ISDIR(st.st_mode) ? AVFS_OPEN_DIR : 0);
 	if (call(s, AVFS_MSG_OPEN_PATH, &om, sizeof(om.m) + strlen(om.path), &orp, sizeof(orp),
 		 NULL, NULL)) {
 		close(s);
@@ -421,7 +446,7 @@ static int cmd_reserve(int argc, char **argv)
 		return 1;
 	}
 	m.handle = orp.handle;
-	m.flags = AVFS_RESERVE_DETACHED;
+	m.flags |= AVFS_RESERVE_DETACHED;
 	m.rate = rate;
 	m.buffer = buffer;
 	m.io = (uint32_t)io;
@@ -449,8 +474,9 @@ static int cmd_reserve(int argc, char **argv)
 		}
 		return 1;
 	}
-	printf("reservation %llu: %s %s at %.3f MB/s, buffer %.2f MiB; %.1f %% of disk time "
-	       "left\n", (unsigned long long)r.id, m.write ? "write" : "read", file,
+	printf("reservation %llu: %s %s%s at %.3f MB/s, buffer %.2f MiB; %.1f %% of disk time "
+	       "left\n", (unsigned long long)r.id, m.write ? "write" : "read",
+	       S_ISDIR(st.st_mode) ? "the files of " : "", file,
 	       (double)rate / 1e6, (double)buffer / (1 << 20), r.left_util_ppm / 1e4);
 	return 0;
 }

@@ -1,0 +1,72 @@
+/*
+ * wbuf.c — write-behind for reserved writers (papers/000's write buffer, SPEC §9): which
+ * writes of a reserved stream a front end may answer before they reach the device, and how
+ * much the daemon holds so. A write may be held once it is planned (the file's size and block
+ * map already say what it wrote, so a read or a getattr after the answer sees it, and the
+ * commit an fsync asks for waits for it: ordered mode) and while the stream's held bytes stay
+ * within its reserved buffer (counted in admission) and the engine's within `write-behind`.
+ * Otherwise the writer waits for the device as before (a writer above its rate, parked by the
+ * bandwidth class, is never planned early: it waits). The deadlines are the bandwidth class's
+ * (the rest of the buffer at the reserved rate). It does not own the data (the front end's
+ * request keeps it until done()) nor answer anyone.
+ */
+#include "engine_i.h"
+
+bool avfs_engine_wb_hold(struct avfs_engine *e, struct avfs_fio *f, uint64_t mem)
+{
+	struct avfs_estream *s;
+
+	if (!f->write || !f->ino || f->zero_tail || !f->priv.planned || f->priv.parked ||
+	    f->priv.canceled || f->priv.res < 0 || f->priv.pending <= 0 || f->priv.held)
+		return false;	/* not (or no longer) a planned file write under way */
+	s = bw_stream(e, f->stream);
+	if (!s || !s->req.write)
+		return false;
+	if (mem < f->len)
+		mem = f->len;
+	if (s->wb_bytes + mem > s->req.buffer || e->wb_total + mem > e->c.wb_max) {
+		s->wb_waits++;	/* full: this one is answered when it is on the device */
+		return false;
+	}
+	s->wb_bytes += mem;
+	if (s->wb_bytes > s->wb_peak)
+		s->wb_peak = s->wb_bytes;
+	e->wb_total += mem;
+	f->priv.held = mem;
+	return true;
+}
+
+uint64_t avfs_engine_wb_total(const struct avfs_engine *e)
+{
+	return e->wb_total;
+}
+
+void wb_fio_done(struct avfs_engine *e, struct avfs_fio *f)
+{
+	struct avfs_estream *s;
+	uint64_t mem = f->priv.held;
+
+	if (!mem)
+		return;
+	f->priv.held = 0;
+	e->wb_total -= mem;
+	s = bw_stream(e, f->stream);	/* (gone if released meanwhile) */
+	if (s)
+		s->wb_bytes = s->wb_bytes > mem ? s->wb_bytes - mem : 0;
+}
+
+/* An fsync's commit waits for every planned write (ordered mode); a held one's deadline may be
+ * the rest of a large buffer away, and the mixer holds a real-time request until it must go:
+ * so they go as best effort now (still charged: the bucket took their bytes). */
+void wb_hurry(struct avfs_engine *e, int64_t now)
+{
+	struct avfs_fio *f, *next;
+
+	if (!e->wb_total)
+		return;
+	for (f = e->live; f; f = next) {
+		next = f->priv.live_next;	/* (f may complete) */
+		if (f->priv.held && f->sched_deadline)
+			fio_hurry(e, f, now);
+	}
+}
