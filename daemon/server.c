@@ -945,18 +945,22 @@ static void on_place(struct avfs_server *s, struct client *c, uint64_t tag, cons
 			break;
 		for (int i = 0; i < n; i++) {
 			struct avfs_place_ext *x = rep.count ? &rep.ext[rep.count - 1] : NULL;
+			/* the block's bytes up to the end of the file, in whole pages: a small
+			 * file's extent (fs/small.c) is no longer than that either */
+			uint64_t blen = a.size - ext[i].file_off < bs ? a.size - ext[i].file_off : bs;
 
+			blen = (blen + 4095) / 4096 * 4096;
 			if (!ext[i].dev_off)
 				continue;	/* a hole */
 			if (x && x->file_off + x->len == ext[i].file_off &&
 			    x->dev_off + x->len == ext[i].dev_off) {
-				x->len += bs;
+				x->len += blen;
 				continue;
 			}
 			if (rep.count == AVFS_PLACE_MAX)
 				break;
 			rep.ext[rep.count++] = (struct avfs_place_ext){ ext[i].file_off,
-									ext[i].dev_off, bs };
+									ext[i].dev_off, blen };
 		}
 		at = ext[n - 1].file_off + bs;
 	}

@@ -277,14 +277,19 @@ static void unblock(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
 		send(e, q, now);
 }
 
-/* The read of one page of w to merge (at its offset at). */
-static int rmw_read(struct avfs_fio *f, struct avfs_ereq *w, struct avfs_ereq *before,
-		    uint32_t at, uint32_t head, uint32_t tail, int64_t deadline, bool spare)
+/* The read of one page of w to merge (at its offset at), from w's own pages or, when a small
+ * file moves, from src (its old place). */
+static int rmw_read(struct avfs_engine *e, struct avfs_fio *f, struct avfs_ereq *w,
+		    struct avfs_ereq *before, uint64_t src, uint32_t at, uint32_t head,
+		    uint32_t tail, int64_t deadline, bool spare)
 {
-	struct avfs_ereq *r = part_new(f, w->io.off + at, PAGE, false, deadline, spare);
+	struct avfs_ereq *r = part_new(f, (src ? src : w->io.off) + at, PAGE, false, deadline,
+				       spare);
 
 	if (!r)
 		return -ENOMEM;
+	if (src)
+		before = last_overlap(e, src + at, PAGE);
 	wait_on(r, before);	/* the page as the earlier write of it leaves it */
 	r->own = alloc_buf(PAGE);
 	if (!r->own)
@@ -363,13 +368,20 @@ static int op_parts(struct avfs_engine *e, struct avfs_fio *f, const struct avfs
 			return 0;
 		}
 		/* the partial first and last pages keep the bytes around the data: read them first
-		 * (one read when they are the same page), after any earlier write of them */
+		 * (one read when they are the same page), after any earlier write of them; a
+		 * small file's move reads them from its old place, and the write still goes after
+		 * any earlier one of its own pages */
+		if (o->src_off)
+			wait_on(q, before);
 		if (o->dev_len == PAGE)
-			return rmw_read(f, q, before, 0, o->keep_head, o->keep_tail, deadline, spare);
-		if (o->keep_head && rmw_read(f, q, before, 0, o->keep_head, 0, deadline, spare))
+			return rmw_read(e, f, q, before, o->src_off, 0, o->keep_head, o->keep_tail,
+					deadline, spare);
+		if (o->keep_head && rmw_read(e, f, q, before, o->src_off, 0, o->keep_head, 0,
+					     deadline, spare))
 			return -ENOMEM;
-		if (o->keep_tail && rmw_read(f, q, before, (uint32_t)(o->dev_len - PAGE), 0,
-					     o->keep_tail, deadline, spare))
+		if (o->keep_tail && rmw_read(e, f, q, before, o->src_off,
+					     (uint32_t)(o->dev_len - PAGE), 0, o->keep_tail,
+					     deadline, spare))
 			return -ENOMEM;
 		return 0;
 	}
@@ -418,6 +430,7 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 	f->priv.started = true;
 	f->priv.pending = 1;	/* a guard while the parts are built and sent */
 	avfs_data_plan_init(&p);
+	p.whole = f->stream || deadline;	/* streams keep whole blocks and ZRR */
 	if (!f->ino) {
 		q = part_new(f, f->off, f->len, f->write, deadline, spare);
 		if (!q) {
@@ -435,6 +448,8 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 		}
 	} else if (f->zero_tail) {
 		err = avfs_fs_plan_zero_tail(e->fs, f->ino, f->off, &p);
+		if (err == -EAGAIN && !cm_now(e, now))	/* (a small file's move: credits) */
+			err = avfs_fs_plan_zero_tail(e->fs, f->ino, f->off, &p);
 	} else if (f->write) {
 		struct avfs_stat st;
 

@@ -113,7 +113,7 @@ int fs_data_alloc(struct avfs_fs *fs, uint64_t prev, uint32_t *out)
 	return 0;
 }
 
-static void data_free(struct avfs_fs *fs, uint32_t b)
+void fs_data_free(struct avfs_fs *fs, uint32_t b)
 {
 	struct avfs_super *sb = fs_sb(fs);
 
@@ -152,7 +152,7 @@ int fs_bmap_free_one(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, u
 		return 0;
 	if (err)
 		return err;
-	data_free(fs, s->block - 1);
+	fs_data_free(fs, s->block - 1);
 	*s = (struct avfs_bptr){ 0 };
 	fs_dirty(fs, m);
 	if (di->nblocks)
@@ -185,7 +185,7 @@ static bool tree_trim(struct avfs_fs *fs, uint32_t node, int level, uint64_t fir
 		if (level == 0) {
 			if (lo >= from) {
 				if (data)
-					data_free(fs, s[i].block - 1);
+					fs_data_free(fs, s[i].block - 1);
 				else
 					fs_meta_free(fs, s[i].block);
 				s[i] = (struct avfs_bptr){ 0 };
@@ -218,7 +218,7 @@ void fs_bmap_trim(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint
 		if (!di->direct[k].block)
 			continue;
 		if (data)
-			data_free(fs, di->direct[k].block - 1);
+			fs_data_free(fs, di->direct[k].block - 1);
 		else
 			fs_meta_free(fs, di->direct[k].block);
 		di->direct[k] = (struct avfs_bptr){ 0 };

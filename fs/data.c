@@ -38,9 +38,12 @@ int fs_block_read(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint
 
 	if (err)
 		return err;
-	if (p.block > fs->sb.data_blocks || p.valid > bs / AVFS_PAGE)
+	if (p.block > fs->sb.data_blocks || p.valid > bs / AVFS_PAGE ||
+	    (di->small_units && (k || p.valid > di->small_units)))
 		return -EUCLEAN;
-	*e = (struct avfs_bext){ .file_off = k * bs, .dev_off = p.block ? dev_of(fs, p.block) : 0,
+	*e = (struct avfs_bext){ .file_off = k * bs,
+				 .dev_off = !p.block ? 0 : di->small_units ? fs_small_dev(fs, di)
+								: dev_of(fs, p.block),
 				 .valid = p.block ? p.valid : 0, .valid_after = p.block ? p.valid : 0 };
 	return 0;
 }
@@ -134,8 +137,9 @@ uint64_t fs_file_resize_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_
 		return 1;
 	fs_bmap_cost(fs, di, (size + bs - 1) / bs, UINT64_MAX, &b);
 	/* the inode, the slot of the block the size ends in (its valid pages), the map blocks
-	 * trimmed or freed, and the bits of everything freed */
-	return 2 + b.nodes + min_u64(b.mapped, fs->sb.dbitmap_blocks) +
+	 * trimmed or freed, and the bits of everything freed (a small file's extent) */
+	return 2 + (di->small_units ? FS_SMALL_BLOCKS : 0) + b.nodes +
+	       min_u64(b.mapped, fs->sb.dbitmap_blocks) +
 	       min_u64(b.nodes, fs->sb.mbitmap_blocks);
 }
 
@@ -161,10 +165,13 @@ int fs_block_write(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uin
 
 	if (err)
 		return err;
-	if (s->valid > avfs_fs_block_size(fs) / AVFS_PAGE)
-		return -EUCLEAN;
+	if (s->valid > avfs_fs_block_size(fs) / AVFS_PAGE ||
+	    (di->small_units && (k || pages > di->small_units)))
+		return -EUCLEAN;	/* (a small file's extent is made to hold the write) */
 	*e = (struct avfs_bext){ .file_off = k * avfs_fs_block_size(fs),
-				 .dev_off = dev_of(fs, s->block), .valid = s->valid,
+				 .dev_off = di->small_units ? fs_small_dev(fs, di)
+							    : dev_of(fs, s->block),
+				 .valid = s->valid,
 				 .valid_after = s->valid > pages ? s->valid : pages };
 	if (e->valid_after != s->valid) {
 		s->valid = e->valid_after;
@@ -185,6 +192,8 @@ int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 
 	if (err || !len || !max)
 		return err;
+	if (di->small_units && end > (uint64_t)di->small_units * AVFS_PAGE)
+		return -EOPNOTSUPP;	/* a small file grows by avfs_fs_plan_write (a move) */
 	k1 = min_u64((end + bs - 1) / bs, off / bs + max);
 	fs_file_alloc_cost(fs, di, off / bs, k1, &c);
 	if ((err = fs_txn_begin(fs, c.blocks, c.new_meta)))
@@ -207,6 +216,14 @@ int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 	return n ? (int)n : err;
 }
 
+bool avfs_fs_small_past(struct avfs_fs *fs, uint64_t ino, uint64_t end)
+{
+	struct avfs_dinode *di = NULL;
+
+	return !fs_file_get(fs, ino, &di) && di->small_units &&
+	       end > (uint64_t)di->small_units * AVFS_PAGE;
+}
+
 int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		      bool keep_size, int64_t now)
 {
@@ -219,6 +236,12 @@ int avfs_fs_fallocate(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t l
 		return err;
 	if (!len)
 		return -EINVAL;
+	if (di->small_units && end > (uint64_t)di->small_units * AVFS_PAGE) {
+		/* its data would have to move, which only a write plans: posix_fallocate falls
+		 * back to writing, which does */
+		fs_why(fs, "fallocate past a small file's extent: write instead");
+		return -EOPNOTSUPP;
+	}
 	fs_file_alloc_cost(fs, di, off / bs, (end + bs - 1) / bs, &c);
 	if (c.new_data > fs_data_avail(fs))
 		return -ENOSPC;
@@ -253,7 +276,8 @@ int avfs_fs_tail_page(struct avfs_fs *fs, uint64_t ino, uint64_t size, uint64_t 
 		return err;
 	if (!p.block || (size % bs) / AVFS_PAGE >= p.valid || p.block > fs->sb.data_blocks)
 		return 1;
-	*dev_off = fs->sb.data_off + (uint64_t)(p.block - 1) * bs + (size % bs) / AVFS_PAGE * AVFS_PAGE;
+	*dev_off = (di->small_units ? fs_small_dev(fs, di) : dev_of(fs, p.block)) +
+		   (size % bs) / AVFS_PAGE * AVFS_PAGE;
 	*keep = size % AVFS_PAGE;
 	return 0;
 }
@@ -266,6 +290,8 @@ int fs_file_resize(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uin
 	if (size > (uint64_t)INT64_MAX)
 		return -EFBIG;
 	if (size < di->size) {
+		if (!keep)
+			fs_small_release(fs, ino, di);	/* (none unless small) */
 		fs_bmap_trim(fs, ino, di, keep, true);
 		if (size % bs) {
 			struct avfs_bptr *s;
@@ -379,8 +405,11 @@ int avfs_fs_punch(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len, 
 	/* the inode, the superblock's count, the map blocks over the range and the bits of
 	 * the blocks freed */
 	fs_bmap_cost(fs, di, off / bs, (end + bs - 1) / bs, &c);
-	if ((err = fs_txn_begin(fs, 2 + c.nodes + min_u64(c.mapped, fs->sb.dbitmap_blocks), 0)))
+	if ((err = fs_txn_begin(fs, 2 + c.nodes + min_u64(c.mapped, fs->sb.dbitmap_blocks) +
+				     (di->small_units ? FS_SMALL_BLOCKS : 0), 0)))
 		return err;
+	if (k0 < k1 && di->small_units)
+		fs_small_release(fs, ino, di);	/* its one block, whole */
 	for (uint64_t k = k0; k < k1 && err >= 0; k++)
 		err = fs_bmap_free_one(fs, ino, di, k);	/* only a corrupt map fails */
 	for (unsigned i = 0; i < np && err >= 0; i++) {

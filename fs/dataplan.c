@@ -27,7 +27,7 @@ void avfs_data_plan_free(struct avfs_data_plan *p)
 static void dop_reset(struct avfs_data_plan *p)
 {
 	p->n = 0;
-	p->bytes = 0;
+	p->bytes = 0;	/* (whole is the caller's) */
 }
 
 /* Room for n more ops (the array at least doubles when it grows). 0 or -ENOMEM. */
@@ -119,9 +119,10 @@ static uint32_t kept(uint32_t valid, uint64_t sb, uint64_t q)
 }
 
 /* The ops writing [lo, hi) (file offsets) of block e, of a write that starts at off into a
- * file whose size was `size`. Two ops at most, on disjoint pages. */
+ * file whose size was `size`; src: where the block's kept bytes are (a small file moving),
+ * or 0. Two ops at most, on disjoint pages. */
 static void plan_block(struct avfs_data_plan *p, const struct avfs_bext *e, uint64_t bs,
-		       uint64_t size, uint64_t off, uint64_t lo, uint64_t hi)
+		       uint64_t size, uint64_t off, uint64_t lo, uint64_t hi, uint64_t src)
 {
 	uint64_t kbs = e->file_off;
 	uint64_t sb = size <= kbs ? 0 : size - kbs < bs ? size - kbs : bs;
@@ -141,7 +142,8 @@ static void plan_block(struct avfs_data_plan *p, const struct avfs_bext *e, uint
 					      .skip = keep, .keep_head = keep,
 					      .dev_off = e->dev_off + zs * PAGE,
 					      .dev_len = (p0 - zs) * PAGE,
-					      .len = (p0 - zs) * PAGE - keep });
+					      .len = (p0 - zs) * PAGE - keep,
+					      .src_off = keep && src ? src + zs * PAGE : 0 });
 	}
 	/* The data, with the kept bytes around it in a partial first and last page (when the
 	 * first page holds the old size, the zeros between it and the data are the tail
@@ -150,7 +152,54 @@ static void plan_block(struct avfs_data_plan *p, const struct avfs_bext *e, uint
 				      .keep_head = skip < head ? skip : head,
 				      .keep_tail = tail > end ? PAGE - end : 0,
 				      .dev_off = e->dev_off + p0 * PAGE, .dev_len = (p1 - p0) * PAGE,
-				      .buf_off = lo - off, .len = hi - lo });
+				      .buf_off = lo - off, .len = hi - lo,
+				      .src_off = src ? src + p0 * PAGE : 0 });
+}
+
+/* A small file's data moves (src: the old place) to block 0's new place (dev): its pages
+ * [0, n) copied, each keeping the bytes before the old size (the rest zeros, as a write
+ * past the size leaves them). One op a page: the drivers read-modify-write single pages. */
+static void plan_move(struct avfs_data_plan *p, uint64_t src, uint64_t dev, uint32_t valid,
+		      uint64_t sb, uint64_t n)
+{
+	for (uint64_t q = 0; q < n; q++) {
+		uint32_t keep = kept(valid, sb, q);
+
+		dop_add(p, (struct avfs_dop){ .kind = AVFS_DOP_WRITE, .flags = AVFS_DOP_ZEROS,
+					      .skip = PAGE, .keep_head = keep,
+					      .dev_off = dev + q * PAGE, .dev_len = PAGE,
+					      .src_off = keep ? src + q * PAGE : 0 });
+	}
+}
+
+/* Small files (small.c): a write to a file with no data that ends within the small limit
+ * makes it small; one past its extent grows the extent (in place, or moving it) or, past
+ * the limit, promotes the file to whole blocks; a write that wants whole blocks (whole)
+ * makes none and promotes a small file. *src: where its data was when it moved, else
+ * 0. The caller holds the credits (FS_SMALL_*). 0 or -ENOSPC. */
+static int small_prepare(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t end,
+			 bool whole, uint64_t *src)
+{
+	uint64_t max = fs_small_max(fs);
+	uint32_t units = (uint32_t)(page_up(end) / PAGE);
+	int err;
+
+	*src = 0;
+	if (whole && di->small_units)
+		return fs_small_promote(fs, ino, di, src);
+	if (!di->small_units) {
+		if (whole || !max || end > max || (fs->flags & AVFS_MOUNT_NOSMALL) || di->nblocks ||
+		    di->direct[0].block || di->indirect)
+			return 0;
+		/* no room for a pool block's map (or no unit run and no free block): the file
+		 * takes a whole block, if one is free */
+		err = fs_small_make(fs, ino, di, units);
+		return err == -ENOSPC ? 0 : err;
+	}
+	if (end <= (uint64_t)di->small_units * PAGE)
+		return 0;
+	err = end <= max ? fs_small_grow(fs, ino, di, units, src) : -ENOSPC;
+	return err == -ENOSPC ? fs_small_promote(fs, ino, di, src) : err;
 }
 
 /* Append the zeroing of the stale bytes past `size` in its page, if any. 0 or -errno. */
@@ -171,9 +220,11 @@ static int plan_tail(struct avfs_fs *fs, uint64_t ino, uint64_t size, struct avf
 int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		       int64_t now, struct avfs_data_plan *p)
 {
-	uint64_t bs = avfs_fs_block_size(fs), end = off + len, size, k0 = off / bs, k1;
+	uint64_t bs = avfs_fs_block_size(fs), end = off + len, size, k0 = off / bs, k1, src = 0;
 	struct fs_alloc_cost c;
 	struct avfs_dinode *di;
+	uint32_t valid0;
+	bool small;
 	int err;
 
 	dop_reset(p);
@@ -187,22 +238,47 @@ int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t 
 			break;
 	}
 	end = end < k1 * bs ? end : k1 * bs;
-	/* room for every op (a tail zeroing, then per block a zero-fill and the data) and the
-	 * credits, before anything changes */
-	if ((err = dop_room(p, 1 + 2 * (k1 - k0))) || (err = fs_txn_begin(fs, c.blocks, c.new_meta)))
+	/* a write that may make, grow, move or promote a small file (small_prepare) */
+	small = di->small_units || (!di->nblocks && end <= fs_small_max(fs) &&
+				    !(fs->flags & AVFS_MOUNT_NOSMALL));
+	/* room for every op (a tail zeroing or a small file's pages moving, then per block a
+	 * zero-fill and the data) and the credits, before anything changes */
+	if ((err = dop_room(p, 1 + (small ? AVFS_SMALL_MAX(bs) / PAGE : 0) + 2 * (k1 - k0))) ||
+	    (err = fs_txn_begin(fs, c.blocks + (small ? FS_SMALL_BLOCKS : 0),
+				c.new_meta + (small ? FS_SMALL_META : 0))))
 		return err;
 	size = di->size;
-	/* the old last page in an earlier block than the data: zero its tail there (in the
-	 * data's own block, plan_block does it) */
-	if (off > size && size / bs < k0 && (err = plan_tail(fs, ino, size, p)))
+	valid0 = di->direct[0].valid;
+	/* a small file promoted by a write that starts in a later block: that block must be
+	 * there too, or the plan (and with it the copy of block 0) would be empty */
+	err = -ENOSPC;
+	if (di->small_units && k0 && fs_data_avail(fs) < 2)
 		goto out;
+	if (small && (err = small_prepare(fs, ino, di, end, p->whole, &src)))
+		goto out;
+	if (src) {
+		/* block 0 moved: its pages before the data (all, when the data starts in a
+		 * later block) come from the old place; the old size's tail is zeroed on the way */
+		uint64_t sb0 = size < bs ? size : bs;
+		uint64_t zs = valid0 < sb0 / PAGE ? valid0 : sb0 / PAGE;
+		struct avfs_bext e0;
+
+		if ((err = fs_block_read(fs, ino, di, 0, &e0)))
+			goto out;
+		plan_move(p, src, e0.dev_off, valid0, sb0,
+			  k0 ? valid0 : zs < off / PAGE ? zs : off / PAGE);
+	} else if (off > size && size / bs < k0 && (err = plan_tail(fs, ino, size, p))) {
+		/* the old last page in an earlier block than the data: zero its tail there (in
+		 * the data's own block, plan_block does it) */
+		goto out;
+	}
 	for (uint64_t k = k0; k < k1; k++) {
 		uint64_t kbs = k * bs, lo = off > kbs ? off : kbs, hi = end < kbs + bs ? end : kbs + bs;
 		struct avfs_bext e;
 
 		if ((err = fs_block_write(fs, ino, di, k, (uint32_t)(page_up(hi - kbs) / PAGE), &e)))
 			break;	/* out of data blocks: a short write, the prefix that fits */
-		plan_block(p, &e, bs, size, off, lo, hi);
+		plan_block(p, &e, bs, size, off, lo, hi, k ? 0 : src);
 		if (hi > di->size)
 			di->size = hi;
 		p->bytes += hi - lo;
@@ -228,7 +304,24 @@ int avfs_fs_plan_zero_tail(struct avfs_fs *fs, uint64_t ino, uint64_t size,
 	dop_reset(p);
 	if (avfs_fs_rdonly(fs))
 		return -EROFS;
-	if ((err = fs_file_get(fs, ino, &di)) || (err = dop_room(p, 1)))
+	if ((err = fs_file_get(fs, ino, &di)) || (err = dop_room(p, 1 + di->small_units)))
 		return err;
+	if (di->small_units) {
+		/* a small file about to grow by a truncate or a preallocation moves to a whole
+		 * block first (only a plan can copy it), its tail zeroed on the way */
+		uint64_t bs = avfs_fs_block_size(fs), src, sb0 = di->size < bs ? di->size : bs;
+		uint32_t valid = di->direct[0].valid;
+		struct avfs_bext e0;
+
+		if (size != di->size)
+			return -EINVAL;
+		if ((err = fs_txn_begin(fs, FS_SMALL_BLOCKS, 0)))
+			return err;
+		if (!(err = fs_small_promote(fs, ino, di, &src)) &&
+		    !(err = fs_block_read(fs, ino, di, 0, &e0)))
+			plan_move(p, src, e0.dev_off, valid, sb0, valid);
+		fs_txn_end(fs);
+		return err;
+	}
 	return plan_tail(fs, ino, size, p);
 }

@@ -14,9 +14,12 @@
  * image reads as a version 2 image without any; it becomes version 2 with its first extended
  * attribute (the superblock's version rises in that transaction), so that tools reading only
  * version 1 refuse it rather than drop blocks they do not know. */
-#define AVFS_FORMAT_VERSION		2u
+/* Version 3 adds small-file extents (AVFS_MT_SMALL, avfs_dinode.small_units) the same way:
+ * an older image reads as one without any and becomes version 3 with its first. */
+#define AVFS_FORMAT_VERSION		3u
 #define AVFS_FORMAT_VERSION_MIN	1u	/* the oldest version this build reads */
 #define AVFS_FORMAT_VERSION_XATTR	2u	/* the first with extended attributes */
+#define AVFS_FORMAT_VERSION_SMALL	3u	/* the first with small-file extents */
 #define AVFS_MBLOCK		4096u		/* metadata block size */
 #define AVFS_MBLOCK_SHIFT	12
 #define AVFS_BLOCK_MIN_SHIFT	16		/* data blocks: 64 KiB ... */
@@ -40,6 +43,7 @@ enum avfs_mtype {
 	AVFS_MT_DIR = 8,	/* directory entries */
 	AVFS_MT_SYMLINK = 9,
 	AVFS_MT_XATTR = 10,	/* an inode's extended attributes (format version 2) */
+	AVFS_MT_SMALL = 11,	/* the unit map of a small-file block (format version 3) */
 };
 
 /* Every metadata block starts with this header. crc is CRC32C of the whole 4 KiB block
@@ -164,7 +168,11 @@ struct avfs_dinode {
 	uint32_t tindirect;		/* ... one level more */
 	uint32_t symlink_block;		/* long symlink target (metadata block), or 0 */
 	uint32_t parent;		/* directories: the parent directory's inode ("..") */
-	uint32_t reserved0;
+	uint16_t small_unit;		/* small_units != 0: the file's data is the extent of
+					 * small_units 4 KiB units from unit small_unit of the
+					 * small-file block direct[0].block names (format version 3;
+					 * a reserved, zero field before) */
+	uint16_t small_units;
 	char symlink[48];		/* short symlink target, NUL-terminated */
 	uint32_t rdev;			/* character and block devices: the device number, as the
 					 * kernel encodes it in 32 bits (major 12, minor 20 bits:
@@ -222,6 +230,28 @@ struct avfs_xblock {
 _Static_assert(sizeof(struct avfs_xblock) == AVFS_MBLOCK, "xblock");
 #define AVFS_XATTR_ROOM ((uint32_t)(AVFS_MPAYLOAD - 16))	/* 4016 bytes of entries */
 #define AVFS_XENT_SIZE(nl, vl) ((sizeof(struct avfs_xent) + (nl) + (vl) + 3u) & ~3u)
+
+/* Small-file blocks (format version 3): data blocks shared by the extents of small files,
+ * each described by one dynamic metadata block of type AVFS_MT_SMALL that holds a bit per
+ * 4 KiB unit of the data block (set: some inode's extent holds it). A pool block is set in
+ * the data bitmap like any data block; it is freed with its last extent. A file is small
+ * while its data fits AVFS_SMALL_MAX(block size) bytes; its inode's direct[0] names the pool
+ * block (valid counts initialized pages of the extent), small_unit/small_units the extent.
+ * Block sizes up to AVFS_SMALL_MAX_SHIFT only: the units of a block fit one map. */
+#define AVFS_SMALL_MAX_SHIFT 26			/* 64 MiB: 16,384 units */
+#define AVFS_SMALL_INODES 131072u		/* mkfs's default inodes: at least one per
+						 * 128 KiB of the device up to this many */
+#define AVFS_SMALL_MAX(bs) ((bs) / 4 < (1u << 20) ? (bs) / 4 : (1u << 20))
+struct avfs_sblock {
+	struct avfs_mhdr hdr;		/* type AVFS_MT_SMALL */
+	uint32_t block;			/* the data block (index, not + 1) */
+	uint16_t units;			/* its 4 KiB units: block size / 4096 */
+	uint16_t used;			/* bits set in map */
+	uint64_t reserved;
+	uint8_t map[AVFS_MPAYLOAD - 16];	/* bit u: unit u in use */
+};
+_Static_assert(sizeof(struct avfs_sblock) == AVFS_MBLOCK, "sblock");
+_Static_assert((1u << (AVFS_SMALL_MAX_SHIFT - 12)) <= 8 * (AVFS_MPAYLOAD - 16), "units fit");
 
 #define AVFS_BITS_PER_BLOCK ((uint64_t)AVFS_MPAYLOAD * 8)	/* 32256 */
 

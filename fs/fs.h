@@ -68,6 +68,8 @@ struct avfs_plan {
 	bool moves_tail;
 	uint64_t *freed;	/* data blocks to release to the allocator when done */
 	size_t nfreed;
+	uint64_t *sfreed;	/* small-file units to release when done (fs/small.c) */
+	size_t nsfreed;
 };
 
 void avfs_plan_free(struct avfs_plan *p);
@@ -85,6 +87,9 @@ int avfs_fs_format(const struct avfs_super *geometry, int64_t now_ns, struct avf
 #define AVFS_MOUNT_NOACL (1u << 4)	/* no POSIX ACLs (as ext4's -o noacl): ACL attributes
 					 * refused and not listed, creates take the umask alone,
 					 * a chmod leaves a stored ACL as it is */
+#define AVFS_MOUNT_NOSMALL (1u << 5)	/* no new small files (fs/small.c): every file takes
+					 * whole data blocks, as before format 3; small files
+					 * already there stay readable and writable */
 
 /* Check a superblock image. 0, or -EUCLEAN / -EINVAL with why. */
 int avfs_fs_check_super(const uint8_t *img, uint64_t dev_size, struct avfs_super *out,
@@ -339,6 +344,9 @@ int avfs_fs_map_read(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t le
  * `valid` are read from the device, others are zeros) — before the commit. */
 int avfs_fs_map_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		      int64_t now, struct avfs_bext *ext, unsigned max);
+/* Is ino a small file (fs/small.c) whose extent ends before end? A preallocation to end must
+ * first move it to a whole block: avfs_fs_plan_zero_tail does (-EOPNOTSUPP before). */
+bool avfs_fs_small_past(struct avfs_fs *fs, uint64_t ino, uint64_t end);
 /* Preallocate [off, off + len) (pages stay uninitialized: they read as zeros). keep_size:
  * FALLOC_FL_KEEP_SIZE. Without it the size may grow: as for a truncate up, the driver first
  * zeroes the stale bytes past the old size (avfs_fs_plan_zero_tail). */
@@ -397,6 +405,9 @@ struct avfs_dop {
 	uint64_t buf_off;	/* position in the caller's buffer (the range's first byte is 0);
 				 * 0 for AVFS_DOP_ZEROS writes */
 	uint64_t len;		/* the caller's bytes (ZERO: bytes to clear) */
+	uint64_t src_off;	/* WRITE: 0, or where keep_head and keep_tail come from instead
+				 * of dev_off (same page offsets): a small file's data moving to
+				 * a new place; the read goes after any earlier write of it */
 };
 
 struct avfs_data_plan {
@@ -404,6 +415,9 @@ struct avfs_data_plan {
 	size_t n, cap;
 	uint64_t bytes;		/* read: bytes the read returns (clamped at the size, 0 at or past
 				 * it); write: bytes the plan writes (a short write when space ran out) */
+	bool whole;		/* the caller's, for a write: whole blocks (a reservation's
+				 * stream, a deadline): the file is not made small, and a small
+				 * one moves to a whole block now (ZRR) rather than ever later */
 };
 
 void avfs_data_plan_init(struct avfs_data_plan *p);
@@ -424,12 +438,16 @@ int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t 
 		       int64_t now, struct avfs_data_plan *p);
 /* Plan zeroing the stale bytes past `size` in the page holding it, before the size grows
  * beyond it (a truncate up). An empty plan when there is nothing to zero; p->bytes is 0 (no
- * byte of the caller's). Changes nothing. 0 or -errno. */
+ * byte of the caller's). Changes nothing, except for a small file (size must be its size):
+ * it moves to a whole block, in the running transaction, and the plan copies its pages (the
+ * tail zeroed on the way). 0 or -errno (-EAGAIN: credits, -ENOSPC). */
 int avfs_fs_plan_zero_tail(struct avfs_fs *fs, uint64_t ino, uint64_t size,
 			   struct avfs_data_plan *p);
 
 struct avfs_statfs {
-	uint64_t block_size, blocks, bfree;
+	uint64_t block_size, blocks, bfree;	/* data blocks */
+	uint64_t units, ufree;	/* the same in 4 KiB units, with the free units of small-file
+				 * blocks (fs/small.c) counted free */
 	uint64_t files, ffree;
 	uint32_t namemax;
 	uint32_t nzones;

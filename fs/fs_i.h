@@ -13,6 +13,7 @@
  *   lifetime.c  attr.c  dataplan.c    inode death and orphans; attributes; data plans
  *   dir.c  data.c  xattr.c            directories and their index; file data mapping;
  *                                     extended attributes
+ *   small.c                           small-file extents in shared data blocks
  *   bmap.c                            block maps, data block allocation
  *   inode.c                           the inode table
  *   super.c  plan.c                   geometry and superblock checks; plan building
@@ -26,6 +27,14 @@
 #include "fs.h"
 #include "why.h"
 #include "zrr.h"
+
+/* A small-file block in memory (small.c): the on-disk map is the live image of block m. */
+struct fs_pool {
+	uint32_t block;		/* data block index */
+	uint32_t m;		/* its AVFS_MT_SMALL metadata block */
+	uint32_t cursor;	/* next-fit: where the last extent ended */
+	uint8_t *pend;		/* units freed by transactions not on disk yet (not reusable) */
+};
 
 /* In-memory index of one directory: name hash -> (block index, slot), and free slots per
  * block. Built on first use from the directory blocks; keeps lookups O(1). Owned by dir.c. */
@@ -75,6 +84,13 @@ struct avfs_fs {
 	uint32_t *opens;	/* [ninodes + 1] open handles per inode (avfs_fs_open_ref), memory
 				 * only; non-zero only for live non-directories, which are freed
 				 * when the count and nlink are both 0 */
+	/* small-file blocks (small.c), sorted by data block */
+	struct fs_pool *pools;
+	size_t npools, cappools;
+	uint64_t *spend;	/* unit runs the running transaction freed (FS_SRUN packed) */
+	size_t nspend, capspend;
+	uint64_t small_free;	/* free units in pool blocks (as on disk) */
+	uint32_t pool_hint;	/* the pool block of the last extent allocated */
 	char why[256];
 };
 
@@ -172,6 +188,8 @@ void fs_bmap_trim(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint
 int fs_bmap_free_one(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t k);
 /* A data block by ZRR after the file's block prev (UINT64_MAX: none). 0 or -ENOSPC. */
 int fs_data_alloc(struct avfs_fs *fs, uint64_t prev, uint32_t *out);
+/* Data block b freed (reusable once the transaction is on disk). */
+void fs_data_free(struct avfs_fs *fs, uint32_t b);
 uint64_t fs_data_avail(const struct avfs_fs *fs);	/* data blocks free now */
 /* What changing indexes [k0, k1) of an inode's tree may cost (credits): its map blocks there
  * that exist (each may be dirtied or freed), those missing (filling every index would make
@@ -181,6 +199,36 @@ struct fs_bmap_cost {
 };
 void fs_bmap_cost(struct avfs_fs *fs, struct avfs_dinode *di, uint64_t k0, uint64_t k1,
 		  struct fs_bmap_cost *c);
+
+/* ---- small.c: small-file extents (format.h) ---- */
+/* Credits of one small-extent change: the pool map block(s), the bitmaps' blocks of a pool
+ * block made or freed, the inode; one new metadata block (a pool's map). */
+#define FS_SMALL_BLOCKS 8u
+#define FS_SMALL_META 1u
+/* The most a small file holds on this fs (0: block size too large for small files). */
+uint64_t fs_small_max(const struct avfs_fs *fs);
+/* The device offset of a small file's extent. */
+uint64_t fs_small_dev(const struct avfs_fs *fs, const struct avfs_dinode *di);
+/* Make a file with no data small, with an extent of `units` units. 0 or -ENOSPC. */
+int fs_small_make(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint32_t units);
+/* A small file's extent grown to `units` units: in place when the units after it are free
+ * (*src = 0), else moved to a new extent (*src: the old extent's device offset, freed; the
+ * driver copies its pages). 0 or -ENOSPC (nothing changed). */
+int fs_small_grow(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint32_t units,
+		  uint64_t *src);
+/* A small file becomes an ordinary one: its data goes to block 0, a fresh data block (ZRR);
+ * *src: the old extent's device offset (freed; the driver copies its pages). 0, -ENOSPC. */
+int fs_small_promote(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di, uint64_t *src);
+/* Free a small file's extent (truncated to 0, or dying): direct[0] and the fields cleared. */
+void fs_small_release(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *di);
+/* Mount: the pools from the live AVFS_MT_SMALL blocks. Unsound ones are left out (fsck
+ * reports them). 0 or -ENOMEM. */
+int fs_small_load(struct avfs_fs *fs);
+void fs_small_close(struct avfs_fs *fs);
+/* A commit takes the running transaction's freed runs (into the plan); once it is on disk
+ * they are released for reuse. */
+void fs_small_commit(struct avfs_fs *fs, struct avfs_plan *p);
+void fs_small_done(struct avfs_fs *fs, struct avfs_plan *p);
 
 /* ---- dir.c ---- */
 /* A live directory, or NULL (-ENOTDIR or fs_ino_get's error in *err). */

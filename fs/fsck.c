@@ -86,6 +86,11 @@ struct ck {
 	int link_err;			/* why the last orphan could not be linked */
 	uint64_t dropped;		/* findings counted beyond AVFS_FSCK_MAX_FINDINGS */
 	bool version_said;		/* extended attributes on a format 1 image: said once */
+	bool small_said;		/* small files on an image before format 3: said once */
+	uint32_t *spool;		/* [ndata]: the sound AVFS_MT_SMALL map of a pool data
+					 * block, 0 = not a pool block (NULL: no pool at all) */
+	uint8_t **useen;		/* [ndata]: units of a pool block reached from inodes */
+	uint32_t units;			/* units per data block */
 	size_t fcap;			/* capacity of rep->findings */
 };
 
@@ -268,6 +273,8 @@ static void leaf(struct ck *ck, struct mapwalk *w, struct avfs_bptr *p, uint64_t
 	if (!w->dir) {
 		if (b > ck->ndata)
 			why = "is beyond the data region";
+		else if (ck->spool && ck->spool[b - 1])
+			why = "is a small-file block";
 		else if (avfs_bitmap_test(&ck->dseen, b - 1))
 			why = "is already used by another file (or twice by this one)";
 		if (why) {
@@ -471,6 +478,162 @@ static void check_xattr(struct ck *ck, uint64_t ino, struct avfs_dinode *di)
 	}
 }
 
+/* ---- small-file extents (format.h) ---- */
+
+static bool ubit(const uint8_t *map, uint32_t u)
+{
+	return map[u / 8] >> (u % 8) & 1;
+}
+
+/* The sound pool maps: type, a data block in range not named twice, its units, bits only
+ * below them. The others are not claimed (the bitmap pass frees them) and extents in them
+ * are dropped. */
+static void find_pools(struct ck *ck)
+{
+	struct avfs_fs *fs = ck->fs;
+
+	if (!fs_small_max(fs))
+		return;
+	for (uint64_t m = fs->sb.dyn_start; m < ck->nmeta && !ck->err; m++) {
+		const struct avfs_sblock *sb = (const struct avfs_sblock *)fs->blocks[m];
+		const char *why = NULL;
+
+		if (!sb || !avfs_fs_block_live(fs, m) || !meta_ok(ck, m, AVFS_MT_SMALL))
+			continue;
+		if (!ck->spool && !(ck->spool = calloc(ck->ndata, sizeof(*ck->spool))))
+			ck->err = -ENOMEM;
+		if (!ck->useen && !(ck->useen = calloc(ck->ndata, sizeof(*ck->useen))))
+			ck->err = -ENOMEM;
+		if (ck->err)
+			return;
+		if (sb->block >= ck->ndata)
+			why = "names a data block beyond the data region";
+		else if (sb->units != ck->units)
+			why = "has a wrong unit count";
+		else if (ck->spool[sb->block])
+			why = "names the data block of another small-file map";
+		if (why) {
+			finding(ck, ck->repair, "small-file map %llu %s%s", (unsigned long long)m,
+				why, ck->repair ? ": freed, its extents dropped" : "");
+			continue;
+		}
+		ck->spool[sb->block] = (uint32_t)m;
+	}
+}
+
+static void drop_small(struct ck *ck, uint64_t ino, struct avfs_dinode *di, const char *why)
+{
+	finding(ck, ck->repair, "inode %llu: small-file extent (block %u, units %u+%u) %s%s",
+		(unsigned long long)ino, di->direct[0].block, di->small_unit, di->small_units, why,
+		ck->repair ? ": its data dropped" : "");
+	if (!ck->repair)
+		return;
+	memset(di->direct, 0, sizeof(di->direct));
+	di->small_unit = di->small_units = 0;
+	di->nblocks = 0;
+	touch_inode(ck, ino);
+}
+
+/* A small file: its extent inside a sound pool, no unit shared, nothing else mapped. */
+static void check_small(struct ck *ck, uint64_t ino, struct avfs_dinode *di)
+{
+	uint64_t b = di->direct[0].block;
+	uint32_t u0 = di->small_unit, n = di->small_units;
+	uint8_t **seen;
+	bool other = di->indirect || di->dindirect || di->tindirect;
+
+	for (int i = 1; i < AVFS_NDIRECT; i++)
+		other |= di->direct[i].block != 0;
+	if (!b || b > ck->ndata || !ck->spool || !ck->spool[b - 1]) {
+		drop_small(ck, ino, di, "is not in a small-file block");
+		return;
+	}
+	if ((uint64_t)n * AVFS_PAGE > fs_small_max(ck->fs) || u0 + n > ck->units) {
+		drop_small(ck, ino, di, "is out of range");
+		return;
+	}
+	seen = &ck->useen[b - 1];
+	if (!*seen && !(*seen = calloc(1, ck->units / 8 + 1))) {
+		ck->err = -ENOMEM;
+		return;
+	}
+	for (uint32_t u = u0; u < u0 + n; u++) {
+		if (ubit(*seen, u)) {
+			drop_small(ck, ino, di, "shares units with another file");
+			return;
+		}
+	}
+	for (uint32_t u = u0; u < u0 + n; u++)
+		(*seen)[u / 8] |= (uint8_t)(1u << (u % 8));
+	if (other || di->nblocks != 1 || di->direct[0].valid > n) {
+		finding(ck, ck->repair, "inode %llu: small file with other block pointers, nblocks "
+			"%llu or %u initialized pages (of %u)%s", (unsigned long long)ino,
+			(unsigned long long)di->nblocks, di->direct[0].valid, n,
+			ck->repair ? ": cleared" : "");
+		if (ck->repair) {
+			memset(&di->direct[1], 0, sizeof(di->direct) - sizeof(di->direct[0]));
+			di->indirect = di->dindirect = di->tindirect = 0;
+			di->nblocks = 1;
+			if (di->direct[0].valid > n)
+				di->direct[0].valid = 0;	/* unknown: zeros, never foreign data */
+			touch_inode(ck, ino);
+		}
+	}
+	if (ck->fs->sb.version < AVFS_FORMAT_VERSION_SMALL && !ck->small_said) {
+		ck->small_said = true;
+		finding(ck, ck->repair, "inode %llu is a small file, but the image is format %u%s",
+			(unsigned long long)ino, ck->fs->sb.version, ck->repair ? ": made format 3" : "");
+		if (ck->repair) {
+			ck->fs->sb.version = fs_sb(ck->fs)->version = AVFS_FORMAT_VERSION_SMALL;
+			fs_dirty(ck->fs, 0);
+		}
+	}
+}
+
+/* Each sound pool's map against the extents found: units marked but no file's (leaks) and
+ * units in a file's extent marked free; a pool no extent uses is freed (not claimed). */
+static void pass_pools(struct ck *ck)
+{
+	for (uint64_t b = 0; ck->spool && b < ck->ndata && !ck->err; b++) {
+		uint64_t m = ck->spool[b];
+		struct avfs_sblock *sb;
+		const uint8_t *seen = ck->useen[b];
+		uint32_t used = 0, leak = 0, lost = 0;
+
+		if (!m)
+			continue;
+		sb = (struct avfs_sblock *)ck->fs->blocks[m];
+		for (uint32_t u = 0; u < ck->units; u++) {
+			bool want = seen && ubit(seen, u), have = ubit(sb->map, u);
+
+			used += want;
+			leak += have && !want;
+			lost += want && !have;
+		}
+		for (uint32_t u = ck->units; u < 8 * (uint32_t)sizeof(sb->map); u++)
+			leak += ubit(sb->map, u);
+		if (leak || lost)
+			finding(ck, ck->repair, "small-file map %llu (data block %llu): %u units marked "
+				"in use that no file holds, %u held but marked free%s",
+				(unsigned long long)m, (unsigned long long)b, leak, lost,
+				ck->repair ? ": map rebuilt" : "");
+		else if (sb->used != used)
+			finding(ck, ck->repair, "small-file map %llu: used %u but %u units in use",
+				(unsigned long long)m, sb->used, used);
+		if (ck->repair && (leak || lost || sb->used != used)) {
+			memset(sb->map, 0, sizeof(sb->map));
+			if (seen)
+				memcpy(sb->map, seen, ck->units / 8);
+			sb->used = (uint16_t)used;
+			fs_dirty(ck->fs, m);
+		}
+		if (!used)
+			continue;	/* not claimed: the bitmap pass frees it and its block */
+		claim_meta(ck, m, 0);
+		avfs_bitmap_set(&ck->dseen, b);
+	}
+}
+
 static void free_inode_image(struct ck *ck, uint64_t ino, struct avfs_dinode *di)
 {
 	memset(di, 0, sizeof(*di));
@@ -560,7 +723,13 @@ static void pass_inodes(struct ck *ck)
 		if (di->xattr)
 			check_xattr(ck, ino, di);
 		avfs_bitmap_set(&ck->ilive, ino - 1);
-		if (t == S_IFREG || t == S_IFDIR) {
+		if (t == S_IFREG && di->small_units)
+			check_small(ck, ino, di);
+		else if (di->small_units || di->small_unit)
+			drop_small(ck, ino, di, "is not a regular file but has a small-file extent");
+		if (t == S_IFREG && di->small_units) {
+			/* checked above */
+		} else if (t == S_IFREG || t == S_IFDIR) {
 			walk_map(ck, ino, di);
 		} else if (has_pointers(di)) {
 			finding(ck, ck->repair, "%s %llu: has block pointers", type_name(di->mode),
@@ -1400,6 +1569,10 @@ static void ck_free(struct ck *ck)
 	avfs_bitmap_free(&ck->attached);
 	avfs_bitmap_free(&ck->orphan_child);
 	avfs_bitmap_free(&ck->unlinked);
+	for (uint64_t b = 0; ck->useen && b < ck->ndata; b++)
+		free(ck->useen[b]);
+	free(ck->useen);
+	free(ck->spool);
 	free(ck->owner);
 	free(ck->cnt);
 	free(ck->stack);
@@ -1425,6 +1598,7 @@ int avfs_fsck_check_commit(struct avfs_fs *fs, unsigned flags, struct avfs_fsck_
 	ck.nmeta = fs->nmeta;
 	ck.ndata = fs->sb.data_blocks;
 	ck.max_valid = (uint32_t)(avfs_fs_block_size(fs) / AVFS_PAGE);
+	ck.units = ck.max_valid;
 	ck.owner = calloc(ck.nmeta, sizeof(*ck.owner));
 	ck.cnt = calloc(ck.ninodes + 1, sizeof(*ck.cnt));
 	if (!ck.owner || !ck.cnt || avfs_bitmap_init(&ck.dseen, ck.ndata) ||
@@ -1438,7 +1612,11 @@ int avfs_fsck_check_commit(struct avfs_fs *fs, unsigned flags, struct avfs_fsck_
 	for (uint64_t m = 0; m < fs->sb.dyn_start && m < ck.nmeta; m++)
 		avfs_bitmap_set(&ck.mseen, m);
 
-	pass_inodes(&ck);
+	find_pools(&ck);
+	if (!ck.err)
+		pass_inodes(&ck);
+	if (!ck.err)
+		pass_pools(&ck);
 	if (!ck.err)
 		pass_tree(&ck);
 	if (!ck.err)
@@ -1449,6 +1627,12 @@ int avfs_fsck_check_commit(struct avfs_fs *fs, unsigned flags, struct avfs_fsck_
 		pass_links(&ck);
 	if (!ck.err)
 		pass_super(&ck);
+	if (!ck.err && ck.repair && rep->fixed) {
+		/* the allocator's view of the pools follows the repaired maps */
+		fs_small_close(fs);
+		if (fs_small_load(fs))
+			ck.err = -ENOMEM;
+	}
 	maybe_commit(&ck);
 	if (ck.dropped && rep->nfindings < AVFS_FSCK_MAX_FINDINGS + 1) {
 		char *line = NULL;

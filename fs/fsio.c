@@ -448,7 +448,8 @@ int avfs_fsio_mount_progress(struct avfs_disk *d, unsigned flags,
 		rep.used_backup_super = true;
 		rep.repaired_primary++;
 	}
-	err = avfs_fs_open(&sb, flags & (AVFS_MOUNT_RDONLY | AVFS_MOUNT_NOACL), &io->fs);
+	err = avfs_fs_open(&sb, flags & (AVFS_MOUNT_RDONLY | AVFS_MOUNT_NOACL | AVFS_MOUNT_NOSMALL),
+			   &io->fs);
 	if (err)
 		goto fail;
 	if (rep.used_backup_super)
@@ -601,11 +602,13 @@ static int run_read(struct avfs_fsio *io, const struct avfs_dop *o, uint8_t *dst
 	return 0;
 }
 
-/* A WRITE: each piece is zeros, the kept head and tail read from the device first, and the
- * caller's bytes. */
+/* A WRITE: each piece is zeros, the kept head and tail read from the device first (from
+ * src_off when a small file moves), and the caller's bytes. */
 static int run_write(struct avfs_fsio *io, const struct avfs_dop *o, const uint8_t *src,
 		     uint8_t *bounce, uint8_t *page)
 {
+	uint64_t src_off = o->src_off ? o->src_off : o->dev_off;	/* kept bytes' home */
+
 	for (uint64_t at = 0; at < o->dev_len; at += CHUNK) {
 		uint64_t n = o->dev_len - at < CHUNK ? o->dev_len - at : CHUNK;
 		uint64_t a = at > o->skip ? at : o->skip;
@@ -614,12 +617,12 @@ static int run_write(struct avfs_fsio *io, const struct avfs_dop *o, const uint8
 
 		memset(bounce, 0, n);
 		if (at == 0 && o->keep_head) {
-			if ((err = dev_io(io->d, AVFS_DISK_READ, o->dev_off, page, AVFS_PAGE, false)))
+			if ((err = dev_io(io->d, AVFS_DISK_READ, src_off, page, AVFS_PAGE, false)))
 				return err;
 			memcpy(bounce, page, o->keep_head);
 		}
 		if (at + n == o->dev_len && o->keep_tail) {
-			if ((err = dev_io(io->d, AVFS_DISK_READ, o->dev_off + o->dev_len - AVFS_PAGE,
+			if ((err = dev_io(io->d, AVFS_DISK_READ, src_off + o->dev_len - AVFS_PAGE,
 					  page, AVFS_PAGE, false)))
 				return err;
 			memcpy(bounce + n - o->keep_tail, page + AVFS_PAGE - o->keep_tail, o->keep_tail);
@@ -702,6 +705,8 @@ static int zero_tail(struct avfs_fsio *io, uint64_t ino, uint64_t size)
 
 	avfs_data_plan_init(&p);
 	err = avfs_fs_plan_zero_tail(io->fs, ino, size, &p);
+	if (err == -EAGAIN && !(err = avfs_fsio_sync(io)))
+		err = avfs_fs_plan_zero_tail(io->fs, ino, size, &p);
 	if (!err)
 		err = avfs_fsio_run_data(io, &p, NULL, NULL);
 	avfs_data_plan_free(&p);
@@ -730,8 +735,9 @@ int avfs_fsio_fallocate(struct avfs_fsio *io, uint64_t ino, uint64_t off, uint64
 	struct avfs_stat st;
 	int err = avfs_fs_getattr(io->fs, ino, &st);
 
-	if (!err && !keep_size && off + len > st.size && off + len > off)
-		err = zero_tail(io, ino, st.size);
+	if (!err && ((!keep_size && off + len > st.size && off + len > off) ||
+		     avfs_fs_small_past(io->fs, ino, off + len)))
+		err = zero_tail(io, ino, st.size);	/* (and a small file moved out) */
 	if (!err)
 		err = avfs_fs_fallocate(io->fs, ino, off, len, keep_size, avfs_fsio_now());
 	if (err == -EAGAIN && !(err = avfs_fsio_sync(io)))

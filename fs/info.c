@@ -54,6 +54,8 @@ int avfs_fs_statfs(struct avfs_fs *fs, struct avfs_statfs *st)
 	st->block_size = avfs_fs_block_size(fs);
 	st->blocks = fs->sb.data_blocks;
 	st->bfree = sb->free_data;
+	st->units = st->blocks * (st->block_size / AVFS_PAGE);
+	st->ufree = st->bfree * (st->block_size / AVFS_PAGE) + fs->small_free;
 	st->files = fs->sb.ninodes;
 	st->ffree = sb->free_inodes;
 	st->namemax = AVFS_NAME_MAX;
@@ -89,6 +91,8 @@ static const char *meta_kind(const struct avfs_fs *fs, uint64_t m)
 		return "directory";
 	case AVFS_MT_SYMLINK:
 		return "symlink";
+	case AVFS_MT_SMALL:
+		return "small-file map";
 	default:
 		return "dynamic metadata";
 	}

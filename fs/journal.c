@@ -66,7 +66,7 @@ static int image_ok(const struct avfs_fs *fs, uint64_t home, const uint8_t *img,
 	t = home_type(fs, home);
 	if (fs_verify_img(fs->sb.hdr.uuid, home, img, t) ||
 	    (!t && h->type != AVFS_MT_MAP && h->type != AVFS_MT_DIR && h->type != AVFS_MT_SYMLINK &&
-	     h->type != AVFS_MT_XATTR && h->type != AVFS_MT_FREE)) {
+	     h->type != AVFS_MT_XATTR && h->type != AVFS_MT_SMALL && h->type != AVFS_MT_FREE)) {
 		avfs_why(why, whylen, "the image for block %llu is not a sealed %s block",
 			 (unsigned long long)home, t == AVFS_MT_SUPER ? "superblock" :
 			 t == AVFS_MT_BITMAP ? "bitmap" : t == AVFS_MT_INODES ? "inode table" :
@@ -444,7 +444,7 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 	*out = NULL;
 	if (avfs_fs_rdonly(fs))
 		return fs->dirty.nset ? -EROFS : 0;
-	if (!fs->dirty.nset && !fs->pfree.nset)
+	if (!fs->dirty.nset && !fs->pfree.nset && !fs->nspend)
 		return 0;
 	sb = fs_sb(fs);
 	sb->last_zone = fs->alloc.last_zone;
@@ -548,6 +548,7 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 	for (size_t i = 0; i < p->nfreed; i++)
 		avfs_bitmap_clear(&fs->pfree, freed[i]);
 	p->freed = freed;
+	fs_small_commit(fs, p);
 	free(ms);
 	*out = p;
 	return 0;
@@ -572,7 +573,9 @@ void avfs_fs_plan_done(struct avfs_fs *fs, struct avfs_plan *p, int err)
 		return;
 	}
 	/* blocks freed by a transaction can be reused only once it is on disk: before, a crash
-	 * would leave the old owner pointing at new data */
+	 * would leave the old owner pointing at new data; small-file units first (a freed pool
+	 * block's data block may be reused right after) */
+	fs_small_done(fs, p);
 	for (size_t i = 0; i < p->nfreed; i++)
 		avfs_alloc_free(&fs->alloc, p->freed[i]);
 	p->nfreed = 0;

@@ -22,7 +22,8 @@ uint64_t fs_ino_free_cost(struct avfs_fs *fs, struct avfs_dinode *di)
 				   (c.nodes < fs->sb.mbitmap_blocks ? c.nodes : fs->sb.mbitmap_blocks);
 	/* and the inode's block, the inode bitmap's, the map blocks, symlink and attribute
 	 * blocks' bits */
-	return 2 + c.nodes + bits + !!di->symlink_block + !!di->symlink_block2 + !!di->xattr;
+	return 2 + c.nodes + bits + !!di->symlink_block + !!di->symlink_block2 + !!di->xattr +
+	       (di->small_units ? FS_SMALL_BLOCKS : 0);
 }
 
 /* Does dropping one name of ino free it? Not while it is open (POSIX). */
@@ -40,6 +41,8 @@ void fs_ino_free(struct avfs_fs *fs, uint64_t ino)
 {
 	struct avfs_dinode *di = fs_ino_raw(fs, ino);
 
+	if (S_ISREG(di->mode))
+		fs_small_release(fs, ino, di);
 	fs_bmap_trim(fs, ino, di, 0, !S_ISDIR(di->mode));
 	if (di->symlink_block)
 		fs_meta_free(fs, di->symlink_block);

@@ -68,6 +68,7 @@ void avfs_fs_close(struct avfs_fs *fs)
 	avfs_bitmap_free(&fs->replayed);
 	avfs_bitmap_free(&fs->rewrite_p);
 	avfs_bitmap_free(&fs->rewrite_b);
+	fs_small_close(fs);
 	while (fs->nspare)
 		free(fs->spare[--fs->nspare]);
 	free(fs->spare);
@@ -170,6 +171,10 @@ int avfs_fs_mount_finish(struct avfs_fs *fs, char *why, size_t whylen)
 			    fs->sb.nzones, sb->last_zone, fs->sb.alloc_run)) {
 		avfs_why(why, whylen, "allocator refused the geometry");
 		return -EUCLEAN;
+	}
+	if (fs_small_load(fs)) {
+		avfs_why(why, whylen, "out of memory for the small-file blocks");
+		return -ENOMEM;
 	}
 	return 0;
 }

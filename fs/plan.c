@@ -18,6 +18,7 @@ void avfs_plan_free(struct avfs_plan *p)
 	free(p->bufs);
 	free(p->ops);
 	free(p->freed);
+	free(p->sfreed);
 	free(p);
 }
 

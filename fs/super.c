@@ -48,7 +48,8 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 {
 	uint32_t shift = o->block_shift ? o->block_shift : AVFS_BLOCK_DEFAULT_SHIFT;
 	uint64_t dev = o->size & ~(uint64_t)(AVFS_MBLOCK - 1);
-	uint64_t bs, est, ninodes, jb, dyn, xat, meta = 0, data_blocks = 0, data_off = 0, backup_off = 0;
+	uint64_t bs, est, ninodes, small, jb, dyn, xat, meta = 0, data_blocks = 0, data_off = 0,
+		 backup_off = 0;
 	uint64_t mbm = 1, dbm, ibm, itb, align;
 	struct avfs_bitmap tmp;
 	struct avfs_alloc a;
@@ -65,7 +66,11 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	}
 	bs = 1ull << shift;
 	est = dev / bs;
-	ninodes = o->inodes ? o->inodes : est * 2;
+	/* two per data block, and for small files (format 3) one per 128 KiB up to 131,072:
+	 * 100,000 files fit 16 GB, and a large device keeps the inode table (which the mount
+	 * holds in memory) it had */
+	small = dev / (128u << 10) < AVFS_SMALL_INODES ? dev / (128u << 10) : AVFS_SMALL_INODES;
+	ninodes = o->inodes ? o->inodes : est * 2 > small ? est * 2 : small;
 	if (!o->inodes && ninodes < 4096)
 		ninodes = 4096;
 	if (!o->inodes && ninodes > (1u << 22))
@@ -85,11 +90,14 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 		       (unsigned long long)jb);
 		return -EINVAL;
 	}
-	/* block maps, directories and symlinks (an eighth of the inodes), and extended
-	 * attribute blocks (one per inode that has any, format.h) for half of the inodes, up to
-	 * 1/256 of the device (a small image keeps its room for data) */
+	/* block maps, directories and symlinks (an eighth of the inodes), extended attribute
+	 * blocks (one per inode that has any, format.h) for half of the inodes, up to 1/256 of
+	 * the device (a small image keeps its room for data), and the unit maps of small-file
+	 * blocks (one per data block holding small files: a sixteenth of the inodes, at most
+	 * every data block; when they run out, new files take whole blocks) */
 	xat = ninodes / 2 < dev / AVFS_MBLOCK / 256 ? ninodes / 2 : dev / AVFS_MBLOCK / 256;
-	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + xat + 256;
+	dyn = o->dyn_blocks ? o->dyn_blocks : est / AVFS_MAP_PER_BLOCK * 2 + ninodes / 8 + xat + 256 +
+		(shift <= AVFS_SMALL_MAX_SHIFT ? (ninodes / 16 < est ? ninodes / 16 : est) : 0);
 	if (dyn < 16 || dyn > (1ull << 31)) {
 		avfs_why(why, whylen, "dynamic metadata of %llu blocks out of range",
 		       (unsigned long long)dyn);

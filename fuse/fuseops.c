@@ -1106,8 +1106,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		return;
 	}
 	/* growing the size over a partly written last page: its stale tail zeroed first (the
-	 * core's plan), as for a truncate up */
-	if (keep || (uint64_t)offset + (uint64_t)length <= a.size || !(a.size % PAGE)) {
+	 * core's plan), as for a truncate up; so does a small file whose extent the range passes
+	 * (the plan moves it to a whole block) */
+	if (!avfs_fs_small_past(fu->fs, ino, (uint64_t)offset + (uint64_t)length) &&
+	    (keep || (uint64_t)offset + (uint64_t)length <= a.size || !(a.size % PAGE))) {
 		falloc_now(fu, req, ino, (uint64_t)offset, (uint64_t)length, keep);
 		return;
 	}
@@ -1117,7 +1119,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		return;
 	}
 	*o = (struct falloc_op){ .req = req, .fu = fu, .off = (uint64_t)offset,
-				 .len = (uint64_t)length };
+				 .len = (uint64_t)length, .keep_size = keep };
 	o->f = (struct avfs_fio){ .ino = ino, .off = a.size, .write = true, .zero_tail = true,
 				  .label = -1, .cls = AVFS_TRACE_BE, .done = falloc_done };
 	err = avfs_engine_io(fu->e, &o->f, fu->now);
@@ -1468,11 +1470,12 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	(void)ino;
 	avfs_fs_statfs(fu_of(req)->fs, &s);
+	/* sizes in 4 KiB units, so that the free units of small-file blocks count (df) */
 	v.f_bsize = (unsigned long)s.block_size;
-	v.f_frsize = (unsigned long)s.block_size;
-	v.f_blocks = s.blocks;
-	v.f_bfree = s.bfree;
-	v.f_bavail = s.bfree;
+	v.f_frsize = AVFS_PAGE;
+	v.f_blocks = s.units;
+	v.f_bfree = s.ufree;
+	v.f_bavail = s.ufree;
 	v.f_files = s.files;
 	v.f_ffree = s.ffree;
 	v.f_favail = s.ffree;

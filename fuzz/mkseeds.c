@@ -93,9 +93,10 @@ static struct avfs_disk *fresh(void)
 	return d;
 }
 
-/* Directories, files (one over several data blocks, one of a page), short and long symlinks,
- * a long name, a hard link: what test_fsck's populate makes, scaled to 8 data blocks; and two
- * extended attribute blocks (a user attribute, a default ACL: u::rwx g::r-x o::---). */
+/* Directories, files (one over several data blocks; one of a page and one of two, small files
+ * sharing a block: a unit map, format 3), short and long symlinks, a long name, a hard link:
+ * what test_fsck's populate makes, scaled to 8 data blocks; and two extended attribute blocks
+ * (a user attribute, a default ACL: u::rwx g::r-x o::---). */
 static void populate(struct avfs_fsio *io)
 {
 	static uint8_t buf[150000];
@@ -112,6 +113,9 @@ static void populate(struct avfs_fsio *io)
 		die("populate", EIO);
 	avfs_fsio_write(io, f1, 0, buf, sizeof(buf));
 	avfs_fsio_write(io, f2, 0, buf, 4096);
+	if (avfs_fs_mknod(io->fs, d1, "f3", 0100644, 0, 0, NOW, &ino) ||
+	    avfs_fsio_write(io, ino, 0, buf, 5000) != 5000)
+		die("populate", EIO);
 	avfs_fs_symlink(io->fs, AVFS_ROOT_INO, "s", "f1", 0, 0, NOW, &ino);
 	memset(target, 'x', 299);
 	target[299] = 0;

@@ -226,7 +226,8 @@ int avfs_stream_stats(int fd, struct avfs_stream_stats *st);
 struct avfs_extent {
 	uint64_t file_off;	/* in the file */
 	uint64_t dev_off;	/* byte offset on the device: the sort key */
-	uint64_t len;		/* bytes: whole data blocks, runs contiguous on the device merged */
+	uint64_t len;		/* bytes: runs of data blocks contiguous on the device; the last
+				 * ends at the size rounded up to a page (a small file: its extent) */
 };
 
 /*

@@ -222,7 +222,7 @@ struct avfs_msg_place {
 struct avfs_place_ext {
 	uint64_t file_off;	/* in the file */
 	uint64_t dev_off;	/* byte offset on the device (the image) */
-	uint64_t len;		/* bytes, whole data blocks (the last may reach past the size) */
+	uint64_t len;		/* bytes: whole data blocks, the last up to the page after the size */
 };
 
 struct avfs_msg_place_reply {

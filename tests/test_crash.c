@@ -596,6 +596,85 @@ static void test_crash_xattr(void **state)
 	run_check(&r, "xattr", long_run ? 32 : 10);
 }
 
+/* Small files (fs/small.c; 64 KiB blocks: up to 16 KiB): creates, appends that grow an
+ * extent in place, move it past a neighbour or promote the file to whole blocks, truncates,
+ * preallocations that move a file out, unlinks and renames over. Appends only (an overwrite
+ * is old-or-new at a crash: not compared); units freed by an unlink or a rename over are
+ * reused without a sync between (they wait for their commit). */
+static void test_crash_small(void **state)
+{
+	struct run r;
+	int ops = long_run ? 3000 : 500;
+	static uint8_t data[24u << 10];
+	unsigned made = 0, moved = 0, promoted = 0;
+
+	(void)state;
+	run_start(&r, 15);
+	for (int i = 0; i < ops; i++) {
+		char a[32], b[32];
+		uint64_t ino;
+		struct avfs_stat st;
+		int op = (int)rnd(&r, 12), err;
+
+		snprintf(a, sizeof(a), "s%llu", (unsigned long long)rnd(&r, 16));
+		snprintf(b, sizeof(b), "s%llu", (unsigned long long)rnd(&r, 16));
+		if (avfs_fs_lookup(r.io->fs, AVFS_ROOT_INO, a, &ino)) {
+			err = avfs_fs_mknod(r.io->fs, AVFS_ROOT_INO, a, S_IFREG | 0644, 0, 0, i, &ino);
+			assert_true(err == 0 || err == -ENOSPC);
+			if (err)
+				continue;
+		}
+		assert_int_equal(avfs_fs_getattr(r.io->fs, ino, &st), 0);
+		switch (op) {
+		case 0: case 1: case 2: case 3: case 4: {	/* append: mostly small steps */
+			size_t len = 1 + rnd(&r, rnd(&r, 8) ? 6000 : sizeof(data) - 1);
+			struct avfs_dinode *di = fs_ino_raw(r.io->fs, ino), was = *di;
+
+			fill_pattern(data, len, (uint64_t)i);
+			err = (int)avfs_fsio_write(r.io, ino, st.size, data, len);
+			assert_true(err == (int)len || err == -ENOSPC);
+			made += !was.small_units && di->small_units;
+			moved += was.small_units && di->small_units &&
+				 (was.small_unit != di->small_unit ||
+				  was.direct[0].block != di->direct[0].block);
+			promoted += was.small_units && !di->small_units;
+			break;
+		}
+		case 5: case 6:	/* truncate down (to 0 at times: the extent goes), then a sync
+				 * as truncate_fallocate's: the next append rewrites in place bytes
+				 * the last commit still shows (old-or-new: not compared) */
+			st.size = rnd(&r, 3) ? rnd(&r, st.size + 1) : 0;
+			assert_int_equal(avfs_fsio_truncate(r.io, ino, st.size), 0);
+			assert_int_equal(avfs_fsio_sync(r.io), 0);
+			break;
+		case 7:	/* truncate up a little (a small file moves to a whole block) */
+			if (st.size < (64u << 10)) {
+				err = avfs_fsio_truncate(r.io, ino, st.size + 1 + rnd(&r, 5000));
+				assert_true(err == 0 || err == -ENOSPC);
+			}
+			break;
+		case 8:	/* preallocate past the extent, the size kept (a move too) */
+			err = avfs_fsio_fallocate(r.io, ino, 0, st.size + 1 + rnd(&r, 30000), true);
+			assert_true(err == 0 || err == -ENOSPC);
+			break;
+		case 9:
+			assert_int_equal(avfs_fs_unlink(r.io->fs, AVFS_ROOT_INO, a, i), 0);
+			break;
+		case 10: case 11:	/* rename over: the target's extent freed */
+			err = avfs_fs_rename(r.io->fs, AVFS_ROOT_INO, a, AVFS_ROOT_INO, b, 0, i);
+			assert_true(err == 0 || err == -ENOENT);
+			break;
+		}
+		assert_int_equal(avfs_fsio_maybe_commit(r.io), 0);
+		if (rnd(&r, 8) == 0)
+			assert_int_equal(avfs_fsio_sync(r.io), 0);
+	}
+	printf("small: %u small files made, %u moved, %u promoted by appends\n", made, moved,
+	       promoted);
+	assert_true(made > 0 && moved > 0 && promoted > 0);
+	run_check(&r, "small", long_run ? 32 : 6);
+}
+
 /* Both superblock copies torn by one power cut: the checkpoint wrote the home copy and the
  * backup copy (the device's last 4 KiB) one after the other with no FLUSH between, so a cut
  * could leave each with its first sector new (the header and CRC) and its second old (the
@@ -705,6 +784,7 @@ int main(void)
 		cmocka_unit_test(test_crash_streaming),
 		cmocka_unit_test(test_crash_truncate_fallocate),
 		cmocka_unit_test(test_crash_xattr),
+		cmocka_unit_test(test_crash_small),
 		cmocka_unit_test(test_crash_super_torn),
 		cmocka_unit_test(test_crash_total),
 	};

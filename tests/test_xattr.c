@@ -18,12 +18,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crc32c.h"
 #include "fs_i.h"
 #include "fsck.h"
 #include "fsck_clean.h"
 #include "fsio.h"
 #include "memdisk.h"
+#include "superver.h"
 
 #define IMG (64u << 20)
 
@@ -455,16 +455,7 @@ static void test_xattr_persist(void **state)
 /* Set the version of both superblock copies of an unmounted image. */
 static void set_version(struct fx *f, uint32_t v)
 {
-	uint8_t *img = avfs_memdisk_data(f->d);
-	uint64_t offs[2] = { 0, avfs_fs_backup_super_off(IMG) };
-
-	for (int i = 0; i < 2; i++) {
-		struct avfs_super *s = (struct avfs_super *)(img + offs[i]);
-
-		s->version = v;
-		s->hdr.crc = 0;
-		s->hdr.crc = avfs_crc32c(0, s, AVFS_MBLOCK);
-	}
+	superver_set(f->d, IMG, v);
 }
 
 static void test_xattr_format1(void **state)
@@ -498,9 +489,9 @@ static void test_xattr_format1(void **state)
 	assert_int_equal(avfs_fsio_unmount(f.io), 0);
 	assert_int_equal(((struct avfs_super *)avfs_memdisk_data(f.d))->version, 2);
 	/* a newer format is refused, and says so */
-	set_version(&f, 3);
+	set_version(&f, AVFS_FORMAT_VERSION + 1);
 	assert_int_equal(avfs_fsio_mount(f.d, 0, &io, NULL, why, sizeof(why)), -EINVAL);
-	assert_non_null(strstr(why, "image format 3, this build reads 1 to 2"));
+	assert_non_null(strstr(why, "image format 4, this build reads 1 to 3"));
 	set_version(&f, 2);
 	fx_mount(&f);
 	fx_done(&f);

@@ -48,7 +48,8 @@ static void usage(FILE *f)
 		"  --zones N           ZRR zone count (default: at most 32 zones of >= 16 GiB)\n"
 		"  --size BYTES        image size (creates or extends an image file; K/M/G/T)\n"
 		"  --seed S            seed of the first ZRR zone (default 1)\n"
-		"  --inodes N          inode count (default: 2 per data block, at least 4096)\n"
+		"  --inodes N          inode count (default: 2 per data block or one per 128 KiB\n"
+		"                      up to 131072, the more; at least 4096, at most 4194304)\n"
 		"  --journal-blocks N  journal size in 4 KiB blocks\n"
 		"  --alloc zrr-run|zrr|contig  allocation policy: ZRR in runs of 16 MiB (default),\n"
 		"                      papers/001's ZRR one block per zone, or contig (first-fit\n"
@@ -446,6 +447,15 @@ static void print_text(const char *path, const struct avfs_super *sb, bool profi
 	printf("  zones            %u of about %" PRIu64 " blocks (%s), first zone %u\n",
 	       sb->nzones, sb->zone_blocks, alloc_desc, first_zone);
 	printf("  inodes           %" PRIu64 "\n", sb->ninodes);
+	/* every file takes an inode, and small files take little else: say when the inodes, not
+	 * the space, would end a copy of many of them (the default is one per 128 KiB) */
+	if (sb->ninodes < sb->dev_size / (128u << 10) && sb->ninodes < AVFS_SMALL_INODES)
+		fprintf(stderr, "mkfs.avfs: warning: %" PRIu64 " inodes: no more than that many files "
+			"and directories fit, %.0f KiB a file on average; for many small files "
+			"give --inodes %" PRIu64 " or more (the default)\n", sb->ninodes,
+			(double)sb->dev_size / 1024 / (double)sb->ninodes,
+			sb->dev_size / (128u << 10) < AVFS_SMALL_INODES ? sb->dev_size / (128u << 10)
+									 : AVFS_SMALL_INODES);
 	printf("  metadata         %" PRIu64 " blocks of 4 KiB (journal %" PRIu64 "), backup at "
 	       "byte %" PRIu64 "\n", sb->meta_blocks, sb->journal_blocks, sb->backup_off);
 	if (!profile)
