@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "iosched.h"
 #include "metrics.h"
+#include "simdisk.h"
 
 /* The best-effort loads: avfs-sim --be names one (a single client), a scenario's [be]
  * sections several generators (struct avfs_simrun_be). */
@@ -141,6 +142,7 @@ struct avfs_simrun_result {
 	double be_mbps;		/* megabits per second, as papers/001 quotes BE rates */
 	double e_twait_ms;	/* papers/003 eq. (2) over every disk command */
 	uint64_t commands;
+	struct avfs_simdisk_split split;	/* where the drive's time went over the run */
 	uint64_t hp_requests;	/* probe */
 	double hp_mean_ms, hp_max_ms;
 	double decision_us;	/* mean wall time of one scheduler decision */
