@@ -723,6 +723,12 @@ static void count_overdue(struct run *r)
 	}
 }
 
+/* Has a real-time request missed its deadline (late or failed: deadline_misses)? */
+static bool missed(struct run *r)
+{
+	return avfs_engine_metrics(r->e)->rt.misses > 0;
+}
+
 /* ---- setup ---- */
 
 static int predict(void *ctx, int64_t t, uint64_t off, int64_t *seek, int64_t *rot,
@@ -1190,6 +1196,10 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 	while (!r.err && avfs_sim_next(r.sim) <= (uint64_t)r.end) {
 		avfs_sim_step(r.sim);
 		drain(&r);
+		if (o->stop_at_miss && missed(&r)) {
+			r.end = now(&r);
+			break;
+		}
 	}
 	err = r.err;
 	if (!err) {

@@ -127,6 +127,8 @@ struct avfs_simrun_opts {
 	 * avfsd runs: the model's mechanics, the platter's phase learned from completions) */
 	const char *predictor;
 	uint64_t size;		/* bytes of the model used (its outer part, as hddemu --size); 0 all */
+	bool stop_at_miss;	/* end the run at its first deadline miss (the result then covers
+				 * the run up to it): a search asks only whether there is one */
 };
 
 void avfs_simrun_defaults(struct avfs_simrun_opts *o);

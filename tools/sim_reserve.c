@@ -511,7 +511,7 @@ static int run_set(const struct cli *c, const struct avfs_simrun_stream *st, uns
 
 static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 {
-	struct cli cs = *c;
+	struct cli cs = *c, cq;
 	unsigned n = c->requests;
 	struct avfs_service_req *req = calloc(n, sizeof(*req));
 	struct avfs_simrun_stream *all = calloc(n, sizeof(*all)), *adm = calloc(n, sizeof(*adm));
@@ -606,13 +606,16 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		avfs_simrun_result_free(&res);
 	}
 	/* the largest zero-miss prefix: lo runs clean, hi does not (n + 1: not tried; no search
-	 * at all with --search-duration 0) */
+	 * at all with --search-duration 0). A search run ends at its first miss: whether there
+	 * is one is all it asks (the same answers, sooner). */
+	cq = cs;
+	cq.o.stop_at_miss = true;
 	lo = 0;
 	hi = c->search_s > 0 ? n + 1 : 1;
 	while (hi - lo > 1) {
 		unsigned k = lo + (hi - lo) / 2;
 
-		err = run_set(&cs, all, k, c->search_s, &res, NULL, why, sizeof(why));
+		err = run_set(&cq, all, k, c->search_s, &res, NULL, why, sizeof(why));
 		if (err && err != -ENOSPC)
 			goto out;
 		sr->search_runs++;
