@@ -135,6 +135,17 @@ void avfs_sweep_inv_rate(const struct avfs_sweep_conf *c, const struct avfs_swee
 	*var = fmax(0, m2 - m1 * m1);
 }
 
+double avfs_sweep_seek_sum(double n, bool spread)
+{
+	if (!(n > 0))
+		return 0;
+	if (!spread)
+		return sqrt(n);	/* evenly spaced: the most a concave curve can cost */
+	/* n · E[√G], G ~ Beta(1, n) the gap before each of n uniform points, E[√G] =
+	 * Γ(n + 1) Γ(3/2) / Γ(n + 3/2) */
+	return n * exp(lgamma(n + 1) + lgamma(1.5) - lgamma(n + 1.5));
+}
+
 void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s,
 		     size_t n, struct avfs_sweep_result *out)
 {
@@ -145,6 +156,10 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	double pmin = INFINITY, var = 0, wbe, e_be, u_be, t;
 	double place = (double)c->block_size * (c->run > 1 ? c->run : 1);	/* L */
 	double co = (double)c->coalesce;	/* C, within a chunk */
+	/* a round's positionings at places independent and uniform over the stroke: files spread
+	 * over many zones, no layout known (a known one may be anywhere, evenly spaced at worst),
+	 * and rounds the mixer gathers (see the round's check below) */
+	bool spread = c->zrr && !(c->zones && c->zones < AVFS_SWEEP_MIX_ZONES);
 
 	memset(out, 0, sizeof(*out));
 	wbe = full + tr + (double)c->cmd_max / dmin;
@@ -172,6 +187,14 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 		return;
 	}
 	out->round_ns = t * NS;
+	/* a round shorter than the margin is not gathered: a request is due within m and one
+	 * round of its arrival, so the hold lets it go at once, and the mixer serves short
+	 * batches and windows rather than one sweep a round (more positionings than 1/T a
+	 * stream, measured: sweep.h) — the evenly spaced bound there */
+	if (t < c->margin_ns / NS)
+		spread = false;
+	for (size_t i = 0; i < n; i++)
+		spread = spread && !(s[i].d_mean > 0);
 	for (size_t i = 0; i < n; i++) {
 		double rps = s[i].rate / s[i].io, inv, v_inv, vis, cps = rps;
 		double ppr = ceil(s[i].io / place);	/* places a request spans */
@@ -193,7 +216,8 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 		 * too: see sweep.h) */
 		var += s[i].rate * (double)c->block_size * v_inv;
 	}
-	out->seek = full / t + out->visits * track + (full - track) * sqrt(out->visits / t);
+	out->seek = full / t + out->visits * track +
+		    (full - track) * avfs_sweep_seek_sum(out->visits * t, spread) / t;
 	out->rot = out->visits * tr / 2;
 	var += out->visits * tr * tr / 12;
 	out->util = out->seek + out->rot + out->xfer + out->turns + out->cmds;
