@@ -485,6 +485,57 @@ static void test_admit_sweep_seek_spread(void **state)
 	}
 }
 
+/* A stream whose own round is shorter than the others' is detoured to: the sweep takes the
+ * round that needs least — here the long-period streams' own, with the short-period one
+ * visited out of the sweep's order at its own round, two positionings of a full stroke and a
+ * full turn each — but only where the mixer gathers rounds (T ≥ m). */
+static void test_admit_sweep_detours(void **state)
+{
+	enum { N = 9 };
+	struct avfs_sweep_stream st[N];
+	struct avfs_admit_conf c = sweep_250g();
+	struct avfs_sweep_conf sc = { 0 };
+	struct avfs_sweep_result k, g;
+	double w, t0, tb, sw, full = 0.017, track = 0.0017, tr = 60.0 / 7200, r = 2423750;
+
+	(void)state;
+	/* one HD stream with 4 MiB of buffer (p 1.514 s), eight with 16 MiB (p 6.706 s) */
+	for (int i = 0; i < N; i++)
+		st[i] = (struct avfs_sweep_stream){ .rate = r, .buffer = (i ? 16.0 : 4.0) * MIB,
+						    .io = 512 << 10 };
+	sc.model = c.model;
+	sc.block_size = c.block_size;
+	sc.zrr = true;
+	sc.margin_ns = 500e6;
+	sc.be_age_ns = 2e9;
+	sc.k = 10;
+	sc.be_isolation = true;
+	sc.cmd_max = 1 << 20;
+	assert_int_equal(avfs_sweep_conf_check(&sc), 0);
+	avfs_sweep_eval(&sc, st, N, &k);
+	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
+	w = k.wcrt_ns / 1e9;
+	t0 = ((4.0 * MIB - (512 << 10)) / r - w) / 2;
+	tb = ((16.0 * MIB - (512 << 10)) / r - w) / 2;
+	assert_near(k.round_ns / 1e9, tb, 1e-9);
+	assert_near(k.detours, 1 / t0 + r / (4.0 * MIB), 1e-9);	/* the first one's visits */
+	sw = (N - 1) * (1 / tb + r / (4.0 * MIB));
+	assert_near(k.visits, sw + 2 * k.detours, 1e-9);
+	assert_near(k.seek, full / tb + sw * track +
+		    (full - track) * avfs_sweep_seek_sum(sw * tb, true) / tb +
+		    2 * k.detours * full, 1e-12);
+	assert_near(k.rot, sw * tr / 2 + 2 * k.detours * tr, 1e-12);
+	assert_near(k.be, (0.017 + tr - 0.0085 - tr / 2) / t0, 1e-9);	/* the shortest round's */
+
+	/* the margin above the set's round: not gathered, no detours, everyone once a round */
+	sc.margin_ns = 800e6;
+	avfs_sweep_eval(&sc, st, N, &g);
+	assert_near(g.round_ns / 1e9, t0, 1e-9);
+	assert_near(g.detours, 0, 0);
+	assert_near(g.visits, N * (1 / t0 + r / (4.0 * MIB)), 1e-9);
+	assert_true(g.util > k.util);
+}
+
 /* A device without mechanics (the ssd model: T_r = T_k = 0, 500 MB/s) costs transfer and
  * commands only; a configuration without a model refuses, saying so. */
 static void test_admit_sweep_no_mechanics(void **state)
@@ -675,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_admit_quota),
 		cmocka_unit_test(test_admit_remove),
 		cmocka_unit_test(test_admit_sweep_by_hand),
+		cmocka_unit_test(test_admit_sweep_detours),
 		cmocka_unit_test(test_admit_sweep_layout),
 		cmocka_unit_test(test_admit_sweep_no_mechanics),
 		cmocka_unit_test(test_admit_sweep_refusals),

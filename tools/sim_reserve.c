@@ -715,7 +715,8 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 			const char *key;
 			double v;
 		} f[] = {
-			{ "visits_per_s", s->sweep.visits }, { "commands_per_s", s->sweep.commands },
+			{ "visits_per_s", s->sweep.visits }, { "detours_per_s", s->sweep.detours },
+			{ "commands_per_s", s->sweep.commands },
 			{ "seek", s->sweep.seek }, { "rotation", s->sweep.rot },
 			{ "transfer", s->sweep.xfer }, { "write_turns", s->sweep.turns },
 			{ "overheads", s->sweep.cmds }, { "margin", s->sweep.margin },
