@@ -247,7 +247,9 @@ for bad in (["reserve", "--isolation", "maybe"], ["reserve", "--scenario", "all"
             ["isolation", "--scenario", "be-greedy", "--disk", "nope"],
             ["reserve", "--seeds", "1", "--disk", "nope"],
             ["isolation", "--scenario", "all", "--set", "hold=lazy"], ["reserve", "--set", "hold"],
-            ["reserve", "--set", "nope=1"]):
+            ["reserve", "--set", "nope=1"], ["reserve", "--search-duration", "-1"],
+            ["reserve", "--duration", "0"], ["isolation", "--scenario", "all",
+                                             "--search-duration", "0"]):
     p = subprocess.run([sim, *bad], capture_output=True, text=True)
     check(f"bad input {bad}: exit 2 with a message", p.returncode == 2 and p.stderr.strip() != "")
 
