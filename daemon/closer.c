@@ -3,10 +3,10 @@
  * mutex. It does not inspect the descriptors or decide which to close.
  */
 #include "closer.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -47,7 +47,6 @@ static void *closer_main(void *arg)
 int avfsd_closer_new(struct avfsd_closer **out)
 {
 	struct avfsd_closer *k = calloc(1, sizeof(*k));
-	sigset_t all, old;
 	int err;
 
 	if (!k)
@@ -56,15 +55,12 @@ int avfsd_closer_new(struct avfsd_closer **out)
 	pthread_cond_init(&k->cond, NULL);
 	/* the thread takes no signal: the daemon's (SIGTERM, SIGINT, SIGHUP) go to its
 	 * signalfd, which only sees them while every thread blocks them */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&k->thread, NULL, closer_main, k);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = avfs_thread_start_nosig(&k->thread, closer_main, k);
 	if (err) {
 		pthread_cond_destroy(&k->cond);
 		pthread_mutex_destroy(&k->lock);
 		free(k);
-		return -err;
+		return err;
 	}
 	*out = k;
 	return 0;

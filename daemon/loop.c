@@ -17,7 +17,7 @@
 
 #define NS 1000000000ll
 #define UD_TIMER UINT64_MAX		/* the timer's own completion */
-#define UD_IGNORE (UINT64_MAX - 1)	/* completions of timer updates */
+#define UD_IGNORE (UINT64_MAX - 1)	/* completions of failed timer updates */
 
 struct watch {
 	int fd;			/* -1: the slot is free */
@@ -126,11 +126,16 @@ void avfs_loop_del(struct avfs_loop *l, int id)
 	l->w[id].gen++;
 }
 
+/* The timer only ever moves earlier while it is armed: a later wake time is served by the one
+ * in the kernel firing first (one early iteration, which asks again). Moving it later at each
+ * iteration (the caller's "at least every LOOK" is now + LOOK) was a busy loop: an update's
+ * own completion ended the wait at once, the next iteration had a later time again, and the
+ * timer never fired. A successful update posts no completion (IOSQE_CQE_SKIP_SUCCESS). */
 static void set_timer(struct avfs_loop *l, int64_t until)
 {
 	struct io_uring_sqe *sqe;
 
-	if (until == l->timer_at && l->timer_armed)
+	if (l->timer_armed && until >= l->timer_at)
 		return;
 	sqe = sqe_get(l);
 	if (!sqe)
@@ -140,6 +145,7 @@ static void set_timer(struct avfs_loop *l, int64_t until)
 	if (l->timer_armed) {
 		io_uring_prep_timeout_update(sqe, &l->ts, UD_TIMER, IORING_TIMEOUT_ABS);
 		io_uring_sqe_set_data64(sqe, UD_IGNORE);
+		io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
 	} else {
 		io_uring_prep_timeout(sqe, &l->ts, 0, IORING_TIMEOUT_ABS);
 		io_uring_sqe_set_data64(sqe, UD_TIMER);

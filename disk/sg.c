@@ -10,6 +10,7 @@
 #include "sg.h"
 #include "scsi.h"
 #include "sysfs_i.h"
+#include "thread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,7 +19,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -737,7 +737,6 @@ int avfs_sg_open(const char *path, unsigned flags, struct avfs_disk **out)
 	struct avfs_disk_info *in;
 	struct sg_ctx *s;
 	struct stat st;
-	sigset_t all, old;
 	int ret;
 
 	if (!path || !out || (flags & ~(AVFS_SG_RDONLY | AVFS_SG_IDENTIFY)) ||
@@ -811,10 +810,7 @@ int avfs_sg_open(const char *path, unsigned flags, struct avfs_disk **out)
 		goto err;
 	}
 	/* the I/O thread takes no signals: they stay with the caller's threads */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = -pthread_create(&s->thread, NULL, sg_thread, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = avfs_thread_start_nosig(&s->thread, sg_thread, s);
 	if (ret)
 		goto err;
 	s->thread_started = true;

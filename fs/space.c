@@ -127,6 +127,13 @@ int avfs_space_note(struct avfs_space *sp, uint64_t ino, uint64_t parent)
 	return 0;
 }
 
+uint64_t avfs_space_parent(const struct avfs_space *sp, uint64_t ino)
+{
+	if (!sp || !ino || !sp->cappar)
+		return 0;
+	return sp->par[par_slot(sp, ino)].parent;
+}
+
 /* the directory to start the way up from: ino itself if a directory, else where its name was
  * seen; 0 when unknown */
 static uint64_t start_dir(struct avfs_space *sp, uint64_t ino)
@@ -137,9 +144,7 @@ static uint64_t start_dir(struct avfs_space *sp, uint64_t ino)
 		return 0;
 	if (S_ISDIR(a.mode))
 		return ino;
-	if (!sp->cappar)
-		return 0;
-	return sp->par[par_slot(sp, ino)].parent;
+	return avfs_space_parent(sp, ino);
 }
 
 /* ---- rules ---- */

@@ -78,6 +78,9 @@ int avfs_space_reload(struct avfs_space *sp, uint64_t dir);
  * ".." of their own, so this is how a file's write finds the rules above it. The last one
  * seen wins for a file with several links. -ENOMEM (it is then not known: no quota check). */
 int avfs_space_note(struct avfs_space *sp, uint64_t ino, uint64_t parent);
+/* The directory a name of ino was last seen in (as noted above, or found at avfs_space_new's
+ * walk), 0: unknown. What a directory's reservation covers is asked this way too (fuse/). */
+uint64_t avfs_space_parent(const struct avfs_space *sp, uint64_t ino);
 
 /* Bytes allocated to the regular files of dir's subtree (st_blocks: what du counts; a file
  * with several links in it counts once per name). 0, -ENOTDIR, -ENOENT, -ENOMEM. */

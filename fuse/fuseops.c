@@ -15,7 +15,6 @@
 #include <fuse_lowlevel.h>
 
 #include "conn.h"
-#include "cover.h"
 #include "engine.h"
 #include "format.h"
 #include "fs.h"
@@ -94,7 +93,6 @@ struct avfs_fuse {
 	int64_t now, wall;	/* of the request being processed */
 	struct fsync_wait *fsyncs;
 	struct avfs_ra ra;	/* read-ahead (readahead.h) */
-	struct avfs_cover cover;	/* the directory each file was found in (cover.h) */
 	struct avfs_iobuf_pool bufs;	/* data buffers of reads, writes and read-ahead */
 	enum avfs_atime atime;	/* the mount's access-time rule */
 	enum avfs_fuse_close close;	/* what FLUSH (a close) waits for */
@@ -138,8 +136,8 @@ static void to_stat(const struct avfs_stat *a, struct stat *st)
 	st->st_ctim.tv_nsec = a->ctime_ns % 1000000000;
 }
 
-/* An entry for ino found in parent: the kernel holds one more lookup of it. */
-static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t parent, uint64_t ino)
+/* An entry for ino: the kernel holds one more lookup of it. */
+static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t ino)
 {
 	struct fuse_entry_param e = { 0 };
 	struct avfs_stat a;
@@ -154,9 +152,6 @@ static void reply_entry(fuse_req_t req, struct avfs_fuse *fu, uint64_t parent, u
 	to_stat(&a, &e.attr);
 	e.attr_timeout = 0;	/* libavio writes change sizes behind the kernel's back */
 	e.entry_timeout = 1.0;
-	/* (no memory: the file is covered only by a reservation on itself) */
-	if (S_ISREG(a.mode))
-		(void)avfs_cover_seen(&fu->cover, ino, parent);
 	fuse_reply_entry(req, &e);
 }
 
@@ -165,6 +160,12 @@ static void note_parent(struct avfs_fuse *fu, uint64_t ino, uint64_t parent)
 {
 	if (fu->ret)
 		avfs_space_note(avfs_retain_space(fu->ret), ino, parent);
+}
+
+/* The directory ino's name was last seen in (its reservation covers the file), 0: unknown. */
+static uint64_t dir_of(struct avfs_fuse *fu, uint64_t ino)
+{
+	return fu->ret ? avfs_space_parent(avfs_retain_space(fu->ret), ino) : 0;
 }
 
 /* Before an operation allocates need bytes below ino: what the space rules delete first
@@ -225,13 +226,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	note_parent(fu, ino, parent);
-	reply_entry(req, fu, parent, ino);
-}
-
-static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
-{
-	avfs_cover_forget(&fu_of(req)->cover, ino, nlookup);
-	fuse_reply_none(req);
+	reply_entry(req, fu, ino);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -278,8 +273,7 @@ static uint64_t stream_of(struct avfs_fuse *fu, const struct ofile *of, bool wri
 {
 	if (!of || !avfs_engine_stream_count(fu->e))
 		return 0;
-	return avfs_engine_stream_cover(fu->e, of->ino, avfs_cover_dir(&fu->cover, of->ino),
-					of->uid, write);
+	return avfs_engine_stream_cover(fu->e, of->ino, dir_of(fu, of->ino), of->uid, write);
 }
 
 struct rop {			/* one FUSE read, alone (not sequential) */
@@ -1152,7 +1146,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	note_parent(fu, ino, parent);
 	ra_invalidate(fu, ino);	/* a reused inode number starts clean */
 	after_change(fu);
-	reply_entry(req, fu, parent, ino);
+	reply_entry(req, fu, ino);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -1187,7 +1181,6 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	*of = (struct ofile){ .ino = ino, .open_ref = true, .uid = ctx(req)->uid,
 			      .wb_since = avfs_engine_wberr_sample(fu->e, ino) };
 	fi->fh = (uintptr_t)of;
-	(void)avfs_cover_seen(&fu->cover, ino, parent);	/* (as reply_entry) */
 	e.ino = ino;
 	e.generation = a.generation;
 	to_stat(&a, &e.attr);
@@ -1208,7 +1201,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		return;
 	}
 	after_change(fu);
-	reply_entry(req, fu, parent, ino);
+	reply_entry(req, fu, ino);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -1223,7 +1216,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 		return;
 	}
 	after_change(fu);
-	reply_entry(req, fu, parent, ino);
+	reply_entry(req, fu, ino);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -1248,7 +1241,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 	}
 	note_parent(fu, ino, parent);
 	after_change(fu);
-	reply_entry(req, fu, parent, ino);
+	reply_entry(req, fu, ino);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -1287,11 +1280,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	/* a moved file is covered by its new directory's reservation and counted under its
 	 * space rules (an exchanged one by the old directory's) */
 	if (!err && !avfs_fs_lookup(fu->fs, newparent, newname, &ino)) {
-		avfs_cover_moved(&fu->cover, ino, newparent);
 		note_parent(fu, ino, newparent);
 	}
 	if (!err && (f & AVFS_RENAME_EXCHANGE) && !avfs_fs_lookup(fu->fs, parent, name, &ino)) {
-		avfs_cover_moved(&fu->cover, ino, parent);
 		note_parent(fu, ino, parent);
 	}
 	after_change(fu);
@@ -1486,7 +1477,6 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static const struct fuse_lowlevel_ops ops = {
 	.init = op_init,
 	.lookup = op_lookup,
-	.forget = op_forget,
 	.getattr = op_getattr,
 	.setattr = op_setattr,
 	.readlink = op_readlink,
@@ -1585,7 +1575,6 @@ int avfs_fuse_new(struct avfs_fuse **out, struct avfs_engine *e, struct avfs_fs 
 	fu->e = e;
 	fu->fs = fs;
 	fu->ra.bufs = &fu->bufs;
-	avfs_cover_init(&fu->cover);
 	fu->atime = c->atime == AVFS_ATIME_STRICT || c->atime == AVFS_ATIME_NO ? c->atime :
 		    AVFS_ATIME_RELATIME;
 	fu->close = c->close == AVFS_CLOSE_DURABLE || c->close == AVFS_CLOSE_ASYNC ? c->close :
@@ -1657,7 +1646,6 @@ void avfs_fuse_free(struct avfs_fuse *fu)
 	else
 		free(fu->fbuf.mem);
 	avfs_ra_drain(&fu->ra);
-	avfs_cover_fini(&fu->cover);
 	avfs_iobuf_put(&fu->bufs, fu->zeros, ZERO_CHUNK);
 	avfs_iobuf_drain(&fu->bufs);
 	avfs_retain_free(fu->ret);

@@ -3,13 +3,13 @@
  * own: a FIFO of notices under a mutex, drained by fuse_lowlevel_notify_delete.
  */
 #include "inval.h"
+#include "thread.h"
 
 #define FUSE_USE_VERSION 35
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +59,6 @@ static void *run(void *arg)
 int avfs_inval_new(struct avfs_inval **out, struct fuse_session *se)
 {
 	struct avfs_inval *q = calloc(1, sizeof(*q));
-	sigset_t all, old;
 	int err;
 
 	if (!q)
@@ -70,15 +69,12 @@ int avfs_inval_new(struct avfs_inval **out, struct fuse_session *se)
 	pthread_cond_init(&q->cond, NULL);
 	/* the thread takes no signal: the daemon's loop reads them from a signalfd, and a
 	 * SIGTERM delivered here would take the default action (the whole process) */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&q->thread, NULL, run, q);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = avfs_thread_start_nosig(&q->thread, run, q);
 	if (err) {
 		pthread_cond_destroy(&q->cond);
 		pthread_mutex_destroy(&q->lock);
 		free(q);
-		return -err;
+		return err;
 	}
 	*out = q;
 	return 0;

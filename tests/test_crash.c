@@ -513,7 +513,7 @@ static size_t acl_value(uint8_t *b, const uint16_t (*e)[2], const uint32_t *ids,
 /* Extended attributes and ACLs: values of every size up to a full block (ENOSPC beyond),
  * replaced and removed; access ACLs (the mode follows), chmods (the ACL follows), default
  * ACLs inherited by files and directories created under them, deletions freeing blocks. */
-static void test_crash_xattr(void **state)
+static void xattr_storm(uint64_t seed)
 {
 	struct run r;
 	int ops = long_run ? 3000 : 500;
@@ -523,8 +523,7 @@ static void test_crash_xattr(void **state)
 	uint64_t dirs[4];
 	int ndirs = 1;
 
-	(void)state;
-	run_start(&r, 14);
+	run_start(&r, seed);
 	dirs[0] = AVFS_ROOT_INO;
 	for (int i = 0; i < ops; i++) {
 		char a[32], nm[32];
@@ -601,15 +600,14 @@ static void test_crash_xattr(void **state)
  * preallocations that move a file out, unlinks and renames over. Appends only (an overwrite
  * is old-or-new at a crash: not compared); units freed by an unlink or a rename over are
  * reused without a sync between (they wait for their commit). */
-static void test_crash_small(void **state)
+static void small_files(uint64_t seed)
 {
 	struct run r;
 	int ops = long_run ? 3000 : 500;
 	static uint8_t data[24u << 10];
 	unsigned made = 0, moved = 0, promoted = 0;
 
-	(void)state;
-	run_start(&r, 15);
+	run_start(&r, seed);
 	for (int i = 0; i < ops; i++) {
 		char a[32], b[32];
 		uint64_t ino;
@@ -727,6 +725,18 @@ static void test_crash_super_torn(void **state)
 	run_free(&r);
 }
 
+static void test_crash_xattr(void **state)
+{
+	(void)state;
+	xattr_storm(14);
+}
+
+static void test_crash_small(void **state)
+{
+	(void)state;
+	small_files(15);
+}
+
 static void test_crash_metadata_storm(void **state)
 {
 	(void)state;
@@ -745,7 +755,7 @@ static void test_crash_truncate_fallocate(void **state)
 	truncate_fallocate(13);
 }
 
-/* AVFS_CRASH_SOAK=N: the three workloads again and again, each round with new seeds (so new
+/* AVFS_CRASH_SOAK=N: the five workloads again and again, each round with new seeds (so new
  * workloads, logs and crash points), until N crash points are replayed; failures are counted
  * and listed as they come, not stopped at. */
 static void test_crash_soak(void **state)
@@ -755,6 +765,8 @@ static void test_crash_soak(void **state)
 		metadata_storm(11 + 1000 * round);
 		streaming(12 + 1000 * round);
 		truncate_fallocate(13 + 1000 * round);
+		xattr_storm(14 + 1000 * round);
+		small_files(15 + 1000 * round);
 		printf("soak: round %llu: %llu crash points, %llu torn writes, %llu dropped, "
 		       "%llu failures so far\n", (unsigned long long)round,
 		       (unsigned long long)total_points, (unsigned long long)total_torn,

@@ -302,6 +302,21 @@ t_atime_relatime() {
 }
 check "atime: relatime by default" t_atime_relatime
 
+# an idle daemon sleeps: after a request, until the next one it uses no CPU to speak of (its
+# loop once moved its timer later at each turn, and the update's own completion woke it at
+# once: 100 % of a core while a timer was armed). CPU seconds from /proc over 2 idle seconds.
+t_idle_cpu() {
+	local pid a b
+	pid=$(pgrep -P "$AVFS_PID" | head -1)
+	[ -n "$pid" ] || { echo "  no avfsd under $AVFS_PID"; return 1; }
+	echo idle >idle_cpu && cat idle_cpu >/dev/null && ls >/dev/null &&
+	a=$(awk '{print $14 + $15}' "/proc/$pid/stat") && sleep 2 &&
+	b=$(awk '{print $14 + $15}' "/proc/$pid/stat") || return 1
+	echo "  avfsd used $((b - a)) clock ticks ($(getconf CLK_TCK) a second) over 2 idle seconds"
+	[ $((b - a)) -le $(($(getconf CLK_TCK) / 4)) ]
+}
+check "an idle daemon does not spin (CPU time over 2 idle seconds)" t_idle_cpu
+
 # ---- persistence ----
 snapshot() {	# the tree: names, types, modes, owners, links, sizes, mtimes, targets, contents
 	(cd "$MNT" && find . -printf '%p %y %m %U %G %n %T@ %l\n' | sort &&

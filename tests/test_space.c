@@ -188,8 +188,15 @@ static void test_space_retain_quota(void **state)
 	rule(&f, cam, AVFS_SPACE_RETAIN, "90 50");
 	assert_int_equal(avfs_space_new(f.fs, &f.sp), 0);
 	assert_int_equal(avfs_space_rules(f.sp), 1);
+	/* the way up, found by the walk at avfs_space_new (a second link: the last name seen) */
+	assert_int_equal(avfs_space_parent(f.sp, prot), cam);
+	assert_true(avfs_space_parent(f.sp, linked) == cam ||
+		    avfs_space_parent(f.sp, linked) == AVFS_ROOT_INO);
+	assert_int_equal(avfs_space_parent(f.sp, 999999), 0);
 	cur = file(&f, cam, "s10", 0, 200);	/* the recorder's next segment */
+	assert_int_equal(avfs_space_parent(f.sp, cur), 0);	/* not seen yet */
 	assert_int_equal(avfs_space_note(f.sp, cur, cam), 0);
+	assert_int_equal(avfs_space_parent(f.sp, cur), cam);
 	/* + 1 block: 11 > 9, down to 5: 6 blocks go, the oldest deletable ones */
 	assert_int_equal(avfs_space_plan(f.sp, cur, BS, &p), 0);
 	assert_string_equal(names(&p), "day/s03 s04 day/s05 s06 day/s07 s08");

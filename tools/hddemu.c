@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "disk.h"
 #include "hddmodel.h"
+#include "thread.h"
 #include "units.h"
 
 #include <errno.h>
@@ -978,7 +979,7 @@ int main(int argc, char **argv)
 	pthread_t tid[2];	/* replier, signals */
 	void *(*const thread_fn[2])(void *) = { replier, signal_thread };
 	unsigned started = 0;
-	sigset_t usr1, all, old;
+	sigset_t usr1;
 	int c, err, ret = 1;
 	long q;
 	char *end;
@@ -1093,11 +1094,8 @@ int main(int argc, char **argv)
 
 	/* the helper threads block every signal, so that SIGTERM interrupts the session loop
 	 * in this thread */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (started < 2 && !pthread_create(&tid[started], NULL, thread_fn[started], e))
+	while (started < 2 && !avfs_thread_start_nosig(&tid[started], thread_fn[started], e))
 		started++;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (started < 2) {
 		fprintf(stderr, "hddemu: cannot start threads\n");
 		goto stop;
