@@ -47,6 +47,23 @@ static struct avfs_admit_conf conf_250g(void)
 	return c;
 }
 
+/* The sweep model's own configuration for that disk (what admission builds from it): ZRR, the
+ * mixer's margin (500 ms) and best-effort age (2 s), K 10, one request a command */
+static struct avfs_sweep_conf sweep_conf_250g(void)
+{
+	struct avfs_admit_conf c = sweep_250g();
+	struct avfs_sweep_conf sc = { 0 };
+
+	sc.model = c.model;
+	sc.block_size = c.block_size;
+	sc.zrr = true;
+	sc.margin_ns = 500e6;
+	sc.be_age_ns = 2e9;
+	sc.k = 10;
+	assert_int_equal(avfs_sweep_conf_check(&sc), 0);
+	return sc;
+}
+
 /* An ATSC HD stream (19.39 Mbit/s = 2,423,750 B/s) with a 4 MiB buffer and 512 KiB reads:
  *   p = (4 MiB - 512 KiB) / r = 3,670,016 / 2,423,750 = 1.514189 s
  *   one block boundary at most in 3.5 MiB, plus one: 2 seeks of 8.5 + 4.1667 ms
@@ -389,7 +406,6 @@ static void test_admit_sweep_layout(void **state)
  * cost √n; the sweep model's seek share is the one or the other accordingly. */
 static void test_admit_sweep_seek_spread(void **state)
 {
-	struct avfs_admit_conf c = sweep_250g();
 	struct avfs_service_req r = { .rate = 2423750, .buffer = 4 * MIB, .io = 512 << 10 };
 	struct avfs_sweep_result k[3];
 	uint64_t x = 42;
@@ -429,16 +445,11 @@ static void test_admit_sweep_seek_spread(void **state)
 	/* the model: ZRR with unknown layouts takes the expectation; a known layout, or no
 	 * ZRR, the bound (everything else equal: the same rounds and positionings) */
 	for (int v = 0; v < 3; v++) {
-		struct avfs_sweep_conf sc = { 0 };
+		struct avfs_sweep_conf sc = sweep_conf_250g();
 		struct avfs_sweep_stream st = { .rate = (double)r.rate, .buffer = (double)r.buffer,
 						.io = (double)r.io };
 
-		sc.model = c.model;
-		sc.block_size = c.block_size;
 		sc.zrr = v != 2;
-		sc.margin_ns = 500e6;
-		sc.be_age_ns = 2e9;
-		sc.k = 10;
 		if (v == 1)	/* known to lie at the disk's mean rate */
 			st.d_mean = 1 / (log(70.0 / 38) / 32e6);
 		assert_int_equal(avfs_sweep_conf_check(&sc), 0);
@@ -460,19 +471,12 @@ static void test_admit_sweep_seek_spread(void **state)
 	/* rounds shorter than the margin (a 2 MiB buffer: p = 0.649 s, T = 0.298 s < 0.5 s) are
 	 * not gathered by the hold: the bound, with ZRR too */
 	{
-		struct avfs_sweep_conf sc = { 0 };
+		struct avfs_sweep_conf sc = sweep_conf_250g();
 		struct avfs_sweep_stream st = { .rate = (double)r.rate, .buffer = 2.0 * MIB,
 						.io = (double)r.io };
 		struct avfs_sweep_result q;
 		double t, n;
 
-		sc.model = c.model;
-		sc.block_size = c.block_size;
-		sc.zrr = true;
-		sc.margin_ns = 500e6;
-		sc.be_age_ns = 2e9;
-		sc.k = 10;
-		assert_int_equal(avfs_sweep_conf_check(&sc), 0);
 		avfs_sweep_eval(&sc, &st, 1, &q);
 		t = q.round_ns / 1e9;
 		n = q.visits * t;
@@ -493,8 +497,7 @@ static void test_admit_sweep_detours(void **state)
 {
 	enum { N = 9 };
 	struct avfs_sweep_stream st[N];
-	struct avfs_admit_conf c = sweep_250g();
-	struct avfs_sweep_conf sc = { 0 };
+	struct avfs_sweep_conf sc = sweep_conf_250g();
 	struct avfs_sweep_result k, g;
 	double w, t0, tb, sw, full = 0.017, track = 0.0017, tr = 60.0 / 7200, r = 2423750;
 
@@ -503,15 +506,8 @@ static void test_admit_sweep_detours(void **state)
 	for (int i = 0; i < N; i++)
 		st[i] = (struct avfs_sweep_stream){ .rate = r, .buffer = (i ? 16.0 : 4.0) * MIB,
 						    .io = 512 << 10 };
-	sc.model = c.model;
-	sc.block_size = c.block_size;
-	sc.zrr = true;
-	sc.margin_ns = 500e6;
-	sc.be_age_ns = 2e9;
-	sc.k = 10;
 	sc.be_isolation = true;
 	sc.cmd_max = 1 << 20;
-	assert_int_equal(avfs_sweep_conf_check(&sc), 0);
 	avfs_sweep_eval(&sc, st, N, &k);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
 	w = k.wcrt_ns / 1e9;
