@@ -2,7 +2,9 @@
 """check_reserve.py — smoke versions of avfs-sim's admission and isolation studies (SPEC §7).
 
 `reserve`: the set admission control admits meets every deadline, and every refusal is
-accounted for with a reason; the round model takes more than Fahrrad's test it replaced;
+accounted for with a reason; the admitted run's disk time split into the round model's terms
+(its transfer share the disk's), the model's need of every prefix growing with it, no search
+with --search-duration 0; the round model takes more than Fahrrad's test it replaced;
 quotas refuse with -EDQUOT; the same seed gives the same figures; HD streams with 4 MiB
 buffers: at least 12 admitted, all of them on time, where Fahrrad's test took 6; raw playbacks
 in the innermost zones, whose layout admission is told, run on time. `isolation`: greedy
