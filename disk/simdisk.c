@@ -37,6 +37,7 @@ struct simdisk {
 	size_t cqlen, cqcap;
 	unsigned inflight;
 	uint64_t busy_ns;
+	struct avfs_simdisk_split split;
 	uint64_t nostore_lo, nostore_hi;	/* content not kept in [lo, hi) */
 	struct avfs_simdisk_rec *trace;
 	size_t ntrace, tracecap;
@@ -295,6 +296,19 @@ static void start_next(struct simdisk *s, uint64_t now)
 			 q->flags & AVFS_DISK_FUA, &s->res);
 	s->busy = true;
 	s->busy_ns += s->res.busy_until - s->res.start;
+	if (q->op == AVFS_DISK_READ || q->op == AVFS_DISK_WRITE) {
+		struct avfs_simdisk_split *p = &s->split;
+
+		p->commands++;
+		p->seeks += s->res.seek > 0;
+		p->waits += s->res.rot > 0;
+		p->overhead_ns += s->res.overhead;
+		p->seek_ns += s->res.seek;
+		p->rot_ns += s->res.rot;
+		p->xfer_ns += s->res.xfer;
+		if (q->op == AVFS_DISK_WRITE)
+			p->write_rot_ns += s->res.rot;
+	}
 	if (!avfs_sim_at(s->eng, s->res.end, complete, s))
 		abort();	/* out of memory inside the simulator: nothing sane to return */
 }
@@ -495,6 +509,14 @@ uint64_t avfs_simdisk_trace_hash(const struct avfs_disk *d)
 uint64_t avfs_simdisk_busy_ns(const struct avfs_disk *d)
 {
 	return sd(d) ? sd(d)->busy_ns : 0;
+}
+
+void avfs_simdisk_split(const struct avfs_disk *d, struct avfs_simdisk_split *out)
+{
+	if (sd(d))
+		*out = sd(d)->split;
+	else
+		memset(out, 0, sizeof(*out));
 }
 
 size_t avfs_simdisk_pages(const struct avfs_disk *d)

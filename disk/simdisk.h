@@ -51,6 +51,18 @@ int avfs_simdisk_predict(struct avfs_disk *d, uint64_t now, uint64_t off, double
 
 /* Busy time (ns) since open: the sum of command service intervals. */
 uint64_t avfs_simdisk_busy_ns(const struct avfs_disk *d);
+
+/* Where the drive's time went since open, summed over its commands (the model's components:
+ * what a round model of the scheduler's service can be checked against term by term). */
+struct avfs_simdisk_split {
+	uint64_t commands;	/* reads and writes (not FLUSH or SEEK) */
+	uint64_t seeks;		/* of them, those that moved the head (seek or head switch > 0) */
+	uint64_t waits;		/* those that waited for their sector (rotation > 0) */
+	double overhead_ns, seek_ns, rot_ns, xfer_ns;	/* of reads and writes */
+	double write_rot_ns;	/* of rot_ns, the writes' */
+};
+
+void avfs_simdisk_split(const struct avfs_disk *d, struct avfs_simdisk_split *out);
 /* Pages of 4 KiB holding written content (sparse store). */
 size_t avfs_simdisk_pages(const struct avfs_disk *d);
 

@@ -135,16 +135,89 @@ void avfs_sweep_inv_rate(const struct avfs_sweep_conf *c, const struct avfs_swee
 	*var = fmax(0, m2 - m1 * m1);
 }
 
+double avfs_sweep_seek_sum(double n, bool spread)
+{
+	if (!(n > 0))
+		return 0;
+	if (!spread)
+		return sqrt(n);	/* evenly spaced: the most a concave curve can cost */
+	/* n · E[√G], G ~ Beta(1, n) the gap before each of n uniform points, E[√G] =
+	 * Γ(n + 1) Γ(3/2) / Γ(n + 3/2) */
+	return n * exp(lgamma(n + 1) + lgamma(1.5) - lgamma(n + 1.5));
+}
+
+/* A stream's own round, (p_i − W) / 2: the round it alone would need. */
+static double own_round(const struct avfs_sweep_stream *s, double w)
+{
+	return ((s->buffer - s->io) / s->rate - w) / 2;
+}
+
+/* The terms of the set with the sweep's rounds of t (≥ the set's round): the streams whose own
+ * round is shorter are served by detours from the sweep (their requests come due before the
+ * sweep returns: the mixer's EDF and reduced windows, and joins, take them out of order), each
+ * visit two positionings of a full stroke and a full turn (there and back: Theorem 3's 2S);
+ * the others once a round. Fills the shares, visits, commands and util of out, and *var (the
+ * variance a second). */
+static void terms(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s, size_t n,
+		  double t, bool spread, struct avfs_sweep_result *out, double *var)
+{
+	const struct avfs_sweep_disk *d = &c->disk;
+	double tr = c->model.tr_ns / NS, full = d->full_ns / NS, track = d->track_ns / NS;
+	double ovh = d->overhead_ns / NS, w = out->wcrt_ns / NS, swept = 0;
+	double place = (double)c->block_size * (c->run > 1 ? c->run : 1);	/* L */
+	double co = (double)c->coalesce;	/* C, within a chunk */
+
+	if (c->chunk && co > (double)c->chunk)
+		co = (double)c->chunk;	/* the mixer coalesces within a chunk */
+	out->visits = out->commands = out->xfer = out->cmds = out->turns = out->detours = 0;
+	*var = 0;
+	for (size_t i = 0; i < n; i++) {
+		double rps = s[i].rate / s[i].io, inv, v_inv, vis, cps = rps;
+		double ppr = ceil(s[i].io / place);	/* places a request spans */
+		double k = floor(co / s[i].io);	/* requests a coalesced command carries */
+		double ti = own_round(&s[i], w);
+		bool detour = ti < t;
+
+		avfs_sweep_inv_rate(c, &s[i], &inv, &v_inv);
+		vis = fmin(rps * ppr, 1 / (detour ? ti : t) + s[i].rate / place);
+		if (k > AVFS_SCHED_COALESCE_MAX)
+			k = AVFS_SCHED_COALESCE_MAX;
+		if (k >= 2)
+			cps = fmin(rps, vis + rps / k);
+		if (detour)
+			out->detours += vis;
+		else
+			swept += vis;
+		out->commands += cps;
+		out->xfer += s[i].rate * inv;
+		out->cmds += cps * ovh;
+		if (s[i].write && cps > vis)
+			out->turns += (cps - vis) * tr;
+		/* the zone mix: a block's time B/d at one zone, r/B blocks a second (in runs
+		 * too: see sweep.h) */
+		*var += s[i].rate * (double)c->block_size * v_inv;
+	}
+	out->visits = swept + 2 * out->detours;
+	out->seek = full / t + swept * track +
+		    (full - track) * avfs_sweep_seek_sum(swept * t, spread) / t +
+		    2 * out->detours * full;
+	out->rot = swept * tr / 2 + 2 * out->detours * tr;
+	*var += out->visits * tr * tr / 12;
+	out->util = out->seek + out->rot + out->xfer + out->turns + out->cmds;
+}
+
 void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s,
 		     size_t n, struct avfs_sweep_result *out)
 {
 	const struct avfs_svc_model *m = &c->model;
 	const struct avfs_sweep_disk *d = &c->disk;
-	double tr = m->tr_ns / NS, full = d->full_ns / NS, track = d->track_ns / NS;
-	double ovh = d->overhead_ns / NS, dmin = slowest(c), big = (double)c->cmd_max;
-	double pmin = INFINITY, var = 0, wbe, e_be, u_be, t;
-	double place = (double)c->block_size * (c->run > 1 ? c->run : 1);	/* L */
-	double co = (double)c->coalesce;	/* C, within a chunk */
+	double tr = m->tr_ns / NS, full = d->full_ns / NS;
+	double dmin = slowest(c), big = (double)c->cmd_max;
+	double pmin = INFINITY, var, wbe, e_be, u_be, t, margin = c->margin_ns / NS;
+	/* a round's positionings at places independent and uniform over the stroke: files spread
+	 * over many zones, no layout known (a known one may be anywhere, evenly spaced at worst),
+	 * and rounds the mixer gathers (see the round's check below) */
+	bool spread = c->zrr && !(c->zones && c->zones < AVFS_SWEEP_MIX_ZONES);
 
 	memset(out, 0, sizeof(*out));
 	wbe = full + tr + (double)c->cmd_max / dmin;
@@ -155,12 +228,11 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 		out->verdict = out->limit > 0 ? AVFS_SWEEP_OK : AVFS_SWEEP_TIME;
 		return;
 	}
-	if (c->chunk && co > (double)c->chunk)
-		co = (double)c->chunk;	/* the mixer coalesces within a chunk */
 	for (size_t i = 0; i < n; i++) {
 		double p = (s[i].buffer - s[i].io) / s[i].rate;
 
 		pmin = fmin(pmin, p);
+		spread = spread && !(s[i].d_mean > 0);
 		big = fmax(big, c->chunk && c->chunk < s[i].io ? c->chunk : s[i].io);
 	}
 	/* W: the longest command anyone may have on the disk when a request becomes due */
@@ -171,34 +243,32 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 		out->verdict = AVFS_SWEEP_SHORT;
 		return;
 	}
+	/* a round shorter than the margin is not gathered: a request is due within m and one
+	 * round of its arrival, so the hold lets it go at once, and the mixer serves short
+	 * batches and windows rather than one sweep a round (more positionings than 1/T a
+	 * stream, measured: sweep.h) — the evenly spaced bound there, and no detours */
+	terms(c, s, n, t, spread && t >= margin, out, &var);
 	out->round_ns = t * NS;
-	for (size_t i = 0; i < n; i++) {
-		double rps = s[i].rate / s[i].io, inv, v_inv, vis, cps = rps;
-		double ppr = ceil(s[i].io / place);	/* places a request spans */
-		double k = floor(co / s[i].io);	/* requests a coalesced command carries */
+	if (t >= margin) {
+		/* longer rounds with the shorter-period streams detoured: the least need */
+		for (size_t j = 0; j < n; j++) {
+			double tj = own_round(&s[j], out->wcrt_ns / NS), vj;
+			struct avfs_sweep_result r = *out;
 
-		avfs_sweep_inv_rate(c, &s[i], &inv, &v_inv);
-		vis = fmin(rps * ppr, 1 / t + s[i].rate / place);
-		if (k > AVFS_SCHED_COALESCE_MAX)
-			k = AVFS_SCHED_COALESCE_MAX;
-		if (k >= 2)
-			cps = fmin(rps, vis + rps / k);
-		out->visits += vis;
-		out->commands += cps;
-		out->xfer += s[i].rate * inv;
-		out->cmds += cps * ovh;
-		if (s[i].write && cps > vis)
-			out->turns += (cps - vis) * tr;
-		/* the zone mix: a block's time B/d at one zone, r/B blocks a second (in runs
-		 * too: see sweep.h) */
-		var += s[i].rate * (double)c->block_size * v_inv;
+			if (!(tj > t))
+				continue;
+			terms(c, s, n, tj, spread, &r, &vj);
+			if (r.util + c->k * vj / margin < out->util + c->k * var / margin) {
+				*out = r;
+				out->round_ns = tj * NS;
+				var = vj;
+			}
+		}
 	}
-	out->seek = full / t + out->visits * track + (full - track) * sqrt(out->visits / t);
-	out->rot = out->visits * tr / 2;
-	var += out->visits * tr * tr / 12;
-	out->util = out->seek + out->rot + out->xfer + out->turns + out->cmds;
-	out->margin = c->k * var / (c->margin_ns / NS);
+	out->margin = c->k * var / margin;
+	/* a best-effort command's overrun once a round of the set's shortest */
 	out->be = c->be_isolation ? e_be / t : 0;
 	out->need = out->util + out->margin + out->be;
 	out->verdict = out->need > out->limit ? AVFS_SWEEP_TIME : AVFS_SWEEP_OK;
 }
+

@@ -17,11 +17,32 @@
  *                                            on disk (one positioning) per round, plus one for
  *                                            each place L = run · B it enters (ZRR: another
  *                                            zone every data block B, in runs every run blocks)
- *   seek         S   = full / T + V · track + (full − track) · √(V / T)     (V = Σ v_i)
- *                    every round one return and V·T seeks whose distances add up to at most one
+ *   detours      with T ≥ m the sweep may take a longer round T' = T_j = (p_j − W) / 2 of one
+ *                    of the set's streams: each stream whose own round T_i < T' is visited out
+ *                    of the sweep's order instead, v_i = min(r_i/s_i, 1/T_i + r_i/L) a second
+ *                    (its requests come due before the sweep returns: the mixer's EDF and
+ *                    reduced windows and joins serve them first), each visit two positionings
+ *                    of a full stroke and a full turn (there and back: Theorem 3's 2·S); the
+ *                    rest once a round of T'. The T' of least u + margin is taken (T itself
+ *                    among them). A set's positionings at its zero-miss maximum were 1.8× what
+ *                    one round of T for all counted (`avfs-sim reserve`, seeds 1–20): the
+ *                    mixer does not visit a long-period stream every round of the shortest
+ *   seek         S   = full / T + V · track + (full − track) · Σ√(n) / T   (V = Σ v_i, n = V·T;
+ *                    the swept visits and T' with detours, plus 2 · full a detour)
+ *                    every round one return and n seeks whose distances add up to at most one
  *                    stroke: by the concavity of t(d) = track + (full − track)·√(d / L), which
- *                    bounds the disk's curve, they cost at most V·T · t(L / (V·T))
- *   rotation     R   = V · T_r / 2          (variance V · T_r² / 12)
+ *                    bounds the disk's curve, they cost at most n · t(L / n), Σ√(n) = √n
+ *                    (evenly spaced); with files spread over the zones (ZRR), no layout known
+ *                    and rounds the mixer gathers (T ≥ m), the n places are independent and
+ *                    uniform over the stroke and the expectation is Σ√(n) = n Γ(n+1) Γ(3/2) /
+ *                    Γ(n+3/2), 0.67 √n to 0.89 √n (avfs_sweep_seek_sum): the bound charged
+ *                    1.06–1.38× the seek time per positioning the simulated disk spent under
+ *                    the mixer (`avfs-sim reserve`, seeds 1–20), the expectation 0.99–1.23×.
+ *                    With T < m a request is due within m and one round of its arrival, the
+ *                    hold lets it go at once and the mixer serves short batches and windows,
+ *                    not one sweep a round: there it made up to 1.4× the positionings V
+ *                    counts (docs/DESIGN.md), and the bound stays
+ *   rotation     R   = V · T_r / 2          (variance V · T_r² / 12; a detour's two: 2 · T_r)
  *   transfer     X   = Σ r_i · E_i[1/d]     (variance Σ r_i · B · Var_i[1/d], per data block
  *                                            even in runs: ZRR's zones in order swing a
  *                                            stream's rate over n·B/2 bytes, runs taken from
@@ -43,14 +64,17 @@
  *   u + e_BE / T + K · σ² / m  ≤  1 − u_BE'
  *
  * e_BE = full + T_r − T_k − T_r/2: a best-effort command the mixer starts under hold, because
- * its estimate ends before the hold time, can end that much later, once a round; u_BE' =
+ * its estimate ends before the hold time, can end that much later, once a round (of the
+ * set's T, also with detours); u_BE' =
  * max(u_BE, W_BE / be_age) with isolation: the best effort that the mixer puts first once every
  * be_age; σ² = the variance per second of the work above (rotational latencies, zone rates):
  * with this drift, a backlog of the mixer's margin m has a probability below e^(−2K).
  *
  * What the model leaves out, measured rather than modelled (docs/DESIGN.md): the mixer's hold
  * gathers longer batches than T when the periods allow (fewer positionings: the model is
- * conservative there); requests that join a batch under way (an earlier deadline than its
+ * conservative there, less so with detours); with T < m, a stream served request by request
+ * (more positionings than V counts, with a shorter-period stream keeping the hold from ever
+ * gathering: seeds 1 and 4 of `avfs-sim reserve`); requests that join a batch under way (an earlier deadline than its
  * latest) and the reduced C-SCAN and EDF windows, which serve requests due within m first
  * when a batch runs late, so that the mixer's own estimate (papers/001 eq. (1)), which knows
  * nothing of a write's lost turn, does not turn into misses.
@@ -124,7 +148,8 @@ struct avfs_sweep_result {
 	enum avfs_sweep_verdict verdict;
 	double round_ns;	/* T */
 	double period_min_ns;	/* p_min */
-	double visits;		/* V: positionings a second */
+	double visits;		/* V: positionings a second (a detour's two) */
+	double detours;		/* visits a second by detour from the sweep (its round_ns) */
 	double commands;	/* Σ c_i: commands a second (fewer than requests: coalescing) */
 	double seek, rot, xfer, turns, cmds;	/* shares of disk time */
 	double util;		/* their sum, u */
@@ -141,6 +166,14 @@ int avfs_sweep_conf_check(struct avfs_sweep_conf *c);
 /* Evaluate the set s[0..n): the verdict and the figures. n = 0: an empty set, need 0. */
 void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s,
 		     size_t n, struct avfs_sweep_result *out);
+
+/* Σ √(g_j / L) over the n seeks of one round (n may be fractional: V·T), in units of the
+ * stroke L: √n for n seeks evenly spaced over it (the most a concave curve can cost, by
+ * Jensen), or with spread the expectation for n places independent and uniform over it —
+ * each gap before one of n uniform points is Beta(1, n), E[√G] = Γ(n+1) Γ(3/2) / Γ(n+3/2),
+ * so n · E[√G] = √n · 0.886 · √(n / (n + 3/4)) nearly: 0.667 √n for one seek, 0.85 √n for
+ * ten. 0 for n ≤ 0. */
+double avfs_sweep_seek_sum(double n, bool spread);
 
 /* E[1/d] and Var[1/d] (s/byte, s²/byte²) of stream s under c: its layout, or the disk's. */
 void avfs_sweep_inv_rate(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s,

@@ -72,6 +72,7 @@ struct beclient {
 };
 
 struct run {
+	struct avfs_simdisk_split split0;	/* the drive's time split when measuring began */
 	const struct avfs_simrun_opts *o;
 	struct avfs_simrun_result *r;
 	struct avfs_sim_engine *sim;
@@ -673,6 +674,15 @@ static void finish_metrics(struct run *r)
 	res->hp_max_ms = r->hp_max;
 	res->decision_us = res->decisions ? res->decision_us / (double)res->decisions * 1e6 : 0;
 	res->sim_s = dur / NS;
+	avfs_simdisk_split(r->d, &res->split);
+	res->split.commands -= r->split0.commands;
+	res->split.seeks -= r->split0.seeks;
+	res->split.waits -= r->split0.waits;
+	res->split.overhead_ns -= r->split0.overhead_ns;
+	res->split.seek_ns -= r->split0.seek_ns;
+	res->split.rot_ns -= r->split0.rot_ns;
+	res->split.xfer_ns -= r->split0.xfer_ns;
+	res->split.write_rot_ns -= r->split0.write_rot_ns;
 	res->commits = avfs_engine_commits(r->e, NULL);
 	res->commit_max_s = avfs_engine_commit_max_s(r->e, r->end);
 	for (unsigned i = 0; i < res->nstreams; i++) {
@@ -711,6 +721,12 @@ static void count_overdue(struct run *r)
 		if (ss->cls && dl && dl < r->end)
 			ss->cls->overdue++;
 	}
+}
+
+/* Has a real-time request missed its deadline (late or failed: deadline_misses)? */
+static bool missed(struct run *r)
+{
+	return avfs_engine_metrics(r->e)->rt.misses > 0;
 }
 
 /* ---- setup ---- */
@@ -1174,11 +1190,16 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 	if (o->hp_rate > 0)
 		avfs_sim_at(r.sim, (uint64_t)r.start + 1000, hp_event, &r);
 	avfs_engine_metrics_reset(r.e, r.start);
+	avfs_simdisk_split(r.d, &r.split0);
 
 	/* the event loop, in virtual time */
 	while (!r.err && avfs_sim_next(r.sim) <= (uint64_t)r.end) {
 		avfs_sim_step(r.sim);
 		drain(&r);
+		if (o->stop_at_miss && missed(&r)) {
+			r.end = now(&r);
+			break;
+		}
 	}
 	err = r.err;
 	if (!err) {

@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "iosched.h"
 #include "metrics.h"
+#include "simdisk.h"
 
 /* The best-effort loads: avfs-sim --be names one (a single client), a scenario's [be]
  * sections several generators (struct avfs_simrun_be). */
@@ -126,6 +127,8 @@ struct avfs_simrun_opts {
 	 * avfsd runs: the model's mechanics, the platter's phase learned from completions) */
 	const char *predictor;
 	uint64_t size;		/* bytes of the model used (its outer part, as hddemu --size); 0 all */
+	bool stop_at_miss;	/* end the run at its first deadline miss (the result then covers
+				 * the run up to it): a search asks only whether there is one */
 };
 
 void avfs_simrun_defaults(struct avfs_simrun_opts *o);
@@ -141,6 +144,7 @@ struct avfs_simrun_result {
 	double be_mbps;		/* megabits per second, as papers/001 quotes BE rates */
 	double e_twait_ms;	/* papers/003 eq. (2) over every disk command */
 	uint64_t commands;
+	struct avfs_simdisk_split split;	/* where the drive's time went over the run */
 	uint64_t hp_requests;	/* probe */
 	double hp_mean_ms, hp_max_ms;
 	double decision_us;	/* mean wall time of one scheduler decision */

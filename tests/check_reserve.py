@@ -2,7 +2,9 @@
 """check_reserve.py — smoke versions of avfs-sim's admission and isolation studies (SPEC §7).
 
 `reserve`: the set admission control admits meets every deadline, and every refusal is
-accounted for with a reason; the round model takes more than Fahrrad's test it replaced;
+accounted for with a reason; the admitted run's disk time split into the round model's terms
+(its transfer share the disk's), the model's need of every prefix growing with it, no search
+with --search-duration 0; the round model takes more than Fahrrad's test it replaced;
 quotas refuse with -EDQUOT; the same seed gives the same figures; HD streams with 4 MiB
 buffers: at least 12 admitted, all of them on time, where Fahrrad's test took 6; raw playbacks
 in the innermost zones, whose layout admission is told, run on time. `isolation`: greedy
@@ -57,6 +59,23 @@ if r:
                   w["margin"] + w["best_effort"] - s["sweep_need"]) < 0.002)
         check(f"seed {s['seed']}: coalescing (the mixer's default): fewer commands than requests "
               f"would need, no fewer than positionings", w["visits_per_s"] <= w["commands_per_s"])
+        # the admitted run's disk time split into the model's terms (the simulated drive's
+        # own components): the transfer term is exact, the others the model's to bound
+        m = s.get("measured", {})
+        for key in ("positionings_per_s", "waits_per_s", "commands_per_s", "seek", "rotation",
+                    "write_rotation", "transfer", "overheads", "seek_ms_per_positioning",
+                    "rotation_ms_per_wait"):
+            check(f"seed {s['seed']}: measured {key}", key in m)
+        if "transfer" in m:
+            check(f"seed {s['seed']}: the model's transfer share is the disk's within 10 %",
+                  abs(m["transfer"] - w["transfer"]) <= 0.10 * w["transfer"])
+            check(f"seed {s['seed']}: the measured shares add up to the disk's utilization",
+                  abs(m["seek"] + m["rotation"] + m["write_rotation"] + m["transfer"] +
+                      m["overheads"] - s["disk_utilization"]) < 0.02)
+        pn = s.get("prefix_need", [])
+        check(f"seed {s['seed']}: the model's need of every prefix, growing with it",
+              len(pn) == s["requested"] and
+              all(a is None or (b is None or a <= b) for a, b in zip(pn, pn[1:])))
         # (the admitted set is not a prefix: admission may skip a heavy request and take
         # lighter ones after it, so it may outnumber the largest zero-miss prefix)
         check(f"seed {s['seed']}: admitted/max > 0.5", s["ratio_streams"] > 0.5)
@@ -91,12 +110,15 @@ if f and r:
           and f["seeds"][0]["admitted_sweep"] == r["seeds"][1]["admitted"])
 
 # ---- HD streams with 4 MiB buffers (issue 15: at least 12; Fahrrad's test took 6) ----
+# (--search-duration 0: admission and the admitted run only, no search for the maximum)
 hd = run("reserve", "--service", "19.39M:4M:512K", "--requests", "16", "--seeds", "1",
-         "--duration", "120", "--search-duration", "120", "--json")
+         "--duration", "120", "--search-duration", "0", "--json")
 if hd:
     s = hd["seeds"][0]
     print(f"HD, 4 MiB buffers: admitted {s['admitted']} (Fahrrad's test {s['admitted_fahrrad']}), "
-          f"{s['misses']} misses; zero-miss maximum {s['max_streams']}")
+          f"{s['misses']} misses")
+    check("--search-duration 0: no search", hd["search_duration_s"] == 0 and
+          s["search_runs"] == 0 and s["max_streams"] == 0)
     check("HD with 4 MiB buffers: at least 12 admitted, none missing a deadline",
           s["admitted"] >= 12 and s["misses"] == 0 and s["admitted_failed"] is None)
     check("HD: Fahrrad's test took 6", s["admitted_fahrrad"] == 6)
@@ -227,7 +249,9 @@ for bad in (["reserve", "--isolation", "maybe"], ["reserve", "--scenario", "all"
             ["isolation", "--scenario", "be-greedy", "--disk", "nope"],
             ["reserve", "--seeds", "1", "--disk", "nope"],
             ["isolation", "--scenario", "all", "--set", "hold=lazy"], ["reserve", "--set", "hold"],
-            ["reserve", "--set", "nope=1"]):
+            ["reserve", "--set", "nope=1"], ["reserve", "--search-duration", "-1"],
+            ["reserve", "--duration", "0"], ["isolation", "--scenario", "all",
+                                             "--search-duration", "0"]):
     p = subprocess.run([sim, *bad], capture_output=True, text=True)
     check(f"bad input {bad}: exit 2 with a message", p.returncode == 2 and p.stderr.strip() != "")
 

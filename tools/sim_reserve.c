@@ -137,7 +137,10 @@ static void usage_reserve(FILE *f)
 		"(default: --duration) without a miss; admitted / k is how much of what the disk can carry\n"
 		"admission keeps back. A shorter search is checked by running its k for --duration: sets\n"
 		"that hold for 600 s can collapse later, once the recordings fill the disk and deletions\n"
-		"and their metadata commits begin.\n"
+		"and their metadata commits begin. --search-duration 0: no search, only admission and\n"
+		"the admitted run (the maximum does not depend on admission: a study of admission can\n"
+		"take it from an earlier run); each seed's \"measured\" figures in --json split the\n"
+		"admitted run's disk time into the round model's terms.\n"
 		"\n"
 		"  --test sweep|fahrrad the admission test that decides: the round (sweep) model of\n"
 		"                       sched/sweep.h (default) or Fahrrad's utilization test with WCRT\n"
@@ -268,7 +271,7 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 		case 't':
 		case 'S':
 			if ((ch == 'S' && !reserve) || avfs_parse_scaled(optarg, 1000, &v) ||
-			    v <= 0 || v > 1e6)
+			    v < 0 || (v == 0 && ch == 't') || v > 1e6)
 				goto bad;
 			*(ch == 't' ? &c->o.duration_s : &c->search_s) = v;
 			break;
@@ -461,6 +464,8 @@ struct seed_res {
 	uint64_t rt_requests, misses;
 	uint64_t kmax_misses;	/* the largest zero-miss prefix run for the full duration */
 	double commit_max_s;	/* the admitted run's longest metadata commit */
+	struct avfs_simdisk_split split;	/* where the admitted run's disk time went */
+	double run_s;		/* its length */
 	unsigned search_full;	/* search runs that ended on a full file system */
 	char adm_fail[160];	/* why the admitted run ended early ("" if it did not) */
 	char kmax_fail[160];	/* why the full-duration run of the maximum ended early */
@@ -469,6 +474,8 @@ struct seed_res {
 	unsigned first_idx;
 	uint64_t first_left_rate;
 	char first_why[200];
+	double *prefix_need;	/* the round model's need of the first k requests, k = 1..asked
+				 * (admission ignored, as the search runs them) */
 };
 
 /* Run streams[0..n) for duration s, traced to PREFIX.tag.csv with --trace and a tag: 0, the
@@ -504,12 +511,12 @@ static int run_set(const struct cli *c, const struct avfs_simrun_stream *st, uns
 
 static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 {
-	struct cli cs = *c;
+	struct cli cs = *c, cq;
 	unsigned n = c->requests;
 	struct avfs_service_req *req = calloc(n, sizeof(*req));
 	struct avfs_simrun_stream *all = calloc(n, sizeof(*all)), *adm = calloc(n, sizeof(*adm));
 	struct avfs_admit_conf conf, oconf;
-	struct avfs_admit *a = NULL, *other = NULL;
+	struct avfs_admit *a = NULL, *other = NULL, *pre = NULL;
 	struct avfs_sweep_result sweep;
 	struct avfs_simrun_result res;
 	char why[256] = "";
@@ -561,6 +568,22 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 			snprintf(sr->first_why, sizeof(sr->first_why), "%s", why);
 		}
 	}
+	/* the model's need of every prefix, to set beside the search's zero-miss maximum */
+	sr->prefix_need = calloc(n, sizeof(*sr->prefix_need));
+	if (!sr->prefix_need || avfs_admit_create(&pre, &conf)) {
+		err = 1;
+		goto out;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct avfs_sweep_result pr;
+
+		if (avfs_admit_force(pre, &req[i], NULL, 0) < 0 ||
+		    avfs_admit_sweep(pre, NULL, &pr)) {
+			err = 1;
+			goto out;
+		}
+		sr->prefix_need[i] = pr.verdict == AVFS_SWEEP_SHORT ? INFINITY : pr.need;
+	}
 	sr->load = avfs_admit_load(a);
 	avfs_admit_sweep(a, NULL, &sweep);
 	sr->sweep = sweep;
@@ -578,15 +601,21 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		sr->misses = res.deadline_misses;
 		sr->margin_min_ms = res.margin_min_ms;
 		sr->commit_max_s = res.commit_max_s;
+		sr->split = res.split;
+		sr->run_s = res.sim_s;
 		avfs_simrun_result_free(&res);
 	}
-	/* the largest zero-miss prefix: lo runs clean, hi does not (n + 1: not tried) */
+	/* the largest zero-miss prefix: lo runs clean, hi does not (n + 1: not tried; no search
+	 * at all with --search-duration 0). A search run ends at its first miss: whether there
+	 * is one is all it asks (the same answers, sooner). */
+	cq = cs;
+	cq.o.stop_at_miss = true;
 	lo = 0;
-	hi = n + 1;
+	hi = c->search_s > 0 ? n + 1 : 1;
 	while (hi - lo > 1) {
 		unsigned k = lo + (hi - lo) / 2;
 
-		err = run_set(&cs, all, k, c->search_s, &res, NULL, why, sizeof(why));
+		err = run_set(&cq, all, k, c->search_s, &res, NULL, why, sizeof(why));
 		if (err && err != -ENOSPC)
 			goto out;
 		sr->search_runs++;
@@ -616,10 +645,18 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 out:
 	avfs_admit_destroy(a);
 	avfs_admit_destroy(other);
+	avfs_admit_destroy(pre);
 	free(req);
 	free(all);
 	free(adm);
 	return err;
+}
+
+static void free_seeds(struct seed_res *sr, unsigned n)
+{
+	for (unsigned i = 0; sr && i < n; i++)
+		free(sr[i].prefix_need);
+	free(sr);
 }
 
 static double ratio(double a, double b)
@@ -678,7 +715,8 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 			const char *key;
 			double v;
 		} f[] = {
-			{ "visits_per_s", s->sweep.visits }, { "commands_per_s", s->sweep.commands },
+			{ "visits_per_s", s->sweep.visits }, { "detours_per_s", s->sweep.detours },
+			{ "commands_per_s", s->sweep.commands },
 			{ "seek", s->sweep.seek }, { "rotation", s->sweep.rot },
 			{ "transfer", s->sweep.xfer }, { "write_turns", s->sweep.turns },
 			{ "overheads", s->sweep.cmds }, { "margin", s->sweep.margin },
@@ -688,6 +726,32 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 			json_object_object_add(w, f[i].key, avfs_json_double(f[i].v, "%.4f"));
 		json_object_object_add(o, "sweep", w);
+	}
+	{
+		/* the same terms as the admitted run's disk spent them (the simulated drive's
+		 * components of every read and write) */
+		json_object *w = json_object_new_object();
+		const struct avfs_simdisk_split *p = &s->split;
+		double t = s->run_s > 0 ? s->run_s * 1e9 : 1, sec = t / 1e9;
+		const struct {
+			const char *key;
+			double v;
+		} f[] = {
+			{ "positionings_per_s", (double)p->seeks / sec },
+			{ "waits_per_s", (double)p->waits / sec },
+			{ "commands_per_s", (double)p->commands / sec },
+			{ "seek", p->seek_ns / t },
+			{ "rotation", (p->rot_ns - p->write_rot_ns) / t },
+			{ "write_rotation", p->write_rot_ns / t },
+			{ "transfer", p->xfer_ns / t },
+			{ "overheads", p->overhead_ns / t },
+			{ "seek_ms_per_positioning", p->seeks ? p->seek_ns / 1e6 / (double)p->seeks : 0 },
+			{ "rotation_ms_per_wait", p->waits ? p->rot_ns / 1e6 / (double)p->waits : 0 },
+		};
+
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+			json_object_object_add(w, f[i].key, avfs_json_double(f[i].v, "%.4f"));
+		json_object_object_add(o, "measured", w);
 	}
 	json_object_object_add(o, "admitted_rate_bps", avfs_json_double(s->admitted_rate * 8,
 									  "%.0f"));
@@ -719,12 +783,21 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 				       json_object_new_uint64(s->first_left_rate * 8));
 	}
 	json_object_object_add(o, "first_refusal", fr);
+	if (s->prefix_need) {
+		json_object *pn = json_object_new_array();
+
+		for (unsigned i = 0; i < s->asked; i++)
+			json_object_array_add(pn, isfinite(s->prefix_need[i]) ?
+					      avfs_json_double(s->prefix_need[i], "%.4f") : NULL);
+		json_object_object_add(o, "prefix_need", pn);
+	}
 	return o;
 }
 
 int avfs_sim_cmd_reserve(int argc, char **argv)
 {
-	struct cli c = { .seeds = 20, .first_seed = 1, .requests = 40, .isolation = true };
+	struct cli c = { .seeds = 20, .first_seed = 1, .requests = 40, .isolation = true,
+			 .search_s = -1 };
 	struct seed_res *sr;
 	double sum_rs = 0, sum_rr = 0, min_rs = INFINITY, min_rr = INFINITY, sum_util = 0;
 	double sum_adm = 0, sum_k = 0, sum_load = 0, commit_max = 0, sum_other = 0;
@@ -736,7 +809,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 	err = parse(argc, argv, &c, true);
 	if (err)
 		return err == 1 ? 0 : 2;
-	if (!c.search_s)
+	if (c.search_s < 0)
 		c.search_s = c.o.duration_s;
 	sr = calloc(c.seeds, sizeof(*sr));
 	if (!sr)
@@ -744,7 +817,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 	for (unsigned i = 0; i < c.seeds; i++) {
 		err = reserve_seed(&c, c.first_seed + i, &sr[i]);
 		if (err) {
-			free(sr);
+			free_seeds(sr, i + 1);
 			return err;
 		}
 		if (isatty(2) && !c.json)
@@ -825,7 +898,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 										  mean[i].fmt));
 		json_object_object_add(sum, "refused", refused_json(refused));
 		json_object_object_add(o, "summary", sum);
-		free(sr);
+		free_seeds(sr, c.seeds);
 		return avfs_json_stdout(o, true, "avfs-sim");
 	}
 	if (c.uniform)
@@ -902,7 +975,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 		printf("%5" PRIu64 "  #%-3u %-7s %s; left %.1f Mbit/s\n", s->seed, s->first_idx,
 		       errname(s->first_err), s->first_why, (double)s->first_left_rate * 8 / MBIT);
 	}
-	free(sr);
+	free_seeds(sr, c.seeds);
 	return 0;
 }
 
