@@ -47,6 +47,9 @@ struct avfs_fio {
 	uint64_t stream;	/* the reservation to charge (avfs_engine_reserve), 0: none */
 	int64_t label;		/* the trace's stream column (-1: none) */
 	enum avfs_trace_class cls;	/* trace class when best effort (BE; HP for a probe) */
+	uint64_t flow;		/* best effort: whose it is, for the mixer's turns between clients
+				 * (struct avfs_io's flow: the FUSE front end names the file),
+				 * 0: nobody named */
 	void (*done)(struct avfs_fio *f, int64_t res, int64_t now);	/* bytes or -errno */
 	void *arg;		/* the front end's */
 	/* what happened, valid in done() */
