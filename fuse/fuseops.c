@@ -323,7 +323,8 @@ struct raread {			/* a range read for the read-ahead slots */
 	struct avfs_ra_slot *s;
 };
 
-static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream);
+static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream,
+		     uint64_t pos);
 
 static void raread_done(struct avfs_fio *f, int64_t res, int64_t now)
 {
@@ -331,13 +332,13 @@ static void raread_done(struct avfs_fio *f, int64_t res, int64_t now)
 	struct avfs_fuse *fu = r->fu;
 	/* a reader waits for this range: it reads in order, the next window goes now */
 	bool more = res == (int64_t)f->len && r->s->waiters && !r->s->stale;
-	uint64_t ino = f->ino, next = f->off + f->len, stream = r->stream;
+	uint64_t ino = f->ino, next = f->off + f->len, pos = f->off, stream = r->stream;
 
-	(void)now;
+	fu->now = now;	/* (the next windows' due times count from here) */
 	avfs_ra_done(&fu->ra, r->s, res, rwait_answer);
 	free(r);
-	if (more)
-		prefetch(fu, ino, next, stream);
+	if (more)	/* (the reader is in this window) */
+		prefetch(fu, ino, next, stream, pos);
 }
 
 /* The read-ahead window at off (page aligned) of a file of `size` bytes: RA_WINDOW at most,
@@ -352,11 +353,11 @@ static uint64_t ra_window(struct avfs_fuse *fu, uint64_t off, uint64_t size)
 }
 
 /* Read len bytes of ino from off (page aligned) into a read-ahead slot, w (or none) waiting
- * on it, charged to stream (0: best effort; else real time: the playout buffer of a reserved
- * reader). 0: under way (w answered when it lands, or at once with the engine's refusal);
+ * on it, charged to stream (0: best effort; else real time, due at `due`: the playout buffer
+ * of a reserved reader). 0: under way (w answered when it lands, or at once with the engine's refusal);
  * -ENOMEM, -EBUSY (every slot busy): nothing done. */
 static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t len,
-		   struct rwait *w, uint64_t stream)
+		   struct rwait *w, uint64_t stream, int64_t due)
 {
 	size_t cap = (size_t)((len + PAGE - 1) / PAGE * PAGE);
 	struct raread *r = calloc(1, sizeof(*r));
@@ -367,7 +368,7 @@ static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t le
 		free(r);
 		return -ENOMEM;
 	}
-	r->s = avfs_ra_start(&fu->ra, ino, off, (size_t)len, buf, cap);
+	r->s = avfs_ra_start(&fu->ra, ino, off, (size_t)len, buf, cap, stream != 0);
 	if (!r->s) {
 		avfs_iobuf_put(&fu->bufs, buf, cap);
 		free(r);
@@ -378,7 +379,8 @@ static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t le
 	r->fu = fu;
 	r->stream = stream;
 	r->f = (struct avfs_fio){ .ino = ino, .flow = ino, .off = off, .len = len, .buf = buf, .cap = cap,
-				  .stream = stream, .label = stream ? (int64_t)stream : -1,
+				  .stream = stream, .deadline = stream ? due : 0, .keep_late = true,
+				  .label = stream ? (int64_t)stream : -1,
 				  .cls = AVFS_TRACE_BE, .done = raread_done };
 	err = avfs_engine_io(fu->e, &r->f, fu->now);
 	if (err) {	/* done() will not run */
@@ -405,7 +407,23 @@ static unsigned playout_windows(struct avfs_fuse *fu, uint64_t stream)
 /* SPEC §9: a sequential reader's next window is read while it takes the one before, so that
  * the device keeps working through the FUSE round trips; unless it is kept or under way
  * already, or past the end. A reserved reader's next windows, its playout buffer's. */
-static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream)
+/* When a reserved reader at pos needs the bytes at off: once it has read what lies between
+ * at its reserved rate — and no sooner than the scheduler's margin from now, so that data it
+ * waits for already is served at once, not failed as late. (The service's own deadline, the
+ * rest of its buffer at the rate, assumes a full playout buffer: 8 s for a 6 Mbit/s player
+ * with 8 MiB, which an empty one — a start, a seek — cannot wait.) 0 for best effort. */
+static int64_t playout_due(struct avfs_fuse *fu, uint64_t stream, uint64_t pos, uint64_t off)
+{
+	struct avfs_estream *s = stream ? avfs_engine_stream(fu->e, stream) : NULL;
+	double ahead = off > pos ? (double)(off - pos) : 0;
+
+	if (!s || !s->req.rate)
+		return 0;
+	return fu->now + avfs_engine_margin(fu->e) + (int64_t)(ahead / (double)s->req.rate * 1e9);
+}
+
+static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream,
+		     uint64_t pos)
 {
 	unsigned n = playout_windows(fu, stream);
 	struct avfs_stat a;
@@ -415,7 +433,8 @@ static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t 
 	for (unsigned k = 0; k < n && off < a.size; k++) {
 		uint64_t len = ra_window(fu, off, a.size);
 
-		if (!avfs_ra_has(&fu->ra, ino, off) && ra_read(fu, ino, off, len, NULL, stream))
+		if (!avfs_ra_has(&fu->ra, ino, off) &&
+		    ra_read(fu, ino, off, len, NULL, stream, playout_due(fu, stream, pos, off)))
 			return;	/* no slot or no memory: the next read tries again */
 		off += len;
 	}
@@ -447,9 +466,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (s) {
 		uint64_t next = s->off + s->len;
 
+		if (end >= next)
+			s->pinned = false;	/* read to its end: an ordinary kept range now */
+
 		fuse_reply_buf(req, (const char *)s->buf + ((uint64_t)off - s->off),
 			       end - (uint64_t)off);
-		prefetch(fu, ino, next, stream);
+		prefetch(fu, ino, next, stream, end);
 		return;
 	}
 	w = calloc(1, sizeof(*w));
@@ -466,7 +488,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (avfs_ra_sequential(&fu->ra, ino, (uint64_t)off)) {
 		uint64_t wend = a0 + ra_window(fu, a0, a.size);
 
-		if (!ra_read(fu, ino, a0, (wend > end ? wend : end) - a0, w, stream))
+		/* (a reserved reader waits for it: due now) */
+		if (!ra_read(fu, ino, a0, (wend > end ? wend : end) - a0, w, stream,
+			     playout_due(fu, stream, a0, a0)))
 			return;
 	}
 	free(w);
@@ -488,6 +512,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	r->fu = fu;
 	r->f = (struct avfs_fio){ .ino = ino, .flow = ino, .off = a0, .len = end - a0, .buf = r->mem,
 				  .cap = cap, .stream = stream, .label = stream ? (int64_t)stream : -1,
+				  .deadline = playout_due(fu, stream, a0, a0), .keep_late = true,
 				  .cls = AVFS_TRACE_BE, .done = rop_done };
 	err = avfs_engine_io(fu->e, &r->f, fu->now);
 	if (err) {
