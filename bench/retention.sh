@@ -5,7 +5,8 @@
 # AVFS mount over hddemu (avfs-250g, its outer --size), while reserved playback streams
 # (examples/dvr --reserve, libavio) read beside it. Reports: ffmpeg's exit and any ENOSPC,
 # segments written and left, what retention deleted (avfs-admin stats), the protected file
-# kept, the streams' deadline misses and smallest margin, and fsck.avfs -n after.
+# kept, the streams' deadline misses and smallest margin, hddemu's timing error, and fsck.avfs
+# -n after.
 # A benchmark: it prints figures; exit 1 only when something failed outright. Run as root.
 #
 # usage: retention.sh [--size 4G] [--times 3] [--high 90] [--low 80] [--streams 2]
@@ -135,6 +136,7 @@ LAST=$(ls "$FMNT/rec" | grep '^seg' | sort | tail -1)
 FIRST=$(ls "$FMNT/rec" | grep '^seg' | sort | head -1)
 KEPT=$(cmp -s "$W/keep" "$FMNT/rec/incident.ts" && echo yes || echo NO)
 USED=$(df --output=pcent "$FMNT" | tail -1)
+cat "$HMNT/stats" >"$W/hdd.stats" 2>>"$LOG"	# the emulation's own error over the run
 echo "1" >"$HMNT/fast"
 fuse_stop "$FMNT" "$AVFSD_PID" 120
 AVFSD_PID=
@@ -187,6 +189,15 @@ for f in sorted(os.listdir(w)):
                      " (nearest %+.2f s)" % min(near, key=abs) if near else ""))
 print("daemon: RT misses %d of %d; disk utilization %.1f %%" % (
     st["rt"]["misses"], st["rt"]["requests"], 100 * st["disk_utilization"]))
+hdd = {}
+try:
+    for l in open(os.path.join(w, "hdd.stats")):
+        k, _, v = l.partition(" ")
+        hdd[k] = v.strip()
+    print("hddemu's timing error (reply - model completion): mean %s us, max %.1f ms" % (
+        hdd["timing_err_mean_us"], float(hdd["timing_err_max_us"]) / 1e3))
+except (OSError, KeyError, ValueError):
+    print("hddemu's timing error: not read")
 print("fsck.avfs -n: exit %s" % fsck_rc)
 PY
 [ "$FF_RC" = 0 ] && [ "$KEPT" = yes ] && [ "$FSCK_RC" = 0 ]
