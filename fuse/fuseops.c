@@ -1415,6 +1415,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ra_invalidate(fu, ino);
 		after_change(fu);
 	}
+	avfs_ra_unpin(&fu->ra, ino);	/* a playout buffer nobody reads now: evictable */
 	if (of && of->held)
 		of->released = true;	/* the last held write frees it (held_done) */
 	else

@@ -140,6 +140,13 @@ void avfs_ra_invalidate(struct avfs_ra *ra, uint64_t ino)
 	}
 }
 
+void avfs_ra_unpin(struct avfs_ra *ra, uint64_t ino)
+{
+	for (int i = 0; i < AVFS_RA_SLOTS; i++)
+		if (ra->s[i].buf && ra->s[i].ino == ino)
+			ra->s[i].pinned = false;
+}
+
 void avfs_ra_drain(struct avfs_ra *ra)
 {
 	for (int i = 0; i < AVFS_RA_SLOTS; i++)

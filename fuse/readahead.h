@@ -15,7 +15,7 @@
 
 struct avfs_iobuf_pool;
 
-#define AVFS_RA_SLOTS 32
+#define AVFS_RA_SLOTS 128	/* (the pinned ones hold at most their reservations' buffers) */
 #define AVFS_RA_BE_SLOTS 16	/* of them, at most this many hold ranges of no playout buffer */
 
 struct avfs_ra_wait {		/* a read waiting for a range being read: the caller's */
@@ -68,6 +68,8 @@ struct avfs_ra_slot *avfs_ra_start(struct avfs_ra *ra, uint64_t ino, uint64_t of
  * this module), then the range is kept (res > 0 and not stale) or freed. */
 void avfs_ra_done(struct avfs_ra *ra, struct avfs_ra_slot *s, int64_t res,
 		  void (*answer)(struct avfs_ra_wait *w, const uint8_t *data, size_t n, int err));
+/* ino's playout windows become ordinary ranges (its reader closed it: nobody may read them). */
+void avfs_ra_unpin(struct avfs_ra *ra, uint64_t ino);
 /* ino's data changed: its kept ranges go, those being read turn stale. */
 void avfs_ra_invalidate(struct avfs_ra *ra, uint64_t ino);
 /* Free every idle range (at unmount, with nothing in flight). */
