@@ -151,10 +151,11 @@ static struct avfs_ereq *part_new(struct avfs_fio *f, uint64_t off, uint64_t len
  * an earlier write of its pages, or failed by the mixer as too late) goes again as best effort:
  * late (f's deadline stays: a miss), never lost — a held write's failure would reach only a
  * later fsync. So does any request marked keep_late (a FUSE reader's playout window, due by
- * the front end: a POSIX reader cannot be told -ETIME). true: sent again. (Measured on hddemu, a 2 MB/s writer of 32,900-byte writes
- * beside a greedy reader: its appends chain through their shared pages, so that once late
- * they stay late; neither the service's deadline counted again from now nor an urgent one
- * breaks the chain — the mixer fails the latter again.) */
+ * the front end: a POSIX reader cannot be told -ETIME). true: sent again. (Measured on
+ * hddemu, a 2 MB/s writer of 32,900-byte writes beside a greedy reader: its appends chain
+ * through their shared pages, so that once late they stay late; neither the service's
+ * deadline counted again from now nor an urgent one breaks the chain — the mixer fails the
+ * latter again.) */
 static bool late_write_again(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now)
 {
 	if (res != -ETIME || !q->f || !q->f->ino || !q->io.deadline || q->dispatched ||

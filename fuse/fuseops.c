@@ -354,8 +354,8 @@ static uint64_t ra_window(struct avfs_fuse *fu, uint64_t off, uint64_t size)
 
 /* Read len bytes of ino from off (page aligned) into a read-ahead slot, w (or none) waiting
  * on it, charged to stream (0: best effort; else real time, due at `due`: the playout buffer
- * of a reserved reader). 0: under way (w answered when it lands, or at once with the engine's refusal);
- * -ENOMEM, -EBUSY (every slot busy): nothing done. */
+ * of a reserved reader). 0: under way (w answered when it lands, or at once with the
+ * engine's refusal); -ENOMEM, -EBUSY (every slot busy): nothing done. */
 static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t len,
 		   struct rwait *w, uint64_t stream, int64_t due)
 {

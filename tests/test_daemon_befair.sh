@@ -1,8 +1,8 @@
 #!/bin/bash
 # test_daemon_befair.sh — best effort shared between FUSE clients (issue 16, Done when 1-2):
-# beside a greedy O_DIRECT reader of a large file (1 MiB reads in a loop, its next read-ahead window
-# always ahead of the head), a second client's small O_DIRECT reads and a write + fsync of a
-# new file answer in well under the best-effort age bound (set to 5 s here, so that a request
+# beside a greedy O_DIRECT reader of a large file (1 MiB reads in a loop, its next read-ahead
+# window always ahead of the head), a second client's small O_DIRECT reads and a write + fsync
+# of a new file answer in well under the best-effort age bound (set to 5 s here, so that a request
 # served only once it ages — C-SCAN order alone — fails clearly); the reader keeps reading.
 # A reserved writer's close does not wait for its held writes (write-behind: due up to
 # buffer / rate later), and the data is what was written once synced. (main before the fix:
