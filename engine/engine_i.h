@@ -44,13 +44,17 @@ struct avfs_ereq {
 	/* fileio.c: a read that a write waits for (read-modify-write), or a bounced read */
 	struct avfs_ereq *then;	/* the write to complete (merge into) when this read is done */
 	uint32_t at;		/* the page's offset in then->own */
-	uint32_t keep_head, keep_tail;	/* bytes of the page to merge: [0, head), [4096 - tail, 4096) */
+	uint32_t keep_head, keep_tail;	/* bytes of the page to merge: [0, head), [4096 - tail, 4096)
+					 * (a small file's move: head over all its pages, no tail) */
 	int waits;		/* what it waits for before it is sent: a write, its reads; either,
 				 * the earlier write of the same pages it must follow */
 	/* fileio.c: data writes in the order they were planned, until complete (a later write or
 	 * read-modify-write read of the same pages waits for the last of them) */
 	struct avfs_ereq *w_prev, *w_next;
 	uint64_t w_off, w_len;	/* the device bytes it writes */
+	uint64_t w_seq;		/* a data write's number in planning order (from 1) */
+	uint64_t follows;	/* it is sent after every data write numbered below this that
+				 * overlaps [io.off, io.off + io.len), one after the other */
 	struct avfs_ereq *waiters;	/* requests waiting for this write to complete */
 	struct avfs_ereq *wait_next;	/* on the waiters of the write it waits for */
 	bool in_wlist;
@@ -133,6 +137,7 @@ struct avfs_engine {
 	size_t nfio;		/* front-end requests taken and not done ... */
 	struct avfs_fio *live;	/* ... listed (their parts are freed with the engine) */
 	struct avfs_ereq *wfirst, *wlast;	/* data writes not complete, in planning order */
+	uint64_t wseq;				/* the last data write's w_seq */
 	uint64_t wb_total;	/* write-behind: bytes of held writes, every stream (wbuf.c) */
 	struct avfs_wberr *wb;	/* files whose writes failed (wberr.c) */
 	size_t nwb, capwb;

@@ -177,15 +177,20 @@ static void send(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
 /* ---- the order of writes to the same pages ----
  * Two requests may write parts of one page (two small appends): the second one's read-modify-
  * write must read the page after the first one's write, or it writes old bytes back; and two
- * writes of the same page must land in the order they were planned. So a data write, or the
- * read of its read-modify-write, waits for the last earlier data write of the same pages that
- * is not complete. Rare (libavio writes whole pages; the kernel serializes a file's FUSE
- * writes), so the list of writes in flight is searched from its end. */
+ * writes of the same page must land in the order they were planned. So a data write, the read
+ * of its read-modify-write, or a read, waits for every earlier data write of the same pages
+ * that is not complete: for the last one when planned, then (unblock) for any other still
+ * under way — a range over several earlier writes (a small file's move reads its whole
+ * extent, written by up to 8 libavio requests in flight) waits for each. Rare otherwise
+ * (libavio writes whole pages; the kernel serializes a file's FUSE writes), so the list of
+ * writes in flight is searched from its end. */
 
-static struct avfs_ereq *last_overlap(struct avfs_engine *e, uint64_t off, uint64_t len)
+/* The last incomplete data write numbered below `below` that overlaps [off, off + len). */
+static struct avfs_ereq *last_overlap(struct avfs_engine *e, uint64_t off, uint64_t len,
+				      uint64_t below)
 {
 	for (struct avfs_ereq *w = e->wlast; w; w = w->w_prev)
-		if (w->w_off < off + len && off < w->w_off + w->w_len)
+		if (w->w_seq < below && w->w_off < off + len && off < w->w_off + w->w_len)
 			return w;
 	return NULL;
 }
@@ -207,6 +212,8 @@ static void wlist_add(struct avfs_engine *e, struct avfs_ereq *q)
 	*(e->wlast ? &e->wlast->w_next : &e->wfirst) = q;
 	e->wlast = q;
 	q->in_wlist = true;
+	q->w_seq = ++e->wseq;
+	q->follows = q->w_seq;	/* every earlier write of its pages */
 }
 
 static void unblock(struct avfs_engine *e, struct avfs_ereq *q, int64_t now);
@@ -268,33 +275,42 @@ static void rmw_read_done(struct avfs_engine *e, struct avfs_ereq *r, int res, i
 	put(e, f, now);
 }
 
-/* One thing q waited for is done: send it when it waits for nothing more (a write whose
- * request failed meanwhile does not go with a page it could not merge). */
+/* One thing q waited for is done: send it when it waits for nothing more — no read, and no
+ * earlier write of its pages (a write whose request failed meanwhile does not go with a page
+ * it could not merge). */
 static void unblock(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
 {
+	struct avfs_ereq *before;
+
 	if (--q->waits > 0)
 		return;
-	if (q->data_write && q->f->priv.res < 0)
+	if (q->data_write && q->f->priv.res < 0) {
 		q->done(e, q, (int)q->f->priv.res, now);
+		return;
+	}
+	before = last_overlap(e, q->io.off, q->io.len, q->follows);
+	if (before)
+		wait_on(q, before);	/* another earlier write of its pages: that one too */
 	else
 		send(e, q, now);
 }
 
 /* The read of one page of w to merge (at its offset at), from w's own pages or, when a small
- * file moves, from src (its old place). */
+ * file moves, from src (its old place: then head may span all its pages, in one read). */
 static int rmw_read(struct avfs_engine *e, struct avfs_fio *f, struct avfs_ereq *w,
-		    struct avfs_ereq *before, uint64_t src, uint32_t at, uint32_t head,
-		    uint32_t tail, int64_t deadline, bool spare)
+		    uint64_t src, uint32_t at, uint32_t head, uint32_t tail, int64_t deadline,
+		    bool spare)
 {
-	struct avfs_ereq *r = part_new(f, (src ? src : w->io.off) + at, PAGE, false, deadline,
+	uint64_t len = head > PAGE ? ((uint64_t)head + PAGE - 1) / PAGE * PAGE : PAGE;
+	struct avfs_ereq *r = part_new(f, (src ? src : w->io.off) + at, len, false, deadline,
 				       spare);
 
 	if (!r)
 		return -ENOMEM;
-	if (src)
-		before = last_overlap(e, src + at, PAGE);
-	wait_on(r, before);	/* the page as the earlier write of it leaves it */
-	r->own = alloc_buf(PAGE);
+	/* the pages as the earlier writes of them leave them (never w, which waits for r) */
+	r->follows = w->w_seq;
+	wait_on(r, last_overlap(e, r->io.off, len, r->follows));
+	r->own = alloc_buf(len);
 	if (!r->own)
 		return -ENOMEM;
 	r->buf = r->own;
@@ -337,14 +353,15 @@ static int op_parts(struct avfs_engine *e, struct avfs_fio *f, const struct avfs
 		return 0;
 	case AVFS_DOP_READ:
 		/* straight into the caller's buffer where its pages fit, else through a bounce */
-		before = last_overlap(e, o->dev_off, o->dev_len);
 		q = part_of(f, o, false, !o->skip && aligned(dst) && o->buf_off + o->dev_len <= f->cap,
 			    deadline, spare);
 		if (!q)
 			return -ENOMEM;
-		/* a write answered before it reached the device (write-behind, wbuf.c) may still
-		 * be under way: the read sees its pages as it leaves them */
-		wait_on(q, before);
+		/* a write answered before it reached the device (write-behind, wbuf.c), or one of
+		 * another request in flight, may still be under way: the read sees its pages as
+		 * every earlier write leaves them */
+		q->follows = e->wseq + 1;
+		wait_on(q, last_overlap(e, o->dev_off, o->dev_len, q->follows));
 		if (q->buf == dst)
 			return 0;
 		q->copy_to = o->buf_off;
@@ -353,7 +370,7 @@ static int op_parts(struct avfs_engine *e, struct avfs_fio *f, const struct avfs
 		return 0;
 	case AVFS_DOP_WRITE:
 		/* straight from the caller's buffer when it is whole pages, else assembled */
-		before = last_overlap(e, o->dev_off, o->dev_len);
+		before = last_overlap(e, o->dev_off, o->dev_len, UINT64_MAX);
 		q = part_of(f, o, true, !(o->flags & AVFS_DOP_ZEROS) && !o->skip && !o->keep_head &&
 			    !o->keep_tail && o->len == o->dev_len && dst && aligned(dst),
 			    deadline, spare);
@@ -371,20 +388,20 @@ static int op_parts(struct avfs_engine *e, struct avfs_fio *f, const struct avfs
 			return 0;
 		}
 		/* the partial first and last pages keep the bytes around the data: read them first
-		 * (one read when they are the same page), after any earlier write of them; a
-		 * small file's move reads them from its old place, and the write still goes after
-		 * any earlier one of its own pages */
+		 * (one read when they are the same page), after the earlier writes of them; a
+		 * small file's move reads them, all its pages at once, from its old place, and the
+		 * write still goes after the earlier ones of its own pages (unblock checks again
+		 * when its reads are done) */
 		if (o->src_off)
 			wait_on(q, before);
 		if (o->dev_len == PAGE)
-			return rmw_read(e, f, q, before, o->src_off, 0, o->keep_head, o->keep_tail,
-					deadline, spare);
-		if (o->keep_head && rmw_read(e, f, q, before, o->src_off, 0, o->keep_head, 0,
-					     deadline, spare))
+			return rmw_read(e, f, q, o->src_off, 0, o->keep_head, o->keep_tail, deadline,
+					spare);
+		if (o->keep_head && rmw_read(e, f, q, o->src_off, 0, o->keep_head, 0, deadline,
+					     spare))
 			return -ENOMEM;
-		if (o->keep_tail && rmw_read(e, f, q, before, o->src_off,
-					     (uint32_t)(o->dev_len - PAGE), 0, o->keep_tail,
-					     deadline, spare))
+		if (o->keep_tail && rmw_read(e, f, q, o->src_off, (uint32_t)(o->dev_len - PAGE), 0,
+					     o->keep_tail, deadline, spare))
 			return -ENOMEM;
 		return 0;
 	}
@@ -439,7 +456,8 @@ void fio_start(struct avfs_engine *e, struct avfs_fio *f, int64_t deadline, bool
 		if (!q) {
 			err = -ENOMEM;
 		} else {
-			struct avfs_ereq *before = f->write ? last_overlap(e, f->off, f->len) : NULL;
+			struct avfs_ereq *before = f->write ?
+				last_overlap(e, f->off, f->len, UINT64_MAX) : NULL;
 
 			q->buf = f->buf;
 			if (f->write) {

@@ -390,7 +390,9 @@ enum avfs_dop_kind {
 				 * bytes [buf_off, buf_off + len) (zeros with AVFS_DOP_ZEROS); bytes
 				 * [0, keep_head) of the first page and the last keep_tail bytes of the
 				 * last page come from the device (read them first: read-modify-write);
-				 * every other byte of the pages is zero */
+				 * every other byte of the pages is zero. A small file's move is one op:
+				 * zeros (AVFS_DOP_ZEROS, len 0, skip = dev_len) whose first keep_head
+				 * bytes, over as many pages as they take, come from src_off */
 };
 #define AVFS_DOP_ZEROS 1u	/* WRITE: the data are zeros, not the caller's bytes */
 
@@ -398,7 +400,8 @@ struct avfs_dop {
 	uint8_t kind;		/* enum avfs_dop_kind */
 	uint8_t flags;		/* AVFS_DOP_ZEROS */
 	uint32_t skip;		/* READ, WRITE: offset of the caller's first byte in the pages */
-	uint32_t keep_head;	/* WRITE: 0 .. min(skip, AVFS_PAGE) */
+	uint32_t keep_head;	/* WRITE: 0 .. min(skip, AVFS_PAGE); in a move (src_off set, no
+				 * caller bytes, keep_tail 0) up to skip */
 	uint32_t keep_tail;	/* WRITE: bytes after the data in the last page kept from the device */
 	uint64_t dev_off;	/* READ, WRITE: page aligned */
 	uint64_t dev_len;	/* READ, WRITE: a multiple of AVFS_PAGE, within one data block */
@@ -407,7 +410,7 @@ struct avfs_dop {
 	uint64_t len;		/* the caller's bytes (ZERO: bytes to clear) */
 	uint64_t src_off;	/* WRITE: 0, or where keep_head and keep_tail come from instead
 				 * of dev_off (same page offsets): a small file's data moving to
-				 * a new place; the read goes after any earlier write of it */
+				 * a new place; the read goes after every earlier write of it */
 };
 
 struct avfs_data_plan {

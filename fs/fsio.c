@@ -603,7 +603,7 @@ static int run_read(struct avfs_fsio *io, const struct avfs_dop *o, uint8_t *dst
 }
 
 /* A WRITE: each piece is zeros, the kept head and tail read from the device first (from
- * src_off when a small file moves), and the caller's bytes. */
+ * src_off when a small file moves: then the head may span pages), and the caller's bytes. */
 static int run_write(struct avfs_fsio *io, const struct avfs_dop *o, const uint8_t *src,
 		     uint8_t *bounce, uint8_t *page)
 {
@@ -616,7 +616,15 @@ static int run_write(struct avfs_fsio *io, const struct avfs_dop *o, const uint8
 		int err;
 
 		memset(bounce, 0, n);
-		if (at == 0 && o->keep_head) {
+		if (o->keep_head > AVFS_PAGE && at < o->keep_head) {
+			/* a move's pages: [at, keep_head) of this piece from the old place */
+			uint64_t k = o->keep_head - at < n ? o->keep_head - at : n;
+			uint64_t kp = (k + AVFS_PAGE - 1) / AVFS_PAGE * AVFS_PAGE;
+
+			if ((err = dev_io(io->d, AVFS_DISK_READ, src_off + at, bounce, kp, false)))
+				return err;
+			memset(bounce + k, 0, kp - k);
+		} else if (at == 0 && o->keep_head) {
 			if ((err = dev_io(io->d, AVFS_DISK_READ, src_off, page, AVFS_PAGE, false)))
 				return err;
 			memcpy(bounce, page, o->keep_head);

@@ -118,6 +118,21 @@ t_quota_retain() {
 	[ "$(used "$MNT/q")" -le $((8 << 20)) ]
 }
 check "quota with retention: the oldest file goes instead of EDQUOT" t_quota_retain
+# A deletion behind the kernel's back: the directory's attributes, which the kernel keeps for
+# a second (fuse/fuseops.c, attr_timeout), go with retention's notice: stat sees the deletion's
+# mtime at once, not the one it read just before.
+t_dir_attrs() {
+	local m0 m1
+	mkdir "$MNT/r" && admin quota "$MNT/r" 8M >/dev/null &&
+	admin retention "$MNT/r" --high 100 --low 50 >/dev/null &&
+	head -c 3M /dev/zero >"$MNT/r/old" && head -c 3M /dev/zero >"$MNT/r/new" &&
+	m0=$(stat -c %y "$MNT/r") &&
+	dd if=/dev/zero of="$MNT/r/new" bs=1M count=3 seek=3 conv=notrunc status=none &&
+	m1=$(stat -c %y "$MNT/r") &&
+	[ "$m1" != "$m0" ] && [ ! -e "$MNT/r/old" ] || { echo "  mtime $m0, then ${m1:-?}"; return 1; }
+}
+check "a retention deletion: the directory's new mtime seen at once (cached attributes dropped)" \
+	t_dir_attrs
 admin stats --json >"$AVFS_T/stats.json"
 check "stats --json: retention counted" \
 	test "$(json "$AVFS_T/stats.json" "d['retention']['deleted'] > 0 and d['retention']['deleted_bytes'] >= d['retention']['deleted'] << 20 and d['retention']['edquot'] >= 4 and d['retention']['failed'] == 0")" = True

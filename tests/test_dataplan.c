@@ -160,14 +160,15 @@ static void check_write_plan(struct env *e, const struct avfs_data_plan *p)
 		assert_int_equal((o->dev_off - data_off) / BS,
 				 (o->dev_off + o->dev_len - 1 - data_off) / BS);
 		if (o->src_off) {
-			/* a small file's page moving: kept bytes from its old place, zeros after */
+			/* a small file's pages moving: kept bytes from their old place */
 			assert_true(o->src_off % PG == 0 && o->src_off >= data_off);
 			assert_true(o->src_off + o->dev_len <= o->dev_off ||
 				    o->dev_off + o->dev_len <= o->src_off);
 		}
-		if (o->src_off && o->skip == PG) {
-			assert_true(o->flags == AVFS_DOP_ZEROS && !o->len && o->dev_len == PG &&
-				    o->keep_head <= PG && !o->keep_tail);
+		if (o->src_off && o->skip == o->dev_len) {
+			/* the move: one op, its kept bytes first, zeros after */
+			assert_true(o->flags == AVFS_DOP_ZEROS && !o->len && o->keep_head <= o->skip &&
+				    !o->keep_tail);
 			continue;
 		}
 		assert_true(o->skip < PG && o->skip + o->len <= o->dev_len);

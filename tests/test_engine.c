@@ -915,6 +915,65 @@ static void test_engine_two_writes_one_page(void **state)
 	env_free(v);
 }
 
+/* Issue 18 (test_daemon_avio's 32 clients x 8 requests in flight: a client's poll got nothing
+ * for 20 s): a small file promoted by a write while both earlier writes of its extent are
+ * still on the device, more writes and a read of it all queued behind. The move's pages wait
+ * for every earlier write of them, not only the last; they go as one read and one write (one
+ * of each a page made a promoted 256 KiB file 128 device commands, most of a loaded disk's
+ * time); the read waits for the move's write as well as for the last write of its range;
+ * every request completes once and the bytes read back are those written. */
+static void test_engine_small_promoted_in_flight(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 8, 0);
+	struct env *v = env_new(&c, true);
+	const uint64_t n = 8 * KB, len = 6 * n;	/* small files: up to BS / 4 = 16 KiB */
+	uint8_t *p = pattern(0, len, 5, 0);
+	struct req w[6], r;
+	uint64_t src;
+	long a;
+
+	(void)state;
+	assert_int_equal(io(v, fio(&w[0], v->f, true, 0, n, p)), 0);
+	assert_int_equal(io(v, fio(&w[1], v->f, true, n, n, p + n)), 0);
+	/* the small file's extent: two writes on the device, the second grew it in place */
+	assert_int_equal(v->d.n, 2);
+	src = cmd_off(v, 0);
+	assert_int_equal(cmd_off(v, 1), src + n);
+	/* w[2] promotes it; its pages wait for both writes of the extent */
+	for (int i = 2; i < 6; i++)
+		assert_int_equal(io(v, fio(&w[i], v->f, true, (uint64_t)i * n, n, p + i * n)), 0);
+	assert_int_equal(io(v, fio(&r, v->f, false, 0, len, v->buf)), 0);
+	assert_int_equal(find(v, AVFS_DISK_READ, 0), -1);
+	complete(v, 1, v->now + MS);
+	assert_int_equal(find(v, AVFS_DISK_READ, 0), -1);	/* the earlier one is still there */
+	complete(v, 0, v->now + MS);
+	a = find(v, AVFS_DISK_READ, 0);
+	assert_true(a >= 0);
+	assert_int_equal(cmd_off(v, a), src);
+	assert_int_equal(v->d.c[a].r.len, 2 * n);	/* all its pages in one read */
+	drain(v);
+	for (size_t i = 0, reads = 0; i < v->d.n; i++) {
+		uint64_t o = cmd_off(v, i);
+
+		if (o < src + 2 * n && src < o + v->d.c[i].r.len)
+			assert_true(i < 2 || (v->d.c[i].r.op == AVFS_DISK_READ && ++reads == 1));
+		/* the move's write: its 4 pages at once */
+		assert_false(v->d.c[i].r.op == AVFS_DISK_WRITE && is_data(v, (long)i) &&
+			     v->d.c[i].r.len < n);
+	}
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(w[i].ndone, 1);
+		assert_int_equal(w[i].res, (int64_t)n);
+	}
+	assert_int_equal(r.ndone, 1);
+	assert_int_equal(r.res, (int64_t)len);
+	for (uint64_t i = 0; i < len; i++)
+		if (v->buf[i] != p[i])
+			fail_msg("byte %llu is %#x, not %#x", (unsigned long long)i, v->buf[i], p[i]);
+	free(p);
+	env_free(v);
+}
+
 /* A zero_tail request before a file grows zeroes the stale bytes past its size in the last
  * page on the disk (the rest of the page kept), so that the grown file reads zeros there. */
 static void test_engine_zero_tail_before_growing(void **state)
@@ -1757,6 +1816,7 @@ int main(void)
 		cmocka_unit_test(test_engine_file_unaligned_roundtrip),
 		cmocka_unit_test(test_engine_file_partial_page_rmw),
 		cmocka_unit_test(test_engine_two_writes_one_page),
+		cmocka_unit_test(test_engine_small_promoted_in_flight),
 		cmocka_unit_test(test_engine_zero_tail_before_growing),
 		cmocka_unit_test(test_engine_coalesced_command),
 		cmocka_unit_test(test_engine_deadline_passed_refused),

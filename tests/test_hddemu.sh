@@ -160,9 +160,12 @@ echo "  fast mode: $fast_ms ms per random read"
 check "fast mode: far less wall time (< 1/5)" lt "$fast_ms" "$(python3 -c "print($RAND_MS / 5)")"
 check "fast mode: requests still counted" test "$(stat_of "$M1" requests)" = $((n0 + 300))
 echo 0 >"$M1/fast"
-secs=$(dio_read "$M1/disk" rand 100 4096)
-slow_ms=$(python3 -c "print('%.3f' % ($secs / 100 * 1e3))")
-echo "  real time again: $slow_ms ms per random read"
+for try in 1 2; do	# (as above: a stall of the host's only slows a run)
+	secs=$(dio_read "$M1/disk" rand 100 4096)
+	slow_ms=$(python3 -c "print('%.3f' % ($secs / 100 * 1e3))")
+	echo "  real time again: $slow_ms ms per random read"
+	within "$slow_ms" "$RAND_MS" 0.15 && break
+done
 check "real time restored (within 15%)" within "$slow_ms" "$RAND_MS" 0.15
 kill -USR1 $PID1
 sleep 0.2

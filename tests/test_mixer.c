@@ -926,15 +926,21 @@ static double decision_cost(unsigned n)
 }
 
 /* Decisions stay cheap with thousands of held requests and grow like log n, not n: the cost
- * per step at 16,000 pending is far below 16x the cost at 1,000 (printed). */
+ * per step at 16,000 pending is far below 16x the cost at 1,000 (printed). Each the least of
+ * five runs, taken in turn: a run that the host preempted (CI's shared cores) only gets
+ * slower, so the least is the decision's own cost. */
 static void test_mixer_decision_is_log_n(void **state)
 {
-	double small, big;
+	double small = 0, big = 0;
 
 	(void)state;
 	decision_cost(1000);	/* warm up */
-	small = decision_cost(1000);
-	big = decision_cost(16000);
+	for (int i = 0; i < 5; i++) {
+		double s = decision_cost(1000), b = decision_cost(16000);
+
+		small = !i || s < small ? s : small;
+		big = !i || b < big ? b : big;
+	}
 	printf("mixer step (arrival + decision + completion): %.2f us at 1,000 pending, "
 	       "%.2f us at 16,000\n", small, big);
 	assert_true(big < small * 4);
