@@ -232,6 +232,7 @@ static void step(struct avfs_engine *e, int64_t now)
 	q->io.len = o->len;
 	q->io.write = true;
 	q->io.fua = o->fua;
+	q->io.flow = AVFS_IO_FLOW_META;	/* best effort, before the clients' (mixer.c) */
 	q->buf = (uint8_t *)o->buf;
 	q->cls = AVFS_TRACE_META;
 	q->label = -1;

@@ -341,6 +341,11 @@ int avfs_engine_release(struct avfs_engine *e, uint64_t id, int64_t now)
 	return err;
 }
 
+int64_t avfs_engine_margin(const struct avfs_engine *e)
+{
+	return e->c.sched.margin_ns;
+}
+
 struct avfs_estream *avfs_engine_stream(struct avfs_engine *e, uint64_t id)
 {
 	return bw_stream(e, id);

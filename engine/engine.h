@@ -47,6 +47,12 @@ struct avfs_fio {
 	uint64_t stream;	/* the reservation to charge (avfs_engine_reserve), 0: none */
 	int64_t label;		/* the trace's stream column (-1: none) */
 	enum avfs_trace_class cls;	/* trace class when best effort (BE; HP for a probe) */
+	bool keep_late;		/* with a deadline: failed by it (-ETIME) in the scheduler, it goes
+				 * again as best effort (late, not lost), as a file write without
+				 * a client deadline always does */
+	uint64_t flow;		/* best effort: whose it is, for the mixer's turns between clients
+				 * (struct avfs_io's flow: the FUSE front end names the file),
+				 * 0: nobody named */
 	void (*done)(struct avfs_fio *f, int64_t res, int64_t now);	/* bytes or -errno */
 	void *arg;		/* the front end's */
 	/* what happened, valid in done() */
@@ -260,6 +266,10 @@ int64_t avfs_engine_reserve(struct avfs_engine *e, const struct avfs_service_req
 /* End a reservation: its parked requests go on as best effort. 0 or -ENOENT. */
 int avfs_engine_release(struct avfs_engine *e, uint64_t id, int64_t now);
 struct avfs_estream *avfs_engine_stream(struct avfs_engine *e, uint64_t id);
+/* The scheduler's completion margin m (ns): a real-time request due within m of now is
+ * served at once (a front end's deadline for data a client already waits for); one due
+ * before now fails (-ETIME). */
+int64_t avfs_engine_margin(const struct avfs_engine *e);
 /* The i-th reservation (0 <= i < count), NULL past the end. */
 struct avfs_estream *avfs_engine_stream_at(struct avfs_engine *e, size_t i);
 size_t avfs_engine_stream_count(const struct avfs_engine *e);

@@ -134,6 +134,7 @@ static struct avfs_ereq *part_new(struct avfs_fio *f, uint64_t off, uint64_t len
 	q->io.len = len;
 	q->io.write = write;
 	q->io.deadline = deadline;
+	q->io.flow = f->flow;
 	q->spare = spare;
 	q->f = f;
 	q->cls = f->cls;
@@ -149,14 +150,16 @@ static struct avfs_ereq *part_new(struct avfs_fio *f, uint64_t off, uint64_t len
  * it reached the device (refused at submission after it waited for a read-modify-write read or
  * an earlier write of its pages, or failed by the mixer as too late) goes again as best effort:
  * late (f's deadline stays: a miss), never lost — a held write's failure would reach only a
- * later fsync. true: sent again. (Measured on hddemu, a 2 MB/s writer of 32,900-byte writes
- * beside a greedy reader: its appends chain through their shared pages, so that once late
- * they stay late; neither the service's deadline counted again from now nor an urgent one
- * breaks the chain — the mixer fails the latter again.) */
+ * later fsync. So does any request marked keep_late (a FUSE reader's playout window, due by
+ * the front end: a POSIX reader cannot be told -ETIME). true: sent again. (Measured on
+ * hddemu, a 2 MB/s writer of 32,900-byte writes beside a greedy reader: its appends chain
+ * through their shared pages, so that once late they stay late; neither the service's
+ * deadline counted again from now nor an urgent one breaks the chain — the mixer fails the
+ * latter again.) */
 static bool late_write_again(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now)
 {
-	if (res != -ETIME || !q->f || !q->f->write || !q->f->ino || q->f->deadline ||
-	    !q->io.deadline || q->dispatched)
+	if (res != -ETIME || !q->f || !q->f->ino || !q->io.deadline || q->dispatched ||
+	    (!q->f->keep_late && (!q->f->write || q->f->deadline)))
 		return false;
 	q->io.deadline = 0;
 	return !dsp_submit(e, q, now);

@@ -334,7 +334,8 @@ struct raread {			/* a range read for the read-ahead slots */
 	struct avfs_ra_slot *s;
 };
 
-static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream);
+static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream,
+		     uint64_t pos);
 
 static void raread_done(struct avfs_fio *f, int64_t res, int64_t now)
 {
@@ -342,13 +343,13 @@ static void raread_done(struct avfs_fio *f, int64_t res, int64_t now)
 	struct avfs_fuse *fu = r->fu;
 	/* a reader waits for this range: it reads in order, the next window goes now */
 	bool more = res == (int64_t)f->len && r->s->waiters && !r->s->stale;
-	uint64_t ino = f->ino, next = f->off + f->len, stream = r->stream;
+	uint64_t ino = f->ino, next = f->off + f->len, pos = f->off, stream = r->stream;
 
-	(void)now;
+	fu->now = now;	/* (the next windows' due times count from here) */
 	avfs_ra_done(&fu->ra, r->s, res, rwait_answer);
 	free(r);
-	if (more)
-		prefetch(fu, ino, next, stream);
+	if (more)	/* (the reader is in this window) */
+		prefetch(fu, ino, next, stream, pos);
 }
 
 /* The read-ahead window at off (page aligned) of a file of `size` bytes: RA_WINDOW at most,
@@ -363,11 +364,11 @@ static uint64_t ra_window(struct avfs_fuse *fu, uint64_t off, uint64_t size)
 }
 
 /* Read len bytes of ino from off (page aligned) into a read-ahead slot, w (or none) waiting
- * on it, charged to stream (0: best effort; else real time: the playout buffer of a reserved
- * reader). 0: under way (w answered when it lands, or at once with the engine's refusal);
- * -ENOMEM, -EBUSY (every slot busy): nothing done. */
+ * on it, charged to stream (0: best effort; else real time, due at `due`: the playout buffer
+ * of a reserved reader). 0: under way (w answered when it lands, or at once with the
+ * engine's refusal); -ENOMEM, -EBUSY (every slot busy): nothing done. */
 static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t len,
-		   struct rwait *w, uint64_t stream)
+		   struct rwait *w, uint64_t stream, int64_t due)
 {
 	size_t cap = (size_t)((len + PAGE - 1) / PAGE * PAGE);
 	struct raread *r = calloc(1, sizeof(*r));
@@ -378,7 +379,7 @@ static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t le
 		free(r);
 		return -ENOMEM;
 	}
-	r->s = avfs_ra_start(&fu->ra, ino, off, (size_t)len, buf, cap);
+	r->s = avfs_ra_start(&fu->ra, ino, off, (size_t)len, buf, cap, stream != 0);
 	if (!r->s) {
 		avfs_iobuf_put(&fu->bufs, buf, cap);
 		free(r);
@@ -388,8 +389,9 @@ static int ra_read(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t le
 		(void)avfs_ra_wait(&fu->ra, ino, w->w.off, w->w.len, &w->w);	/* (it holds) */
 	r->fu = fu;
 	r->stream = stream;
-	r->f = (struct avfs_fio){ .ino = ino, .off = off, .len = len, .buf = buf, .cap = cap,
-				  .stream = stream, .label = stream ? (int64_t)stream : -1,
+	r->f = (struct avfs_fio){ .ino = ino, .flow = ino, .off = off, .len = len, .buf = buf, .cap = cap,
+				  .stream = stream, .deadline = stream ? due : 0, .keep_late = true,
+				  .label = stream ? (int64_t)stream : -1,
 				  .cls = AVFS_TRACE_BE, .done = raread_done };
 	err = avfs_engine_io(fu->e, &r->f, fu->now);
 	if (err) {	/* done() will not run */
@@ -416,7 +418,23 @@ static unsigned playout_windows(struct avfs_fuse *fu, uint64_t stream)
 /* SPEC §9: a sequential reader's next window is read while it takes the one before, so that
  * the device keeps working through the FUSE round trips; unless it is kept or under way
  * already, or past the end. A reserved reader's next windows, its playout buffer's. */
-static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream)
+/* When a reserved reader at pos needs the bytes at off: once it has read what lies between
+ * at its reserved rate — and no sooner than the scheduler's margin from now, so that data it
+ * waits for already is served at once, not failed as late. (The service's own deadline, the
+ * rest of its buffer at the rate, assumes a full playout buffer: 8 s for a 6 Mbit/s player
+ * with 8 MiB, which an empty one — a start, a seek — cannot wait.) 0 for best effort. */
+static int64_t playout_due(struct avfs_fuse *fu, uint64_t stream, uint64_t pos, uint64_t off)
+{
+	struct avfs_estream *s = stream ? avfs_engine_stream(fu->e, stream) : NULL;
+	double ahead = off > pos ? (double)(off - pos) : 0;
+
+	if (!s || !s->req.rate)
+		return 0;
+	return fu->now + avfs_engine_margin(fu->e) + (int64_t)(ahead / (double)s->req.rate * 1e9);
+}
+
+static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t stream,
+		     uint64_t pos)
 {
 	unsigned n = playout_windows(fu, stream);
 	struct avfs_stat a;
@@ -426,7 +444,8 @@ static void prefetch(struct avfs_fuse *fu, uint64_t ino, uint64_t off, uint64_t 
 	for (unsigned k = 0; k < n && off < a.size; k++) {
 		uint64_t len = ra_window(fu, off, a.size);
 
-		if (!avfs_ra_has(&fu->ra, ino, off) && ra_read(fu, ino, off, len, NULL, stream))
+		if (!avfs_ra_has(&fu->ra, ino, off) &&
+		    ra_read(fu, ino, off, len, NULL, stream, playout_due(fu, stream, pos, off)))
 			return;	/* no slot or no memory: the next read tries again */
 		off += len;
 	}
@@ -458,9 +477,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (s) {
 		uint64_t next = s->off + s->len;
 
+		if (end >= next)
+			s->pinned = false;	/* read to its end: an ordinary kept range now */
+
 		fuse_reply_buf(req, (const char *)s->buf + ((uint64_t)off - s->off),
 			       end - (uint64_t)off);
-		prefetch(fu, ino, next, stream);
+		prefetch(fu, ino, next, stream, end);
 		return;
 	}
 	w = calloc(1, sizeof(*w));
@@ -477,7 +499,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (avfs_ra_sequential(&fu->ra, ino, (uint64_t)off)) {
 		uint64_t wend = a0 + ra_window(fu, a0, a.size);
 
-		if (!ra_read(fu, ino, a0, (wend > end ? wend : end) - a0, w, stream))
+		/* (a reserved reader waits for it: due now) */
+		if (!ra_read(fu, ino, a0, (wend > end ? wend : end) - a0, w, stream,
+			     playout_due(fu, stream, a0, a0)))
 			return;
 	}
 	free(w);
@@ -497,8 +521,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	r->req = req;
 	r->fu = fu;
-	r->f = (struct avfs_fio){ .ino = ino, .off = a0, .len = end - a0, .buf = r->mem,
+	r->f = (struct avfs_fio){ .ino = ino, .flow = ino, .off = a0, .len = end - a0, .buf = r->mem,
 				  .cap = cap, .stream = stream, .label = stream ? (int64_t)stream : -1,
+				  .deadline = playout_due(fu, stream, a0, a0), .keep_late = true,
 				  .cls = AVFS_TRACE_BE, .done = rop_done };
 	err = avfs_engine_io(fu->e, &r->f, fu->now);
 	if (err) {
@@ -643,8 +668,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 	w->req = req;
 	w->fu = fu;
-	w->f = (struct avfs_fio){ .ino = ino, .off = (uint64_t)off, .len = size, .write = true,
-				  .buf = w->mem + at, .cap = size, .stream = stream,
+	w->f = (struct avfs_fio){ .ino = ino, .flow = ino, .off = (uint64_t)off, .len = size,
+				  .write = true, .buf = w->mem + at, .cap = size, .stream = stream,
 				  .label = stream ? (int64_t)stream : -1, .cls = AVFS_TRACE_BE,
 				  .done = wop_done };
 	w->submitting = true;
@@ -749,7 +774,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 			w->req = req;
 			w->fu = fu;
 			w->set = a;
-			w->f = (struct avfs_fio){ .ino = ino, .off = cur.size, .write = true,
+			w->f = (struct avfs_fio){ .ino = ino, .flow = ino, .off = cur.size, .write = true,
 						  .zero_tail = true, .label = -1,
 						  .cls = AVFS_TRACE_BE, .done = grow_done };
 			err = avfs_engine_io(fu->e, &w->f, fu->now);
@@ -1044,7 +1069,7 @@ static void punch_next(struct punch_op *o)
 		return;
 	}
 	left = o->z[o->i].len - o->done;
-	o->f = (struct avfs_fio){ .ino = o->f.ino, .off = o->z[o->i].off + o->done,
+	o->f = (struct avfs_fio){ .ino = o->f.ino, .flow = o->f.ino, .off = o->z[o->i].off + o->done,
 				  .len = left < ZERO_CHUNK ? left : ZERO_CHUNK, .write = true,
 				  .buf = fu->zeros, .cap = ZERO_CHUNK, .label = -1,
 				  .cls = AVFS_TRACE_BE, .done = punch_done };
@@ -1125,8 +1150,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	}
 	*o = (struct falloc_op){ .req = req, .fu = fu, .off = (uint64_t)offset,
 				 .len = (uint64_t)length, .keep_size = keep };
-	o->f = (struct avfs_fio){ .ino = ino, .off = a.size, .write = true, .zero_tail = true,
-				  .label = -1, .cls = AVFS_TRACE_BE, .done = falloc_done };
+	o->f = (struct avfs_fio){ .ino = ino, .flow = ino, .off = a.size, .write = true,
+				  .zero_tail = true, .label = -1, .cls = AVFS_TRACE_BE, .done = falloc_done };
 	err = avfs_engine_io(fu->e, &o->f, fu->now);
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -1351,10 +1376,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * with AVFS_CLOSE_DURABLE (a commit per file written: 11 ms a close on an image file here,
  * touch of 2,000 files 0.2 s -> 23 s), none with AVFS_CLOSE_ASYNC. At once when everything
  * already is durable. */
+static bool close_waits(const struct avfs_fuse *fu, const struct ofile *of)
+{
+	return fu->close == AVFS_CLOSE_DURABLE ||
+	       (fu->close == AVFS_CLOSE_SYNC && of && of->sync_close);
+}
+
 static void flush_now(struct avfs_fuse *fu, fuse_req_t req, struct ofile *of)
 {
-	if (fu->close == AVFS_CLOSE_ASYNC ||
-	    (fu->close == AVFS_CLOSE_SYNC && !(of && of->sync_close))) {
+	if (!close_waits(fu, of)) {
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -1371,10 +1401,14 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ofile *of = ofile_of(fi);
 
 	(void)ino;
-	/* write-behind: the writes answered early reach the device first, so that a close
-	 * leaves the file as a close without it does (its data written, durable at the next
-	 * commit); a second close meanwhile (a dup) does not wait again */
-	if (of && of->held && !of->flush) {
+	/* write-behind: a close that waits for durability waits for the writes answered early
+	 * first (a second close meanwhile, a dup, does not wait again). Any other close answers
+	 * at once, as it does without them: the held writes reach the device by their deadlines
+	 * and the commit of their transaction waits for them (ordered mode), so the file is
+	 * durable at the same commit either way — and a recorder's close of a finished segment
+	 * does not wait up to the reserved buffer's drain time (buffer / rate: 11 s for 8 MiB
+	 * at 6 Mbit/s) */
+	if (of && of->held && !of->flush && close_waits(fu, of)) {
 		of->flush = req;
 		return;
 	}
@@ -1392,6 +1426,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ra_invalidate(fu, ino);
 		after_change(fu);
 	}
+	avfs_ra_unpin(&fu->ra, ino);	/* a playout buffer nobody reads now: evictable */
 	if (of && of->held)
 		of->released = true;	/* the last held write frees it (held_done) */
 	else

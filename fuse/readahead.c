@@ -72,26 +72,34 @@ static void slot_free(struct avfs_ra *ra, struct avfs_ra_slot *s)
 }
 
 struct avfs_ra_slot *avfs_ra_start(struct avfs_ra *ra, uint64_t ino, uint64_t off, size_t len,
-				   uint8_t *buf, size_t cap)
+				   uint8_t *buf, size_t cap, bool pin)
 {
-	struct avfs_ra_slot *v = NULL;
+	struct avfs_ra_slot *free_slot = NULL, *old = NULL, *old_pinned = NULL, *v;
+	int plain = 0;
 
 	for (int i = 0; i < AVFS_RA_SLOTS; i++) {
 		struct avfs_ra_slot *s = &ra->s[i];
 
 		if (!s->buf) {
-			v = s;
-			break;
+			free_slot = free_slot ? free_slot : s;
+			continue;
 		}
-		if (!s->busy && (!v || s->used < v->used))
-			v = s;
+		plain += !s->pinned;
+		if (s->busy)
+			continue;
+		if (!s->pinned && (!old || s->used < old->used))
+			old = s;
+		if (s->pinned && (!old_pinned || s->used < old_pinned->used))
+			old_pinned = s;
 	}
+	v = free_slot && (pin || plain < AVFS_RA_BE_SLOTS) ? free_slot : old ? old :
+	    pin ? old_pinned : NULL;
 	if (!v)
 		return NULL;
 	if (v->buf)
 		slot_free(ra, v);
 	*v = (struct avfs_ra_slot){ .ino = ino, .off = off, .len = len, .buf = buf, .cap = cap,
-				    .used = ++ra->clock, .busy = true };
+				    .used = ++ra->clock, .busy = true, .pinned = pin };
 	return v;
 }
 
@@ -130,6 +138,13 @@ void avfs_ra_invalidate(struct avfs_ra *ra, uint64_t ino)
 		else
 			slot_free(ra, s);
 	}
+}
+
+void avfs_ra_unpin(struct avfs_ra *ra, uint64_t ino)
+{
+	for (int i = 0; i < AVFS_RA_SLOTS; i++)
+		if (ra->s[i].buf && ra->s[i].ino == ino)
+			ra->s[i].pinned = false;
 }
 
 void avfs_ra_drain(struct avfs_ra *ra)

@@ -24,6 +24,11 @@ struct avfs_io {
 	bool fua;		/* write: durable on completion (only the last chunk carries FUA) */
 	int64_t deadline;	/* ns (the scheduler's clock); 0 = best effort */
 	int64_t arrival;	/* ns, set by avfs_sched_submit */
+	/* best effort: whose request it is (a file, a client; 0: nobody named). The mixer gives
+	 * the flows with requests the disk in turn, the one served longest ago first, so that
+	 * one greedy flow whose next request always lies ahead of the head cannot hold it;
+	 * AVFS_IO_FLOW_META (the file system's commits) goes before the others. */
+	uint64_t flow;
 	/* Set by the policy when a command carries more than this request (coalescing): the next
 	 * request of the same command, which starts where this one ends on the device; NULL
 	 * otherwise. The caller reads the chain when the command completes: done() has then
@@ -35,6 +40,8 @@ struct avfs_io {
 	int64_t pt[4];
 	double pd[2];
 };
+
+#define AVFS_IO_FLOW_META UINT64_MAX
 
 enum avfs_sched_kind {
 	AVFS_SCHED_IDLE = 0,	/* nothing to do until a request arrives */

@@ -8,7 +8,11 @@
  * passed yet, as long as every request keeps half the margin). A command
  * carries the pending requests that follow it on the disk (coalescing: a stream's next
  * buffers, one seek and one rotational wait for all). BE requests go in C-SCAN order from the
- * last executed request with ageing, under hold only when H allows; long requests in chunks
+ * last executed request with ageing, under hold only when H allows — while they belong to one
+ * flow (io->flow); with several, the flow served longest ago goes next (commits first), in
+ * C-SCAN order within it, so that a greedy sequential reader, whose next request always lies
+ * ahead of the head, does not keep every other client waiting for the age bound; long
+ * requests in chunks
  * so that an urgent request can run between two of them; JIT seek and seek splitting where
  * the disk's rotation can be predicted.
  * Sans-I/O: `now` is an argument; no clock, no sleep, no descriptor.
@@ -38,6 +42,8 @@ struct node {
 	double minh;		/* min over the subtree of dl − m − prefix(ts) */
 	int64_t mindl, maxdl;
 	struct node *older, *newer;	/* BE arrival list (ageing) */
+	struct flow *fl;		/* BE: its flow's record */
+	struct node *fprev, *fnext;	/* BE: the flow's pending requests */
 	uint64_t jit_until_off;	/* JIT: the offset the slack was computed for */
 	struct tree *home;	/* the tree it is in (NULL: in flight, or alone) */
 	bool in_batch;		/* taken from the batch: a remainder goes back to it */
@@ -48,6 +54,21 @@ struct node {
 struct tree {
 	struct node *root;
 	size_t n;
+};
+
+/* A BE flow's record (io->flow). Kept after its last request left, so that a greedy flow
+ * whose next request comes just after the last went out keeps its place behind the others;
+ * a slot is reused least recently served first. Past FLOWS flows with requests at once, new
+ * ones share a slot (and its turns). */
+#define FLOWS 64
+
+struct flow {
+	uint64_t id;
+	bool used;
+	unsigned n;		/* pending requests */
+	struct node *head;	/* them, in no order */
+	uint64_t end;		/* end of its last request served: its own C-SCAN position */
+	uint64_t served;	/* the BE sequence number of its last request served (0: never) */
 };
 
 struct tm {
@@ -70,6 +91,9 @@ struct tm {
 	struct node *jit_node;
 	size_t npending;
 	int64_t be_forced;	/* when a starving BE request was last put before RT */
+	struct flow flows[FLOWS];
+	unsigned be_flows;	/* flows with pending requests */
+	uint64_t be_served;	/* BE requests served (the flows' order) */
 	/* coalescing, set for one issue() by the window that picked the request: followers due
 	 * after join_lim stay (the window's subset); the command ends by co_end (BE under hold);
 	 * out_of_order: the pick jumped the sweep, so the others' deadlines bound it too */
@@ -371,8 +395,93 @@ static void tm_destroy(void *ctx)
 	free(t);
 }
 
+/* n's flow record: the one with its id, else the free slot served longest ago. */
+static struct flow *flow_of(struct tm *t, uint64_t id)
+{
+	struct flow *free_slot = NULL;
+
+	for (unsigned i = 0; i < FLOWS; i++) {
+		struct flow *f = &t->flows[i];
+
+		if (f->used && f->id == id)
+			return f;
+		if (!f->n && (!free_slot || !f->used ||
+			      (free_slot->used && f->served < free_slot->served)))
+			free_slot = f;
+	}
+	if (!free_slot)	/* every slot has requests: share one */
+		return &t->flows[id % FLOWS];
+	*free_slot = (struct flow){ .id = id, .used = true };
+	return free_slot;
+}
+
+static void flow_add(struct tm *t, struct node *n)
+{
+	struct flow *f = flow_of(t, n->io->flow);
+
+	n->fl = f;
+	n->fprev = NULL;
+	n->fnext = f->head;
+	if (f->head)
+		f->head->fprev = n;
+	f->head = n;
+	if (!f->n++)
+		t->be_flows++;
+}
+
+/* n leaves the BE requests: dispatched (its flow's turn) or canceled. */
+static void flow_del(struct tm *t, struct node *n)
+{
+	struct flow *f = n->fl;
+
+	if (!f)
+		return;
+	if (n->fprev)
+		n->fprev->fnext = n->fnext;
+	else
+		f->head = n->fnext;
+	if (n->fnext)
+		n->fnext->fprev = n->fprev;
+	n->fprev = n->fnext = NULL;
+	n->fl = NULL;
+	f->served = ++t->be_served;
+	f->end = n->io->off + n->io->len;
+	if (!--f->n)
+		t->be_flows--;
+}
+
+/* Several flows wait: the commits' first, else the one served longest ago; within it the
+ * request at or after its own last end (C-SCAN), else its lowest. O(FLOWS + its requests). */
+static struct node *flow_pick(struct tm *t)
+{
+	struct flow *f = NULL;
+	struct node *best = NULL, *low = NULL;
+
+	for (unsigned i = 0; i < FLOWS; i++) {
+		struct flow *g = &t->flows[i];
+
+		if (!g->n)
+			continue;
+		if (g->id == AVFS_IO_FLOW_META) {
+			f = g;
+			break;
+		}
+		if (!f || g->served < f->served)
+			f = g;
+	}
+	for (struct node *x = f->head; x; x = x->fnext) {
+		if (x->key >= f->end && (!best || x->key < best->key ||
+					 (x->key == best->key && x->tie < best->tie)))
+			best = x;
+		if (!low || x->key < low->key || (x->key == low->key && x->tie < low->tie))
+			low = x;
+	}
+	return best ? best : low;
+}
+
 static void be_link(struct tm *t, struct node *n)
 {
+	flow_add(t, n);
 	n->older = t->be_new;
 	n->newer = NULL;
 	if (t->be_new)
@@ -384,6 +493,7 @@ static void be_link(struct tm *t, struct node *n)
 
 static void be_unlink(struct tm *t, struct node *n)
 {
+	flow_del(t, n);
 	if (n->older)
 		n->older->newer = n->newer;
 	else
@@ -470,6 +580,7 @@ static void place(struct tm *t, struct node *n, bool fresh, int64_t now)
 		if (fresh) {
 			be_link(t, n);
 		} else {	/* a remainder keeps its seniority: back at the old end */
+			flow_add(t, n);
 			n->newer = t->be_old;
 			n->older = NULL;
 			if (t->be_old)
@@ -546,7 +657,7 @@ static double hold_time(struct tm *t)
 }
 
 /* The next BE request: the oldest one if it has waited past the age bound, else C-SCAN from
- * the end of the last executed request. */
+ * the end of the last executed request (one flow) or the next flow's (several). */
 static struct node *be_pick(struct tm *t, int64_t now)
 {
 	struct node *n;
@@ -555,6 +666,8 @@ static struct node *be_pick(struct tm *t, int64_t now)
 		return NULL;
 	if (t->be_old && now - t->be_old->io->arrival > t->c.be_age_ns)
 		return t->be_old;
+	if (t->be_flows > 1)
+		return flow_pick(t);
 	n = next_ge(t->be.root, t->last_end);
 	return n ? n : tmin(t->be.root);
 }

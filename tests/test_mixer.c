@@ -529,6 +529,68 @@ static void test_mixer_be_cscan_and_ageing(void **state)
 	avfs_sched_destroy(&s);
 }
 
+/* Best effort between flows: a greedy flow whose next request always lies just ahead of the
+ * head (a sequential reader's read-ahead) gets the disk in turn with another flow's request
+ * behind the head, not until that one ages; commits (AVFS_IO_FLOW_META) go first; within a
+ * flow, C-SCAN from its own last end. */
+static void test_mixer_be_flows_in_turn(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	struct avfs_io g[4], v = { .off = 1 * GB, .len = 65536, .flow = 2 },
+		       v2 = { .off = 1 * GB + 65536, .len = 65536, .flow = 2 },
+		       m = { .off = 3 * GB, .len = 4096, .flow = AVFS_IO_FLOW_META };
+	int64_t now = 0;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	c.coalesce = 0;
+	s = mk(&c);
+	for (int i = 0; i < 4; i++)
+		g[i] = (struct avfs_io){ .off = 5 * GB + (uint64_t)i * (2 << 20), .len = 2 << 20,
+					 .flow = 1 };
+	assert_int_equal(avfs_sched_submit(&s, &g[0], now), 0);
+	avfs_sched_next(&s, now, &cmd);
+	assert_ptr_equal(cmd.io, &g[0]);
+	/* the other client's request arrives behind the head, then the reader's next window */
+	assert_int_equal(avfs_sched_submit(&s, &v, now), 0);
+	assert_int_equal(avfs_sched_submit(&s, &g[1], now), 0);
+	now += 20 * MS;
+	assert_true(avfs_sched_done(&s, &cmd, now, 2 << 20));
+	avfs_sched_next(&s, now, &cmd);
+	assert_ptr_equal(cmd.io, &v);		/* its turn: not after the 2 s bound */
+	assert_int_equal(avfs_sched_submit(&s, &v2, now), 0);
+	now += 10 * MS;
+	assert_true(avfs_sched_done(&s, &cmd, now, 65536));
+	avfs_sched_next(&s, now, &cmd);
+	assert_ptr_equal(cmd.io, &g[1]);	/* the reader's turn again, though v2 follows v */
+	assert_int_equal(avfs_sched_submit(&s, &g[2], now), 0);
+	assert_int_equal(avfs_sched_submit(&s, &m, now), 0);
+	now += 20 * MS;
+	assert_true(avfs_sched_done(&s, &cmd, now, 2 << 20));
+	avfs_sched_next(&s, now, &cmd);
+	assert_ptr_equal(cmd.io, &m);		/* a commit's write before both */
+	now += 10 * MS;
+	assert_true(avfs_sched_done(&s, &cmd, now, 4096));
+	avfs_sched_next(&s, now, &cmd);
+	assert_ptr_equal(cmd.io, &v2);		/* served longest ago: flow 2 */
+	now += 10 * MS;
+	assert_true(avfs_sched_done(&s, &cmd, now, 65536));
+	avfs_sched_next(&s, now, &cmd);
+	assert_ptr_equal(cmd.io, &g[2]);
+	now += 20 * MS;
+	assert_true(avfs_sched_done(&s, &cmd, now, 2 << 20));
+	/* one flow alone: C-SCAN from the head as before */
+	assert_int_equal(avfs_sched_submit(&s, &g[3], now), 0);
+	avfs_sched_next(&s, now, &cmd);
+	assert_ptr_equal(cmd.io, &g[3]);
+	assert_true(avfs_sched_done(&s, &cmd, now + 20 * MS, 2 << 20));
+	avfs_sched_next(&s, now + 20 * MS, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_IDLE);
+	avfs_sched_destroy(&s);
+}
+
 /* The best-effort floor: RT requests whose hold time is always due (an overload) would keep
  * a BE request out for ever; past the age bound it goes first, one every age bound. */
 static void test_mixer_be_floor_under_overload(void **state)
@@ -951,6 +1013,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mixer_be_cscan_and_ageing),
+		cmocka_unit_test(test_mixer_be_flows_in_turn),
 		cmocka_unit_test(test_mixer_be_floor_under_overload),
 		cmocka_unit_test(test_mixer_be_under_hold),
 		cmocka_unit_test(test_mixer_beats_cscan),

@@ -57,7 +57,7 @@ static void test_readahead_waiters_then_hits(void **state)
 	(void)state;
 	assert_true(avfs_ra_sequential(&ra, 7, 0));
 	assert_false(avfs_ra_sequential(&ra, 7, MIB));
-	s = avfs_ra_start(&ra, 7, 0, 2 * MIB, filled(&p, 2 * MIB), 2 * MIB);
+	s = avfs_ra_start(&ra, 7, 0, 2 * MIB, filled(&p, 2 * MIB), 2 * MIB, false);
 	assert_non_null(s);
 	assert_true(avfs_ra_has(&ra, 7, 0));
 	assert_true(avfs_ra_sequential(&ra, 7, 2 * MIB));	/* continues the one under way */
@@ -94,7 +94,7 @@ static void test_readahead_change_while_read(void **state)
 	struct avfs_ra_slot *s;
 
 	(void)state;
-	s = avfs_ra_start(&ra, 3, 0, MIB, filled(&p, MIB), MIB);
+	s = avfs_ra_start(&ra, 3, 0, MIB, filled(&p, MIB), MIB, false);
 	assert_true(avfs_ra_wait(&ra, 3, 0, 4096, &before.w));
 	avfs_ra_invalidate(&ra, 3);	/* a write to the file while the range is read */
 	assert_false(avfs_ra_wait(&ra, 3, 0, 4096, &after.w));	/* a later read goes alone */
@@ -115,7 +115,7 @@ static void test_readahead_error_answers_all(void **state)
 	struct avfs_ra_slot *s;
 
 	(void)state;
-	s = avfs_ra_start(&ra, 5, 0, MIB, filled(&p, MIB), MIB);
+	s = avfs_ra_start(&ra, 5, 0, MIB, filled(&p, MIB), MIB, false);
 	assert_true(avfs_ra_wait(&ra, 5, 8192, 4096, &a.w));
 	avfs_ra_done(&ra, s, -EIO, answer);
 	assert_int_equal(a.calls, 1);
@@ -129,20 +129,20 @@ static void test_readahead_busy_never_evicted(void **state)
 {
 	struct avfs_iobuf_pool p = { 0 };
 	struct avfs_ra ra = { .bufs = &p };
-	struct avfs_ra_slot *s[AVFS_RA_SLOTS];
+	struct avfs_ra_slot *s[AVFS_RA_BE_SLOTS];
 	uint8_t *extra;
 
 	(void)state;
-	for (int i = 0; i < AVFS_RA_SLOTS; i++) {
-		s[i] = avfs_ra_start(&ra, 1, (uint64_t)i * MIB, MIB, filled(&p, MIB), MIB);
+	for (int i = 0; i < AVFS_RA_BE_SLOTS; i++) {
+		s[i] = avfs_ra_start(&ra, 1, (uint64_t)i * MIB, MIB, filled(&p, MIB), MIB, false);
 		assert_non_null(s[i]);
 	}
 	extra = filled(&p, MIB);
-	assert_null(avfs_ra_start(&ra, 2, 0, MIB, extra, MIB));	/* all busy: the caller's */
+	assert_null(avfs_ra_start(&ra, 2, 0, MIB, extra, MIB, false));	/* all busy: the caller's */
 	avfs_ra_done(&ra, s[3], MIB, answer);	/* the only idle one, so it goes */
-	assert_ptr_equal(avfs_ra_start(&ra, 2, 0, MIB, extra, MIB), s[3]);
+	assert_ptr_equal(avfs_ra_start(&ra, 2, 0, MIB, extra, MIB, false), s[3]);
 	assert_null(avfs_ra_hit(&ra, 1, 3 * MIB, 1));
-	for (int i = 0; i < AVFS_RA_SLOTS; i++)
+	for (int i = 0; i < AVFS_RA_BE_SLOTS; i++)
 		if (i != 3)
 			avfs_ra_done(&ra, s[i], -EIO, answer);
 	avfs_ra_invalidate(&ra, 2);	/* busy: stale, freed when it lands */
@@ -152,10 +152,66 @@ static void test_readahead_busy_never_evicted(void **state)
 	avfs_iobuf_drain(&p);
 }
 
+/* A reserved reader's playout windows (pinned) stay while a greedy reader's ranges come and go:
+ * those take at most AVFS_RA_BE_SLOTS slots and evict only each other; a pinned one is evicted
+ * only by another pinned one. */
+static void test_readahead_pinned_kept(void **state)
+{
+	struct avfs_iobuf_pool p = { 0 };
+	struct avfs_ra ra = { .bufs = &p };
+	struct avfs_ra_slot *pin[2], *s;
+	uint8_t *extra;
+	int pinned = 0;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		pin[i] = avfs_ra_start(&ra, 9, (uint64_t)i * MIB, MIB, filled(&p, MIB), MIB, true);
+		assert_non_null(pin[i]);
+		avfs_ra_done(&ra, pin[i], MIB, answer);
+	}
+	for (int i = 0; i < 3 * AVFS_RA_SLOTS; i++) {	/* the greedy reader: windows in a row */
+		s = avfs_ra_start(&ra, 1, (uint64_t)i * MIB, MIB, filled(&p, MIB), MIB, false);
+		assert_non_null(s);
+		avfs_ra_done(&ra, s, MIB, answer);
+	}
+	assert_non_null(avfs_ra_hit(&ra, 9, 0, MIB));
+	assert_non_null(avfs_ra_hit(&ra, 9, MIB, MIB));
+	for (int i = 0; i < AVFS_RA_SLOTS; i++)
+		pinned += ra.s[i].buf && ra.s[i].pinned;
+	assert_int_equal(pinned, 2);
+	/* the greedy reader kept at most its share */
+	for (int i = 0, plain = 0; i <= AVFS_RA_SLOTS; i++) {
+		if (i == AVFS_RA_SLOTS) {
+			assert_int_equal(plain, AVFS_RA_BE_SLOTS);
+			break;
+		}
+		plain += ra.s[i].buf && !ra.s[i].pinned;
+	}
+	/* every slot pinned or busy: a range not pinned gets none, a pinned one the oldest */
+	for (int i = 0; i < AVFS_RA_SLOTS; i++)
+		if (ra.s[i].buf && !ra.s[i].pinned)
+			ra.s[i].busy = true;
+	extra = filled(&p, MIB);
+	assert_null(avfs_ra_start(&ra, 1, 99 * MIB, MIB, extra, MIB, false));
+	avfs_iobuf_put(&p, extra, MIB);
+	s = avfs_ra_start(&ra, 9, 2 * MIB, MIB, filled(&p, MIB), MIB, true);
+	assert_non_null(s);
+	for (int i = 0; i < AVFS_RA_SLOTS; i++)
+		ra.s[i].busy = false;
+	avfs_ra_unpin(&ra, 9);	/* closed: its windows go first now */
+	pinned = 0;
+	for (int i = 0; i < AVFS_RA_SLOTS; i++)
+		pinned += ra.s[i].buf && ra.s[i].pinned;
+	assert_int_equal(pinned, 0);
+	avfs_ra_drain(&ra);
+	avfs_iobuf_drain(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_readahead_waiters_then_hits),
+		cmocka_unit_test(test_readahead_pinned_kept),
 		cmocka_unit_test(test_readahead_change_while_read),
 		cmocka_unit_test(test_readahead_error_answers_all),
 		cmocka_unit_test(test_readahead_busy_never_evicted),
