@@ -292,6 +292,8 @@ static void stream_req_done(struct avfs_fio *f, int64_t res, int64_t t)
 	 * one (a failed real-time request, not a best-effort one) */
 	int64_t dl = f->sched_deadline ? f->sched_deadline : res == -ETIME ? f->deadline : 0;
 
+	if (res == -ENOSPC && dl && q->issued >= r->start && !r->r->nospace++)
+		r->r->nospace_s = (double)(t - r->start) / NS;
 	if (q->issued >= r->start && ss->cls)
 		avfs_qos_add(&ss->cls->qos, dl, t, res > 0 ? (uint64_t)res : 0,
 			     res < 0 ? (int)res : 0);

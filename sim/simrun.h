@@ -135,6 +135,11 @@ void avfs_simrun_defaults(struct avfs_simrun_opts *o);
 
 struct avfs_simrun_result {
 	uint64_t rt_requests, deadline_misses, etime_failed;
+	/* of the deadline misses, a recording's writes refused for want of room (-ENOSPC: the
+	 * file system full and every recording a DVR could delete being played), and when the
+	 * first was, s from the measured start (0 if none): a full disk, not a late one */
+	uint64_t nospace;
+	double nospace_s;
 	double p0;
 	double margin_min_ms, margin_p001_ms, margin_p01_ms, margin_p50_ms;
 	double disk_utilization;

@@ -7,7 +7,8 @@ accounted for with a reason; the admitted run's disk time split into the round m
 with --search-duration 0; the round model takes more than Fahrrad's test it replaced;
 quotas refuse with -EDQUOT; the same seed gives the same figures; HD streams with 4 MiB
 buffers: at least 12 admitted, all of them on time, where Fahrrad's test took 6; raw playbacks
-in the innermost zones, whose layout admission is told, run on time. `isolation`: greedy
+in the innermost zones, whose layout admission is told, run on time; recordings that fill a
+small disk (st318437) end the run as a full file system, not as misses. `isolation`: greedy
 best-effort readers add no reserved miss; a greedy reserved reader gets about its rate when
 best effort is busy and much more when it is idle; over-provisioning does not cost global
 throughput; four streams reserving 20 % of disk time each get it. Short runs; the full-size
@@ -135,6 +136,27 @@ if inner:
     print(f"inner: admitted {s['admitted']}, {s['misses']} misses")
     check("inner placement: admitted and on time", inner["place"] == "inner" and
           s["admitted"] > 0 and s["misses"] == 0 and s["admitted_failed"] is None)
+
+# st318437 (18.4 GB): on seeds 6 and 17 the admitted recordings fill the file system, whose
+# four recordings are all being played (none a DVR could delete). Their refused writes
+# (-ENOSPC) are a full disk, not late ones: the run ends early, saying so, and no request
+# completed late; before the disk fills, the same sets run clean.
+for seed in (6, 17):
+    st = run("reserve", "--disk", "st318437", "--first-seed", str(seed), "--seeds", "1",
+             "--duration", "600", "--search-duration", "0", "--json")
+    if st:
+        s = st["seeds"][0]
+        why = s["admitted_failed"] or ""
+        print(f"st318437 seed {seed}: admitted {s['admitted']}, {s['misses']} misses; {why}")
+        check(f"st318437 seed {seed}: the recordings fill the disk, said as such, none late",
+              s["misses"] == 0 and "a recording found no room after" in why and
+              st["summary"]["misses"] == 0 and st["summary"]["admitted_failed"] == 1)
+    short = run("reserve", "--disk", "st318437", "--first-seed", str(seed), "--seeds", "1",
+                "--duration", "300", "--search-duration", "0", "--json")
+    if short:
+        s = short["seeds"][0]
+        check(f"st318437 seed {seed}: the same set, 300 s before the disk fills, on time",
+              s["misses"] == 0 and s["admitted_failed"] is None and s["margin_min_ms"] > 100)
 
 # ---- isolation ----
 iso = run("isolation", "--scenario", "all", "--duration", "60", "--json")

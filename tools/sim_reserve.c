@@ -509,6 +509,18 @@ static int run_set(const struct cli *c, const struct avfs_simrun_stream *st, uns
 	return 0;
 }
 
+/* A run whose recordings found no room part-way (their writes refused with -ENOSPC, counted
+ * among the engine's misses) ended on a full file system, as one that could not create a
+ * recording does: why, into fail. What admission answers for is the rest of the misses, the
+ * late ones; a reservation says nothing of how long a recording runs. */
+static void full_disk(const struct avfs_simrun_result *res, char *fail, size_t faillen)
+{
+	if (res->nospace)
+		snprintf(fail, faillen, "a recording found no room after %.1f s (%" PRIu64 " writes "
+			 "refused: the file system full, no recording a DVR could delete)",
+			 res->nospace_s, res->nospace);
+}
+
 static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 {
 	struct cli cs = *c, cq;
@@ -596,9 +608,10 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	if (err && err != -ENOSPC)
 		goto out;
 	if (!err) {
+		full_disk(&res, sr->adm_fail, sizeof(sr->adm_fail));
 		sr->util = res.disk_utilization;
 		sr->rt_requests = res.rt_requests;
-		sr->misses = res.deadline_misses;
+		sr->misses = res.deadline_misses - res.nospace;
 		sr->margin_min_ms = res.margin_min_ms;
 		sr->commit_max_s = res.commit_max_s;
 		sr->split = res.split;
@@ -619,7 +632,7 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		if (err && err != -ENOSPC)
 			goto out;
 		sr->search_runs++;
-		sr->search_full += err == -ENOSPC;
+		sr->search_full += err == -ENOSPC || (!err && res.nospace);
 		if (!err && res.deadline_misses == 0)
 			lo = k;
 		else
@@ -637,7 +650,8 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		if (err && err != -ENOSPC)
 			goto out;
 		if (!err) {
-			sr->kmax_misses = res.deadline_misses;
+			full_disk(&res, sr->kmax_fail, sizeof(sr->kmax_fail));
+			sr->kmax_misses = res.deadline_misses - res.nospace;
 			avfs_simrun_result_free(&res);
 		}
 	}
