@@ -206,10 +206,16 @@ start_load() {	# start_load OUT: dd of be.dat (wrapping) and cp -r of the tree (
 	mkdir -p "$FMNT/copy"
 	(
 		[ "$LOAD_COPIER" = 1 ] || exec sleep 1d
-		trap 'exit 0' TERM
+		# cp in the background and waited for: a TERM ends the wait at once and the trap
+		# stops the cp under way (a foreground cp would hold the trap off until it ended,
+		# and one started just after stop_load's SIGINT outlived the loop, writing into
+		# copy/ while the next trial removed it)
+		trap 'kill -INT $cp 2>/dev/null; wait $cp; exit 0' TERM
 		i=0
 		while :; do
-			cp -r "$FMNT/tree" "$FMNT/copy/$i" 2>>"$LOG" || exit 1
+			cp -r "$FMNT/tree" "$FMNT/copy/$i" 2>>"$LOG" &
+			cp=$!
+			wait $cp || exit 1
 			i=$((i + 1))
 		done
 	) &
