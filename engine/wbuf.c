@@ -10,7 +10,8 @@
  * while theirs stay within `write-behind-be`: a writer that waits for each answer (dd, cp,
  * fio with O_DIRECT) then hands over its next request while this one is on the device,
  * instead of leaving the device idle for the round trip and the kernel's copy of the data into
- * the daemon. Otherwise the writer waits for the device. It does not own the data (the front
+ * the daemon — so only while no other flow's request is in the engine (with one, the device
+ * has work for that time). Otherwise the writer waits for the device. It does not own the data (the front
  * end's request keeps it until done()) nor answer anyone.
  */
 #include "engine_i.h"
@@ -27,6 +28,12 @@ bool avfs_engine_wb_hold(struct avfs_engine *e, struct avfs_fio *f, uint64_t mem
 	if (!f->stream) {	/* best effort */
 		if (e->wb_be_total + mem > e->c.wb_be_max)
 			return false;	/* full (or off): answered when it is on the device */
+		/* only while no other flow has a request here: then the device would idle for
+		 * the writer's round trip; with others it does not, and an early answer would
+		 * only move the disk's time from them to this writer */
+		for (const struct avfs_fio *g = e->live; g; g = g->priv.live_next)
+			if (g != f && g->flow != f->flow)
+				return false;
 		e->wb_be_total += mem;
 		f->priv.held = mem;
 		return true;

@@ -74,6 +74,13 @@ struct ofile {
 	unsigned held;
 	fuse_req_t flush;	/* a FLUSH waiting for them, or NULL */
 	bool released;
+	/* a best-effort write of this description waiting for the device (not answered): it is
+	 * answered early in the place of the held one when that is done. A best-effort writer
+	 * has at most one write answered early at a time (enough for a writer that waits for
+	 * each answer to have its next write on its way while the last is on the device), and
+	 * only whole pages (an append sharing a page with the write before waits for that one
+	 * on the device anyway: its read-modify-write) */
+	struct wop *next_be;
 };
 
 static struct ofile *ofile_of(const struct fuse_file_info *fi)
@@ -548,6 +555,7 @@ struct wop {			/* one FUSE write, or the zeroing before a truncate grows a file 
 	bool plain;		/* mem is a plain allocation (free), not the pool's */
 	struct ofile *sync;	/* a write with O_SYNC or O_DSYNC: answered once durable, with
 				 * this description's failed writes (errseq) */
+	struct ofile *cand;	/* the description whose next_be it is */
 	struct avfs_stat set;	/* truncate up: the attributes to set once zeroed */
 };
 
@@ -557,11 +565,31 @@ static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse
 
 /* A write answered early is on the device (or failed: its file's error epoch moved, fsync
  * reports it): a close waiting for the description's held writes goes on. */
+static size_t wop_cost(const struct wop *w)
+{
+	return w->plain ? w->memlen : avfs_iobuf_cost(w->memlen);
+}
+
+/* The description's next best-effort write, if it may be held now: answered. */
+static bool hold_next(struct avfs_fuse *fu, struct ofile *of)
+{
+	struct wop *w = of->next_be;
+
+	if (!w || !avfs_engine_wb_hold(fu->e, &w->f, wop_cost(w)))
+		return false;
+	of->next_be = NULL;
+	w->cand = NULL;
+	w->of = of;
+	of->held++;
+	fuse_reply_write(w->req, w->f.len);
+	return true;
+}
+
 static void held_done(struct avfs_fuse *fu, struct ofile *of)
 {
 	fuse_req_t flush = of->flush;
 
-	if (--of->held)
+	if (--of->held || (!flush && hold_next(fu, of)))
 		return;
 	of->flush = NULL;
 	if (flush)
@@ -588,6 +616,10 @@ static void wop_done(struct avfs_fio *f, int64_t res, int64_t now)
 		w->completed = true;
 		w->res = res;
 		return;
+	}
+	if (w->cand) {
+		w->cand->next_be = NULL;
+		w->cand = NULL;
 	}
 	if (w->of)
 		held_done(w->fu, w->of);
@@ -629,6 +661,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct avfs_fuse *fu = fu_of(req);
 	size_t at = (size_t)(off > 0 ? off % PAGE : 0);
 	struct wop *w;
+	struct ofile *of;
 	uint64_t stream = stream_of(fu, ofile_of(fi), true);
 	/* O_SYNC, O_DSYNC (the open's or RWF_DSYNC's: the kernel passes them with each write,
 	 * and leaves the sync to us for direct-I/O files) */
@@ -698,13 +731,19 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		return;
 	}
 	/* papers/000's write buffer: a write, planned and within its stream's buffer (or, best
-	 * effort, within write-behind-be), is answered now; its data stays here until the device
-	 * has it (wop_done). Not a write that must be durable first. */
-	if (!sync && ofile_of(fi) &&
-	    avfs_engine_wb_hold(fu->e, &w->f, w->plain ? w->memlen : avfs_iobuf_cost(w->memlen))) {
-		w->of = ofile_of(fi);
-		w->of->held++;
+	 * effort, within write-behind-be and the first of its description), is answered now; its
+	 * data stays here until the device has it (wop_done). Not a write that must be durable
+	 * first. */
+	of = ofile_of(fi);
+	if (sync || !of || (!stream && (off % PAGE || size % PAGE)))
+		return;	/* (best effort: whole pages only; see below) */
+	if ((stream || !of->held) && avfs_engine_wb_hold(fu->e, &w->f, wop_cost(w))) {
+		w->of = of;
+		of->held++;
 		fuse_reply_write(req, size);
+	} else if (!stream && !of->next_be) {
+		of->next_be = w;
+		w->cand = of;
 	}
 }
 

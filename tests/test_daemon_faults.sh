@@ -181,10 +181,12 @@ check "... and writable" touch "$MNT/after"
 # daemon's memory; when it then fails on the device, fsync says EIO once, then 0
 fault write $DATA_OFF $((DATA_END - DATA_OFF))
 python3 - "$MNT/bewb" >"$AVFS_T/bewb.out" 2>&1 <<'PY'
-import os, sys
+import mmap, os, sys
 MB = 1 << 20
 fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
-print("write", os.write(fd, b"d" * MB))
+buf = mmap.mmap(-1, MB)                            # page-aligned: whole pages (the kernel
+buf.write(b"d" * MB)                               # cuts an unaligned buffer's MiB in two)
+print("write", os.write(fd, buf))
 said = []
 for _ in range(2):
     try:

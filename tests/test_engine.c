@@ -1410,19 +1410,28 @@ static void test_engine_wb_hold_bounded(void **state)
 }
 
 /* issue 18: best-effort write-behind. A planned write of no reservation may be answered at
- * once while the best-effort writes' held memory stays within write-behind-be; one that would
- * pass it waits; a read of the same pages waits for the held write; done() still runs for
- * each, and then nothing is held. A reservation's accounting is not touched. */
+ * once while the best-effort writes' held memory stays within write-behind-be and no other
+ * flow has a request in the engine; one that would pass the bound waits; a read of the same
+ * pages waits for the held write; done() still runs for each, and then nothing is held. A
+ * reservation's accounting is not touched. */
 static void test_engine_wb_hold_be_bounded(void **state)
 {
 	struct avfs_engine_conf c = conf(false, 4, 0);
 	struct env *v;
-	struct req a, b, rd;
+	struct req a, b, rd, o, x;
 
 	(void)state;
 	c.wb_be_max = 600 * KB;
 	v = env_new(&c, true);
 	memset(v->buf, 0x6b, 2 * BS);
+	/* another flow's request in the engine: the device has work, no early answer */
+	fio(&o, v->f, true, 3 * BS, 4096, v->buf + 3 * BS)->flow = 99;
+	assert_int_equal(io(v, &o.f), 0);
+	fio(&x, v->f, true, 0, 64 * KB, v->buf);
+	assert_int_equal(io(v, &x.f), 0);
+	assert_false(avfs_engine_wb_hold(v->e, &x.f, 64 * KB));
+	drain(v);
+	assert_int_equal(x.res, 64 * KB);
 	fio(&a, v->f, true, 0, 256 * KB, v->buf);
 	assert_int_equal(io(v, &a.f), 0);
 	assert_true(avfs_engine_wb_hold(v->e, &a.f, 256 * KB));
