@@ -23,7 +23,8 @@ void avfs_sched_conf_default(struct avfs_sched_conf *c)
 	c->urgent_ns = 100 * MS;
 	c->be_age_ns = 2000 * MS;
 	c->jit_offset_ns = 1 * MS;
-	c->coalesce = 4u << 20;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
+	c->coalesce = 4u << 20;
+	c->satf_window = 8;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
 	/* avfs-250g (SPEC §11) */
 	c->model = (struct avfs_svc_model){ .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6, .dmax = 70e6,
 					    .dmin = 38e6, .lmax = 250000000000ull };
@@ -42,6 +43,9 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "be-age", "time", "10ms..600s", "best-effort requests older than this go first (2s)" },
 	{ "hold", "mode", "batch, sweep", "tm: RT held in papers/001's batches, or over a sweep "
 	  "that never stops (batch)" },
+	{ "order", "mode", "lba, satf", "tm: a batch in LBA order, or the nearest in positioning "
+	  "time of the next satf-window requests, when the others keep m (lba)" },
+	{ "satf-window", "count", "2..64", "order=satf: requests considered a decision (8)" },
 	{ "coalesce", "bytes", "0 or 4K..64M", "tm: a command carries the adjacent pending "
 	  "requests up to this, 0 = off (4M)" },
 	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },
@@ -110,6 +114,16 @@ known:
 			c->sweep = false;
 		else
 			RANGE(0);
+	} else if (!strcmp(name, "order")) {
+		if (!strcmp(value, "satf"))
+			c->satf = true;
+		else if (!strcmp(value, "lba"))
+			c->satf = false;
+		else
+			RANGE(0);
+	} else if (!strcmp(name, "satf-window")) {
+		RANGE(b >= 2 && b <= 64);
+		c->satf_window = (unsigned)b;
 	} else if (!strcmp(name, "coalesce")) {
 		RANGE(b == 0 || (b >= 4096 && b <= (64u << 20) && b % 4096 == 0));
 		c->coalesce = (uint32_t)b;
@@ -181,6 +195,14 @@ int avfs_sched_conf_check(const struct avfs_sched_conf *c, char *why, size_t why
 	}
 	if ((c->jit || c->split_bytes) && !c->pred.predict) {
 		avfs_why(why, whylen, "jit and split need a disk that predicts its rotation");
+		return -EINVAL;
+	}
+	if (c->satf && !c->pred.predict) {
+		avfs_why(why, whylen, "order=satf needs a disk that predicts its positioning time");
+		return -EINVAL;
+	}
+	if (c->satf && (c->satf_window < 2 || c->satf_window > 64)) {
+		avfs_why(why, whylen, "satf-window must be 2..64");
 		return -EINVAL;
 	}
 	if (!c->depth || c->depth > 256) {
