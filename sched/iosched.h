@@ -109,10 +109,11 @@ struct avfs_sched_conf {
 	 * request a command; at most AVFS_SCHED_COALESCE_MAX requests */
 	uint32_t coalesce;
 	/* traffic mixer, hold = batch: the order of a released batch's requests in the normal
-	 * (C-SCAN) window — false: by LBA from the cursor; true: of the first satf_window
-	 * requests in that order, the one the predictor says the head reaches first (seek and
-	 * rotational wait), provided the requests it jumps keep the margin m by the service-time
-	 * model (else C-SCAN's). Needs a predictor. */
+	 * (C-SCAN) window — false: by LBA from the cursor; true: of the first satf_window runs
+	 * in that order (a run: requests that follow each other on the disk, which one command
+	 * carries), the one the predictor says the head reaches first (seek and rotational
+	 * wait), provided the requests it jumps keep the margin m by the service-time model
+	 * (else C-SCAN's). Needs a predictor. */
 	bool satf;
 	unsigned satf_window;
 	/* device */

@@ -1011,15 +1011,23 @@ static void fail(struct tm *t, struct node *n, struct tree *tr, struct avfs_sche
 	*cmd = (struct avfs_sched_cmd){ .kind = AVFS_SCHED_FAIL, .io = io, .err = -ETIME };
 }
 
-/* The first k (at most SATF_MAX) nodes of a tree of one turn in C-SCAN order from key: those
- * at or after it, then from the lowest. O(k + depth). Their count. */
-#define SATF_MAX 64
-static unsigned cscan_first(struct node *root, uint64_t key, struct node **v, unsigned k)
+/* A run: requests that follow each other on the disk in one direction (a stream's buffers),
+ * which one command carries. Does s start one, after p in LBA order? */
+static bool run_head(const struct node *p, const struct node *s)
+{
+	return !p || p->io->off + p->io->len != s->io->off || p->io->write != s->io->write;
+}
+
+/* The batch's next requests in C-SCAN order from key (those at or after it, then from the
+ * lowest) up to the first `heads` runs, at most SATF_SCAN requests, into v. O(their count +
+ * depth). Their count. */
+#define SATF_SCAN 256
+static unsigned cscan_first(struct node *root, uint64_t key, struct node **v, unsigned heads)
 {
 	struct node *st[SPINE];
-	unsigned got = 0;
+	unsigned got = 0, runs = 0;
 
-	for (int pass = 0; pass < 2 && got < k; pass++) {
+	for (int pass = 0; pass < 2; pass++) {
 		unsigned sp = 0;
 
 		for (struct node *x = root; x && sp < SPINE;) {
@@ -1030,11 +1038,13 @@ static unsigned cscan_first(struct node *root, uint64_t key, struct node **v, un
 				x = x->r;
 			}
 		}
-		while (sp && got < k) {
+		while (sp && got < SATF_SCAN) {
 			struct node *s = st[--sp];
 
 			if (pass && !less(s, 0, key, 0))
-				break;	/* back where the first pass began */
+				return got;	/* back where the first pass began */
+			if (run_head(got ? v[got - 1] : NULL, s) && ++runs > heads)
+				return got;
 			v[got++] = s;
 			for (struct node *x = s->r; x && sp < SPINE; x = x->l)
 				st[sp++] = x;
@@ -1063,8 +1073,8 @@ static unsigned satf_pick(struct tm *t, struct node **v, unsigned k, int64_t now
 		const struct avfs_io *io = v[i]->io;
 		/* (the first is charged its positioning: once jumped, it no longer follows
 		 * the head) */
+		bool head = run_head(i ? v[i - 1] : NULL, v[i]);
 		bool seq = i && v[i - 1]->io->off + v[i - 1]->io->len == io->off;
-		bool head = !i || !seq || v[i - 1]->io->write != io->write;
 		uint64_t most = t->c.coalesce > io->len ? t->c.coalesce : io->len;
 		int64_t seek = 0, rot = 0, half = 0;
 		uint64_t mid = 0;
@@ -1112,12 +1122,11 @@ static void batch_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 	}
 	/* the normal case: C-SCAN over the whole batch */
 	if (t->c.satf && t->c.pred.predict) {
-		struct node *v[SATF_MAX];
-		unsigned k = t->c.satf_window < SATF_MAX ? t->c.satf_window : SATF_MAX;
+		struct node *v[SATF_SCAN];
+		unsigned k = cscan_first(t->batch->root, t->cursor, v, t->c.satf_window);
 		double allow;
 		unsigned i;
 
-		k = cscan_first(t->batch->root, t->cursor, v, k);
 		i = satf_pick(t, v, k, now, &allow);
 		if (i) {	/* out of C-SCAN order: the command ends within the allowance */
 			issue_in(t, v[i], t->batch, now, cmd, INT64_MAX,

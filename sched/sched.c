@@ -44,8 +44,9 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "hold", "mode", "batch, sweep", "tm: RT held in papers/001's batches, or over a sweep "
 	  "that never stops (batch)" },
 	{ "order", "mode", "lba, satf", "tm: a batch in LBA order, or the nearest in positioning "
-	  "time of the next satf-window requests, when the others keep m (lba)" },
-	{ "satf-window", "count", "2..64", "order=satf: requests considered a decision (8)" },
+	  "time of its next satf-window runs, when the others keep m (lba)" },
+	{ "satf-window", "count", "2..64", "order=satf: runs of adjacent requests considered a "
+	  "decision (8)" },
 	{ "coalesce", "bytes", "0 or 4K..64M", "tm: a command carries the adjacent pending "
 	  "requests up to this, 0 = off (4M)" },
 	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },
