@@ -1059,13 +1059,15 @@ static unsigned cscan_first(struct node *root, uint64_t key, struct node **v, un
  * m by the service-time model (papers/001 eq. (2) over the C-SCAN order from now): a request
  * C-SCAN order would serve with its margin keeps it. The command is charged as if it carried
  * all that coalescing may add (the coalescing size, within m/4), so that it is never cut
- * short. The requests after it are not delayed (the model charges every positioning alike).
+ * short, and its positioning as predicted where that exceeds the model's. The requests after
+ * it are not delayed (the model charges every positioning alike).
  * Only the first of a run of adjacent requests is a candidate: a stream's later buffers go
  * with its first, in one command. Ties and unknown predictions: the earlier in C-SCAN order.
  * *allow: how long (modelled) the chosen command may take (INFINITY for v[0]). */
 static unsigned satf_pick(struct tm *t, struct node **v, unsigned k, int64_t now, double *allow)
 {
 	double slack = INFINITY, pre = 0, best_pos = INFINITY;
+	double alpha = t->c.model.tk_ns + t->c.model.tr_ns / 2;	/* the model's positioning */
 	unsigned best = 0;
 
 	*allow = INFINITY;
@@ -1082,9 +1084,12 @@ static unsigned satf_pick(struct tm *t, struct node **v, unsigned k, int64_t now
 				  fmin(avfs_svc_time(&t->c.model, io->off, most, false),
 				       (double)t->c.margin_ns / CO_MARGIN_DIV));
 
+		/* a jump's own positioning is charged as the predictor says where that is more
+		 * than the model's (a long seek back or ahead) */
 		if ((i == 0 || (head && own <= slack)) &&
 		    t->c.pred.predict(t->c.pred.ctx, now, io->off, &seek, &rot, &half, &mid) >= 0 &&
-		    (double)(seek + rot) < best_pos) {
+		    (double)(seek + rot) < best_pos &&
+		    (i == 0 || own + fmax(0, (double)(seek + rot) - alpha) <= slack)) {
 			best_pos = (double)(seek + rot);
 			best = i;
 			*allow = i ? slack : INFINITY;
