@@ -131,7 +131,7 @@ struct avfs_sched_conf {
 #define AVFS_SCHED_COALESCE_MAX 256	/* requests one coalesced command carries at the most */
 
 /* Defaults: m 500 ms, e 100 ms, BE age 2 s, chunking off, JIT off (offset 1 ms), no
- * splitting, batches in LBA order (satf window 8), coalescing up to 4 MiB, the avfs-250g
+ * splitting, batches in LBA order (satf window 4), coalescing up to 4 MiB, the avfs-250g
  * model, rotational, depth 1;
  * read_expire 500 ms, write_expire 5 s, fifo_batch 16, writes_starved 2; scan-edf quantum
  * 100 ms. */

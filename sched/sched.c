@@ -23,8 +23,8 @@ void avfs_sched_conf_default(struct avfs_sched_conf *c)
 	c->urgent_ns = 100 * MS;
 	c->be_age_ns = 2000 * MS;
 	c->jit_offset_ns = 1 * MS;
-	c->coalesce = 4u << 20;
-	c->satf_window = 8;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
+	c->coalesce = 4u << 20;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
+	c->satf_window = 4;	/* as much as 8 or 64 at half the cost of 8 (docs/DESIGN.md) */
 	/* avfs-250g (SPEC §11) */
 	c->model = (struct avfs_svc_model){ .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6, .dmax = 70e6,
 					    .dmin = 38e6, .lmax = 250000000000ull };
@@ -46,7 +46,7 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "order", "mode", "lba, satf", "tm: a batch in LBA order, or the nearest in positioning "
 	  "time of its next satf-window runs, when the others keep m (lba)" },
 	{ "satf-window", "count", "2..64", "order=satf: runs of adjacent requests considered a "
-	  "decision (8)" },
+	  "decision (4)" },
 	{ "coalesce", "bytes", "0 or 4K..64M", "tm: a command carries the adjacent pending "
 	  "requests up to this, 0 = off (4M)" },
 	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },

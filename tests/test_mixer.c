@@ -887,12 +887,12 @@ static void test_mixer_settings(void **state)
 	c.jit = false;
 	/* order: lba (the default) or satf, which needs a predictor; its window 2..64 */
 	assert_false(c.satf);
-	assert_int_equal(c.satf_window, 8);
+	assert_int_equal(c.satf_window, 4);
 	assert_int_equal(avfs_sched_conf_set(&c, "order", "nearest", why, sizeof(why)), -ERANGE);
 	assert_false(c.satf);
 	assert_int_equal(avfs_sched_conf_set(&c, "satf-window", "1", why, sizeof(why)), -ERANGE);
 	assert_int_equal(avfs_sched_conf_set(&c, "satf-window", "65", why, sizeof(why)), -ERANGE);
-	assert_int_equal(c.satf_window, 8);
+	assert_int_equal(c.satf_window, 4);
 	assert_int_equal(avfs_sched_conf_set(&c, "satf-window", "16", why, sizeof(why)), 0);
 	assert_int_equal(c.satf_window, 16);
 	assert_int_equal(avfs_sched_conf_set(&c, "order", "satf", why, sizeof(why)), 0);
