@@ -67,6 +67,15 @@ const struct avfs_sched_setting_info *avfs_sched_settings(size_t *n)
 	return settings;
 }
 
+/* A setting of two words: *out = (value is yes), if it is one of them. 0, or -1 (neither). */
+static int either(const char *value, const char *yes, const char *no, bool *out)
+{
+	if (strcmp(value, yes) && strcmp(value, no))
+		return -1;
+	*out = !strcmp(value, yes);
+	return 0;
+}
+
 int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char *value,
 			char *why, size_t whylen)
 {
@@ -109,19 +118,9 @@ known:
 		RANGE(t >= 10 * MS && t <= 600000 * MS);
 		c->be_age_ns = t;
 	} else if (!strcmp(name, "hold")) {
-		if (!strcmp(value, "sweep"))
-			c->sweep = true;
-		else if (!strcmp(value, "batch"))
-			c->sweep = false;
-		else
-			RANGE(0);
+		RANGE(!either(value, "sweep", "batch", &c->sweep));
 	} else if (!strcmp(name, "order")) {
-		if (!strcmp(value, "satf"))
-			c->satf = true;
-		else if (!strcmp(value, "lba"))
-			c->satf = false;
-		else
-			RANGE(0);
+		RANGE(!either(value, "satf", "lba", &c->satf));
 	} else if (!strcmp(name, "satf-window")) {
 		RANGE(b >= 2 && b <= 64);
 		c->satf_window = (unsigned)b;
@@ -132,12 +131,7 @@ known:
 		RANGE(b == 0 || (b >= 4096 && b <= (16u << 20) && b % 4096 == 0));
 		c->chunk = (uint32_t)b;
 	} else if (!strcmp(name, "jit")) {
-		if (!strcmp(value, "on"))
-			c->jit = true;
-		else if (!strcmp(value, "off"))
-			c->jit = false;
-		else
-			RANGE(0);
+		RANGE(!either(value, "on", "off", &c->jit));
 	} else if (!strcmp(name, "jit-offset")) {
 		RANGE(t <= 5 * MS);
 		c->jit_offset_ns = t;

@@ -986,6 +986,29 @@ static int64_t satf_drive(struct avfs_sched *s, struct satf_disk *d, int64_t now
 	}
 }
 
+/* The fake disk's d->n requests (512 KiB each, due dl[i], in v) as one batch through a mixer
+ * with c, the head at 0: the order of their commands in order[], their count; the counters
+ * in *k. */
+static unsigned satf_batch(const struct avfs_sched_conf *c, struct satf_disk *d,
+			   const int64_t *dl, struct avfs_io *v, struct avfs_io **order,
+			   int64_t *done_at, struct avfs_sched_counters *k)
+{
+	struct avfs_sched s = mk(c);
+	unsigned n = 0;
+
+	d->head = 0;
+	d->asked = 0;
+	for (unsigned i = 0; i < d->n; i++) {
+		v[i] = rt(d->off[i], 524288, dl[i]);
+		v[i].id = i;
+		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
+	}
+	satf_drive(&s, d, 0, done_at, NULL, order, &n);
+	avfs_sched_counters(&s, k);
+	avfs_sched_destroy(&s);
+	return n;
+}
+
 /* order = satf picks, of the batch's next requests in LBA order, the one the head reaches
  * first, and the cursor stays behind what it jumped: with positioning times 12, 3 and 8 ms
  * for A < B < C, the batch goes B, C, A (LBA order: A, B, C). A request whose margin the jump
@@ -994,12 +1017,11 @@ static int64_t satf_drive(struct avfs_sched *s, struct satf_disk *d, int64_t now
 static void test_mixer_satf_nearest(void **state)
 {
 	struct avfs_sched_conf c;
-	struct avfs_sched s;
-	struct satf_disk d = { .head = 0, .n = 3, .off = { 10 * GB, 20 * GB, 30 * GB },
+	struct satf_disk d = { .n = 3, .off = { 10 * GB, 20 * GB, 30 * GB },
 			       .pos = { 12 * MS, 3 * MS, 8 * MS } };
+	int64_t far[3] = { 10000 * MS, 10000 * MS, 10000 * MS }, done_at[3];
+	int64_t tight[3] = { 0, 10000 * MS, 10000 * MS }, stream[3];
 	struct avfs_io v[3], *order[3];
-	int64_t done_at[3];
-	unsigned n = 0;
 	struct avfs_sched_counters k;
 
 	(void)state;
@@ -1009,60 +1031,30 @@ static void test_mixer_satf_nearest(void **state)
 	/* one request a command: a jump is charged its own service time (with coalescing, all
 	 * that a command may carry: 4 MiB here, more than the batch's slack) */
 	c.coalesce = 0;
-	s = mk(&c);
-	for (unsigned i = 0; i < 3; i++) {
-		v[i] = rt(d.off[i], 524288, 10000 * MS);
-		v[i].id = i;
-		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
-	}
-	satf_drive(&s, &d, 0, done_at, NULL, order, &n);
-	assert_int_equal(n, 3);
+	assert_int_equal(satf_batch(&c, &d, far, v, order, done_at, &k), 3);
 	assert_ptr_equal(order[0], &v[1]);
 	assert_ptr_equal(order[1], &v[2]);
 	assert_ptr_equal(order[2], &v[0]);
-	avfs_sched_counters(&s, &k);
 	assert_int_equal(k.satf_picks, 2);
 	assert_true(d.asked >= 5);
-	avfs_sched_destroy(&s);
 
 	/* order = lba on the same disk: A, B, C, no prediction asked */
 	c.satf = false;
-	d.asked = 0;
-	d.head = 0;
-	s = mk(&c);
-	for (unsigned i = 0; i < 3; i++) {
-		v[i] = rt(d.off[i], 524288, 10000 * MS);
-		v[i].id = i;
-		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
-	}
-	n = 0;
-	satf_drive(&s, &d, 0, done_at, NULL, order, &n);
+	assert_int_equal(satf_batch(&c, &d, far, v, order, done_at, &k), 3);
 	assert_ptr_equal(order[0], &v[0]);
 	assert_ptr_equal(order[1], &v[1]);
 	assert_ptr_equal(order[2], &v[2]);
 	assert_int_equal(d.asked, 0);
-	avfs_sched_destroy(&s);
+	assert_int_equal(k.satf_picks, 0);
 
 	/* A due 1 ms after its margin and its own service time: B's command would eat it */
 	c.satf = true;
-	d.head = 0;
-	s = mk(&c);
-	for (unsigned i = 0; i < 3; i++) {
-		int64_t dl = i ? 10000 * MS
-			       : c.margin_ns + (int64_t)avfs_svc_time(&c.model, d.off[0], 524288,
-									false) + 1 * MS;
-
-		v[i] = rt(d.off[i], 524288, dl);
-		v[i].id = i;
-		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
-	}
-	n = 0;
-	satf_drive(&s, &d, 0, done_at, NULL, order, &n);
+	tight[0] = c.margin_ns + (int64_t)avfs_svc_time(&c.model, d.off[0], 524288, false) + 1 * MS;
+	assert_int_equal(satf_batch(&c, &d, tight, v, order, done_at, &k), 3);
 	assert_ptr_equal(order[0], &v[0]);
 	assert_true(done_at[0] <= v[0].deadline - c.margin_ns);
 	/* then the nearer of B (3 ms) and C (8 ms) */
 	assert_ptr_equal(order[1], &v[1]);
-	avfs_sched_destroy(&s);
 
 	/* a stream's second buffer, right behind its first, is no candidate of its own although
 	 * the head would reach it first (1 ms against 12): it goes with (here: just after) the
@@ -1070,18 +1062,11 @@ static void test_mixer_satf_nearest(void **state)
 	 * while the stream has time to spare) */
 	d = (struct satf_disk){ .n = 3, .off = { 10 * GB, 10 * GB + 524288, 30 * GB },
 				.pos = { 12 * MS, 1 * MS, 13 * MS } };
-	s = mk(&c);
-	for (unsigned i = 0; i < 3; i++) {
-		v[i] = rt(d.off[i], 524288, i == 2 ? 10000 * MS : 20000 * MS);
-		v[i].id = i;
-		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
-	}
-	n = 0;
-	satf_drive(&s, &d, 0, done_at, NULL, order, &n);
-	assert_int_equal(n, 3);
+	stream[0] = stream[1] = 20000 * MS;
+	stream[2] = 10000 * MS;
+	assert_int_equal(satf_batch(&c, &d, stream, v, order, done_at, &k), 3);
 	assert_ptr_equal(order[0], &v[0]);
 	assert_ptr_equal(order[1], &v[1]);
-	avfs_sched_destroy(&s);
 }
 
 /* order = satf never costs a request the margin C-SCAN order would have kept: random batches
