@@ -28,6 +28,7 @@ void avfs_engine_conf_default(struct avfs_engine_conf *c)
 	c->bw = AVFS_BW_PARK;
 	c->chunk_fua = true;
 	c->wb_max = 256ull << 20;
+	c->wb_be_max = 8ull << 20;
 }
 
 int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
@@ -55,6 +56,17 @@ int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const cha
 			return -EINVAL;
 		}
 		c->wb_max = v;
+		return 0;
+	}
+	if (!strcmp(name, "write-behind-be")) {
+		uint64_t v;
+
+		if (avfs_parse_size(value, &v) || v > (1ull << 30)) {
+			snprintf(why, whylen, "write-behind-be: '%s' is not a size up to 1G (0: off)",
+				 value);
+			return -EINVAL;
+		}
+		c->wb_be_max = v;
 		return 0;
 	}
 	if (!strcmp(name, "commit-period")) {

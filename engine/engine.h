@@ -138,13 +138,17 @@ struct avfs_engine_conf {
 					 * rotating disk (SPEC §6; default true) */
 	uint64_t wb_max;		/* write-behind: bytes held at most, every stream (256 MiB;
 					 * 0: off) */
+	uint64_t wb_be_max;		/* write-behind of best-effort writes: bytes held at most,
+					 * all of them (8 MiB; 0: off) */
 };
 
 /* Defaults: tm with avfs_sched_conf_default, lbs 512, commits every 5 s or 64 dirty blocks,
  * the bandwidth class parking, FUA on the last chunk. */
 void avfs_engine_conf_default(struct avfs_engine_conf *c);
 /* Engine settings by name, then the scheduler's (avfs_sched_conf_set): "commit-period" (time),
- * "bw" (park, at-once, uncharged), "write-behind" (a size up to 16G, 0: off). 0, -ENOENT (unknown), -EINVAL / -ERANGE with why. */
+ * "bw" (park, at-once, uncharged), "write-behind" (a size up to 16G, 0: off),
+ * "write-behind-be" (a size up to 1G, 0: off). 0, -ENOENT (unknown), -EINVAL / -ERANGE with
+ * why. */
 int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
 			 char *why, size_t whylen);
 
@@ -213,17 +217,20 @@ int avfs_engine_wberr_check(struct avfs_engine *e, uint64_t ino, uint64_t *since
 
 /* ---- write-behind (papers/000's write buffer, SPEC §9; wbuf.c) ---- */
 
-/* Right after avfs_engine_io() took f (a write charged to a reserved writer's stream): may the
- * front end answer it now, before its data is on the device, holding mem bytes of memory for
- * it (>= f->len: its buffer)? true when it is planned (its size and blocks are the file's
- * already; not parked above its rate) and the stream's held bytes stay within its reserved
- * buffer, and the engine's within conf.wb_max; then they count until f is done. The front end keeps f's data until done(), which still runs: a failure
+/* Right after avfs_engine_io() took f (a file write): may the front end answer it now, before
+ * its data is on the device, holding mem bytes of memory for it (>= f->len: its buffer)? true
+ * when it is planned (its size and blocks are the file's already; not parked above its rate)
+ * and, for a reserved writer's write (f->stream), the stream's held bytes stay within its
+ * reserved buffer and the engine's within conf.wb_max; for a best-effort write (no stream),
+ * the best-effort writes' held bytes within conf.wb_be_max (the writer's next request then
+ * reaches the daemon while this one is on the device); then they count until f is done. The front end keeps f's data until done(), which still runs: a failure
  * there reaches the file's error epoch (avfs_engine_wberr_check, at fsync), as after any
  * failed write. An fsync's commit waits for every planned write (ordered mode), so durability
  * is as without it. false: answer at done() as usual. */
 bool avfs_engine_wb_hold(struct avfs_engine *e, struct avfs_fio *f, uint64_t mem);
-/* Bytes held so, every stream. */
+/* Bytes held so, every stream; and of best-effort writes. */
 uint64_t avfs_engine_wb_total(const struct avfs_engine *e);
+uint64_t avfs_engine_wb_be_total(const struct avfs_engine *e);
 
 /* ---- reservations (SPEC §7: admission and the bandwidth class) ---- */
 

@@ -139,6 +139,7 @@ struct avfs_engine {
 	struct avfs_ereq *wfirst, *wlast;	/* data writes not complete, in planning order */
 	uint64_t wseq;				/* the last data write's w_seq */
 	uint64_t wb_total;	/* write-behind: bytes of held writes, every stream (wbuf.c) */
+	uint64_t wb_be_total;	/* ... and of held best-effort writes */
 	struct avfs_wberr *wb;	/* files whose writes failed (wberr.c) */
 	size_t nwb, capwb;
 	/* upward calls (set by engine.c) */

@@ -51,6 +51,8 @@ struct fsync_wait {
 				 * may fail after the fsync came; NULL: none */
 	bool opendir;		/* an opendir by sync(1) (op_opendir): fuse_reply_open with fi */
 	struct fuse_file_info fi;
+	bool write;		/* a write with O_SYNC or O_DSYNC (op_write): fuse_reply_write */
+	size_t written;		/* ... of this many bytes */
 };
 
 /* An open file description of a regular file (fi->fh points at it, from open or create to
@@ -72,6 +74,13 @@ struct ofile {
 	unsigned held;
 	fuse_req_t flush;	/* a FLUSH waiting for them, or NULL */
 	bool released;
+	/* a best-effort write of this description waiting for the device (not answered): it is
+	 * answered early in the place of the held one when that is done. A best-effort writer
+	 * has at most one write answered early at a time (enough for a writer that waits for
+	 * each answer to have its next write on its way while the last is on the device), and
+	 * only whole pages (an append sharing a page with the write before waits for that one
+	 * on the device anyway: its read-modify-write) */
+	struct wop *next_be;
 };
 
 static struct ofile *ofile_of(const struct fuse_file_info *fi)
@@ -544,18 +553,43 @@ struct wop {			/* one FUSE write, or the zeroing before a truncate grows a file 
 	uint8_t *mem;		/* a copy of the data: libfuse reuses its buffer */
 	size_t memlen;		/* mem's size (avfs_iobuf_get) */
 	bool plain;		/* mem is a plain allocation (free), not the pool's */
+	struct ofile *sync;	/* a write with O_SYNC or O_DSYNC: answered once durable, with
+				 * this description's failed writes (errseq) */
+	struct ofile *cand;	/* the description whose next_be it is */
 	struct avfs_stat set;	/* truncate up: the attributes to set once zeroed */
 };
 
 static void flush_now(struct avfs_fuse *fu, fuse_req_t req, struct ofile *of);
+static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse_file_info *open,
+			 struct ofile *of, ssize_t written);
 
 /* A write answered early is on the device (or failed: its file's error epoch moved, fsync
  * reports it): a close waiting for the description's held writes goes on. */
+static size_t wop_cost(const struct wop *w)
+{
+	return w->plain ? w->memlen : avfs_iobuf_cost(w->memlen);
+}
+
+/* The description's next best-effort write, if it may be held now: answered. */
+static bool hold_next(struct avfs_fuse *fu, struct ofile *of)
+{
+	struct wop *w = of->next_be;
+
+	if (!w || !avfs_engine_wb_hold(fu->e, &w->f, wop_cost(w)))
+		return false;
+	of->next_be = NULL;
+	w->cand = NULL;
+	w->of = of;
+	of->held++;
+	fuse_reply_write(w->req, w->f.len);
+	return true;
+}
+
 static void held_done(struct avfs_fuse *fu, struct ofile *of)
 {
 	fuse_req_t flush = of->flush;
 
-	if (--of->held)
+	if (--of->held || (!flush && hold_next(fu, of)))
 		return;
 	of->flush = NULL;
 	if (flush)
@@ -583,10 +617,16 @@ static void wop_done(struct avfs_fio *f, int64_t res, int64_t now)
 		w->res = res;
 		return;
 	}
+	if (w->cand) {
+		w->cand->next_be = NULL;
+		w->cand = NULL;
+	}
 	if (w->of)
 		held_done(w->fu, w->of);
 	else if (res < 0)
 		fuse_reply_err(w->req, (int)-res);
+	else if (w->sync)
+		wait_durable(w->fu, w->req, NULL, w->sync, (ssize_t)res);
 	else
 		fuse_reply_write(w->req, (size_t)res);
 	wop_free(w);
@@ -621,7 +661,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct avfs_fuse *fu = fu_of(req);
 	size_t at = (size_t)(off > 0 ? off % PAGE : 0);
 	struct wop *w;
+	struct ofile *of;
 	uint64_t stream = stream_of(fu, ofile_of(fi), true);
+	/* O_SYNC, O_DSYNC (the open's or RWF_DSYNC's: the kernel passes them with each write,
+	 * and leaves the sync to us for direct-I/O files) */
+	bool sync = fi && (fi->flags & O_DSYNC) && ofile_of(fi);
 	int err;
 
 	if (off < 0) {
@@ -639,9 +683,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 	ra_invalidate(fu, ino);
 	w = calloc(1, sizeof(*w));
-	/* a covered writer's small write may be held (write-behind): in memory of its own size,
-	 * not in a huge page of the pool's (2 MiB for 64 KiB) */
-	if (w && stream && size < AVFS_IOBUF_HUGE / 2) {
+	/* a small write may be held (write-behind): in memory of its own size, not in a huge
+	 * page of the pool's (2 MiB for 64 KiB) */
+	if (w && !sync && size < AVFS_IOBUF_HUGE / 2) {
 		w->plain = true;
 		w->memlen = (at + size + PAGE - 1) / PAGE * PAGE;
 		if (!posix_memalign((void **)&w->mem, PAGE, w->memlen))
@@ -672,24 +716,34 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 				  .write = true, .buf = w->mem + at, .cap = size, .stream = stream,
 				  .label = stream ? (int64_t)stream : -1, .cls = AVFS_TRACE_BE,
 				  .done = wop_done };
+	w->sync = sync ? ofile_of(fi) : NULL;
 	w->submitting = true;
 	err = avfs_engine_io(fu->e, &w->f, fu->now);
 	w->submitting = false;
 	if (err || w->completed) {
 		if (err || w->res < 0)
 			fuse_reply_err(req, err ? -err : (int)-w->res);
+		else if (w->sync)
+			wait_durable(fu, req, NULL, w->sync, (ssize_t)w->res);
 		else
 			fuse_reply_write(req, (size_t)w->res);
 		wop_free(w);
 		return;
 	}
-	/* papers/000's write buffer: a reserved writer's write, planned and within its buffer,
-	 * is answered now; its data stays here until the device has it (wop_done) */
-	if (stream && ofile_of(fi) &&
-	    avfs_engine_wb_hold(fu->e, &w->f, w->plain ? w->memlen : avfs_iobuf_cost(w->memlen))) {
-		w->of = ofile_of(fi);
-		w->of->held++;
+	/* papers/000's write buffer: a write, planned and within its stream's buffer (or, best
+	 * effort, within write-behind-be and the first of its description), is answered now; its
+	 * data stays here until the device has it (wop_done). Not a write that must be durable
+	 * first. */
+	of = ofile_of(fi);
+	if (sync || !of || (!stream && (off % PAGE || size % PAGE)))
+		return;	/* (best effort: whole pages only; see below) */
+	if ((stream || !of->held) && avfs_engine_wb_hold(fu->e, &w->f, wop_cost(w))) {
+		w->of = of;
+		of->held++;
 		fuse_reply_write(req, size);
+	} else if (!stream && !of->next_be) {
+		of->next_be = w;
+		w->cand = of;
 	}
 }
 
@@ -816,10 +870,14 @@ static void answer_fsyncs(struct avfs_fuse *fu, uint64_t done, int err)
 
 		if (err || done > w->after) {
 			*pp = w->next;
-			if (w->opendir && !err)
+			int werr = err ? EIO : -wberr_check(fu, w->of);
+
+			if (w->opendir && !werr)
 				fuse_reply_open(w->req, &w->fi);
+			else if (w->write && !werr)
+				fuse_reply_write(w->req, w->written);
 			else
-				fuse_reply_err(w->req, err ? EIO : -wberr_check(fu, w->of));
+				fuse_reply_err(w->req, werr);
 			free(w);
 		} else {
 			pp = &w->next;
@@ -832,10 +890,11 @@ void avfs_fuse_committed(struct avfs_fuse *fu, uint64_t n, int err)
 	answer_fsyncs(fu, n, err);
 }
 
-/* Answer req once everything before it is durable (an fsync; an opendir by sync(1) with fi),
- * with of's failed write (errseq) unless the commit fails. */
+/* Answer req once everything before it is durable (an fsync; an opendir by sync(1) with fi;
+ * a sync write of written bytes when written >= 0), with of's failed write (errseq) unless the
+ * commit fails. */
 static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse_file_info *open,
-			 struct ofile *of)
+			 struct ofile *of, ssize_t written)
 {
 	struct fsync_wait *w = calloc(1, sizeof(*w));
 	unsigned queued;
@@ -849,6 +908,8 @@ static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse
 		w->opendir = true;
 		w->fi = *open;
 	}
+	w->write = written >= 0;
+	w->written = written >= 0 ? (size_t)written : 0;
 	/* data writes are planned (their replies come after the device, or once planned with
 	 * write-behind); the next commit waits for them (ordered mode), makes them reachable and
 	 * the metadata durable — the one after the commits queued, which carry transactions
@@ -868,7 +929,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	(void)ino, (void)datasync;
 	/* a write of the file failed since this description last looked: everything else is
 	 * made durable all the same, and the reply says EIO (once), as Linux's fsync does */
-	wait_durable(fu, req, NULL, ofile_of(fi));
+	wait_durable(fu, req, NULL, ofile_of(fi), -1);
 }
 
 /* sync(1) opens a directory argument O_RDONLY | O_NONBLOCK and without O_DIRECTORY (opendir(3),
@@ -881,7 +942,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	(void)ino;
 	if (fu->close != AVFS_CLOSE_ASYNC && (fi->flags & O_ACCMODE) == O_RDONLY &&
 	    (fi->flags & O_NONBLOCK) && !(fi->flags & O_DIRECTORY) && !avfs_engine_durable(fu->e))
-		wait_durable(fu, req, fi, NULL);
+		wait_durable(fu, req, fi, NULL, -1);
 	else
 		fuse_reply_open(req, fi);
 }
@@ -1392,7 +1453,7 @@ static void flush_now(struct avfs_fuse *fu, fuse_req_t req, struct ofile *of)
 	if (avfs_engine_durable(fu->e))
 		fuse_reply_err(req, -wberr_check(fu, of));
 	else
-		wait_durable(fu, req, NULL, of);
+		wait_durable(fu, req, NULL, of, -1);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1455,7 +1516,7 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino, (void)datasync, (void)fi;	/* (a directory's fi->fh is not an ofile) */
-	wait_durable(fu_of(req), req, NULL, NULL);
+	wait_durable(fu_of(req), req, NULL, NULL, -1);
 }
 
 struct dirbuf {

@@ -399,6 +399,25 @@ check "fsck.avfs -n clean after the second crash" t_fsck
 check "remount after sync + kill -9" avfs_start || { avfs_summary; exit 1; }
 check "what the close before sync covered is there" same "$(cat "$MNT/sd" 2>&1)" y
 
+# ---- O_SYNC, O_DSYNC and RWF_DSYNC writes are durable when answered, then kill -9 ----
+# (the kernel leaves the sync of a direct-I/O file's write to the daemon; best-effort writes
+# are otherwise answered before they are on the device: write-behind-be)
+t_dsync_kill() {
+	head -c $((3 << 20)) /dev/urandom >"$AVFS_T/ds.ref" &&
+	dd if="$AVFS_T/ds.ref" of="$MNT/ds" bs=1M oflag=dsync,direct status=none &&
+	dd if="$AVFS_T/ds.ref" of="$MNT/ds4k" bs=4k count=16 oflag=sync status=none &&
+	python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.pwritev(fd, [b"rwf"], 0, os.RWF_DSYNC)' "$MNT/rwf" && avfs_kill9
+}
+check "dd oflag=dsync,direct; dd oflag=sync 4k; pwritev RWF_DSYNC; kill -9" t_dsync_kill
+check "remount after the sync writes + kill -9" avfs_start || { avfs_summary; exit 1; }
+t_dsynced() {
+	cmp "$AVFS_T/ds.ref" "$MNT/ds" && cmp -n $((64 << 10)) "$AVFS_T/ds.ref" "$MNT/ds4k" &&
+	same "$(stat -c %s "$MNT/ds4k")" $((64 << 10)) && same "$(cat "$MNT/rwf" 2>&1)" rwf
+}
+check "what the sync writes wrote is there" t_dsynced
+
 # ---- issue 18: fill, delete, write at once ----
 t_nospc() {
 	local err

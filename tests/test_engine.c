@@ -1361,23 +1361,26 @@ static void test_engine_buffered_reservations_bounded(void **state)
 /* issue 16: write-behind. A reserved writer's planned file write may be answered at once while
  * the stream's held memory stays within its buffer; the next one that would pass it waits (it
  * is counted); a read of the same pages waits for the held write; done() still runs for
- * each, and then nothing is held. A write of no reservation, or parked, is never held. */
+ * each, and then nothing is held. A write of no reservation is not held with
+ * write-behind-be 0; a parked one never. */
 static void test_engine_wb_hold_bounded(void **state)
 {
 	struct avfs_engine_conf c = conf(false, 4, 0);	/* several commands at once */
-	struct env *v = env_new(&c, true);
+	struct env *v;
 	struct avfs_service_req w = { .rate = 1000000, .buffer = 600 * KB, .write = true };
 	struct req a, b, x, rd;
 	struct avfs_estream *s;
 	int64_t id;
 
 	(void)state;
+	c.wb_be_max = 0;
+	v = env_new(&c, true);
 	id = avfs_engine_reserve(v->e, &w, v->f, NULL, AVFS_RESERVE_UNCHECKED, v->now, NULL,
 				 NULL, 0);
 	assert_true(id > 0);
 	s = avfs_engine_stream(v->e, (uint64_t)id);
 	memset(v->buf, 0x5a, 2 * BS);
-	fio(&x, v->f, true, 0, 256 * KB, v->buf);	/* no reservation: never held */
+	fio(&x, v->f, true, 0, 256 * KB, v->buf);	/* no reservation, no write-behind-be */
 	assert_int_equal(io(v, &x.f), 0);
 	assert_false(avfs_engine_wb_hold(v->e, &x.f, 256 * KB));
 	drain(v);
@@ -1403,6 +1406,50 @@ static void test_engine_wb_hold_bounded(void **state)
 	assert_int_equal(s->wb_bytes, 0);
 	assert_int_equal(s->wb_peak, 256 * KB);
 	assert_int_equal(avfs_engine_wb_total(v->e), 0);
+	env_free(v);
+}
+
+/* issue 18: best-effort write-behind. A planned write of no reservation may be answered at
+ * once while the best-effort writes' held memory stays within write-behind-be and no other
+ * flow has a request in the engine; one that would pass the bound waits; a read of the same
+ * pages waits for the held write; done() still runs for each, and then nothing is held. A
+ * reservation's accounting is not touched. */
+static void test_engine_wb_hold_be_bounded(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 4, 0);
+	struct env *v;
+	struct req a, b, rd, o, x;
+
+	(void)state;
+	c.wb_be_max = 600 * KB;
+	v = env_new(&c, true);
+	memset(v->buf, 0x6b, 2 * BS);
+	/* another flow's request in the engine: the device has work, no early answer */
+	fio(&o, v->f, true, 3 * BS, 4096, v->buf + 3 * BS)->flow = 99;
+	assert_int_equal(io(v, &o.f), 0);
+	fio(&x, v->f, true, 0, 64 * KB, v->buf);
+	assert_int_equal(io(v, &x.f), 0);
+	assert_false(avfs_engine_wb_hold(v->e, &x.f, 64 * KB));
+	drain(v);
+	assert_int_equal(x.res, 64 * KB);
+	fio(&a, v->f, true, 0, 256 * KB, v->buf);
+	assert_int_equal(io(v, &a.f), 0);
+	assert_true(avfs_engine_wb_hold(v->e, &a.f, 256 * KB));
+	assert_false(avfs_engine_wb_hold(v->e, &a.f, 256 * KB));	/* once */
+	fio(&b, v->f, true, 256 * KB, 256 * KB, v->buf + 256 * KB);
+	assert_int_equal(io(v, &b.f), 0);
+	assert_false(avfs_engine_wb_hold(v->e, &b.f, 512 * KB));	/* 256 + 512 > 600 KiB */
+	assert_int_equal(avfs_engine_wb_be_total(v->e), 256 * KB);
+	assert_int_equal(avfs_engine_wb_total(v->e), 0);
+	fio(&rd, v->f, false, 0, 4096, v->buf + 4 * BS);
+	assert_int_equal(io(v, &rd.f), 0);
+	assert_int_equal(find(v, AVFS_DISK_READ, 0), -1);	/* (the writes are on the device) */
+	drain(v);
+	assert_int_equal(a.res, 256 * KB);
+	assert_int_equal(b.res, 256 * KB);
+	assert_int_equal(rd.res, 4096);
+	assert_int_equal(v->buf[4 * BS], 0x6b);
+	assert_int_equal(avfs_engine_wb_be_total(v->e), 0);
 	env_free(v);
 }
 
@@ -1842,6 +1889,7 @@ int main(void)
 		cmocka_unit_test(test_engine_stream_cover),
 		cmocka_unit_test(test_engine_buffered_reservations_bounded),
 		cmocka_unit_test(test_engine_wb_hold_bounded),
+		cmocka_unit_test(test_engine_wb_hold_be_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
