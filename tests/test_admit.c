@@ -489,6 +489,18 @@ static void test_admit_sweep_seek_spread(void **state)
 	}
 }
 
+/* One HD stream with 4 MiB of buffer (p 1.514 s), n − 1 with 16 MiB (p 6.706 s), 512 KiB
+ * requests; isolation on, best-effort commands of 1 MiB. */
+static void short_long_set(struct avfs_sweep_stream *st, int n, struct avfs_sweep_conf *sc)
+{
+	for (int i = 0; i < n; i++)
+		st[i] = (struct avfs_sweep_stream){ .rate = 2423750,
+						    .buffer = (i ? 16.0 : 4.0) * MIB,
+						    .io = 512 << 10 };
+	sc->be_isolation = true;
+	sc->cmd_max = 1 << 20;
+}
+
 /* A stream whose own round is shorter than the others' is detoured to: the sweep takes the
  * round that needs least — here the long-period streams' own, with the short-period one
  * visited out of the sweep's order at its own round, two positionings of a full stroke and a
@@ -503,12 +515,7 @@ static void test_admit_sweep_detours(void **state)
 	double w, t0, tb, sw, full = 0.017, track = 0.0017, tr = 60.0 / 7200, r = 2423750;
 
 	(void)state;
-	/* one HD stream with 4 MiB of buffer (p 1.514 s), eight with 16 MiB (p 6.706 s) */
-	for (int i = 0; i < N; i++)
-		st[i] = (struct avfs_sweep_stream){ .rate = r, .buffer = (i ? 16.0 : 4.0) * MIB,
-						    .io = 512 << 10 };
-	sc.be_isolation = true;
-	sc.cmd_max = 1 << 20;
+	short_long_set(st, N, &sc);
 	avfs_sweep_eval(&sc, st, N, &k);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
 	w = k.wcrt_ns / 1e9;
@@ -547,14 +554,9 @@ static void test_admit_sweep_by_request(void **state)
 	double full = 0.017, track = 0.0017, tr = 60.0 / 7200;
 
 	(void)state;
-	/* joins: one HD stream with 4 MiB of buffer (p 1.514 s, own round 0.74 s), eight with
-	 * 16 MiB (p 6.706 s); m = 800 ms: T < m, and the hold goes at most a + p − m = 0.93 s
-	 * after a batch's start */
-	for (int i = 0; i < N; i++)
-		st[i] = (struct avfs_sweep_stream){ .rate = r, .buffer = (i ? 16.0 : 4.0) * MIB,
-						    .io = 512 << 10 };
-	sc.be_isolation = true;
-	sc.cmd_max = 1 << 20;
+	/* joins: the short one's own round 0.74 s; m = 800 ms: T < m, and the hold goes at most
+	 * a + p − m = 0.93 s after a batch's start */
+	short_long_set(st, N, &sc);
 	sc.margin_ns = 800e6;
 	avfs_sweep_eval(&sc, st, N, &k);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
