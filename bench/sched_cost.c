@@ -10,13 +10,16 @@
  *              [--steps 20000] [--repeat 3] [--load streams|random] [--json] [--check RATIO]
  *
  * Each n is measured --repeat times and the fastest run is kept: the machine's other work only
- * ever adds time.
+ * ever adds time. With --set order=satf the mixer asks avfsd's predictor (rotpred over
+ * avfs-250g's mechanics, told of every completion) for each request it considers.
  * --check RATIO exits 1 unless the decision cost at the largest n is below RATIO times the
  * cost at the smallest (the growth, not the absolute figure, which depends on the machine).
  */
 #include "clock.h"
+#include "hddmodel.h"
 #include "iosched.h"
 #include "jsonout.h"
+#include "rotpred.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -33,7 +36,7 @@ enum load { LOAD_STREAMS, LOAD_RANDOM };
 struct result {
 	unsigned n;
 	double decision_us, step_us;
-	uint64_t dispatched, waits, failed, coalesced;
+	uint64_t dispatched, waits, failed, coalesced, satf_picks;
 };
 
 static uint64_t rnd(uint64_t *x)
@@ -79,12 +82,32 @@ static int measure(const struct avfs_sched_ops *ops, const struct avfs_sched_con
 	int64_t t = 0, dec_ns = 0, t0, horizon = (int64_t)n * 30 * MS;
 	int err;
 
+	struct avfs_sched_conf cc = *c;
+	struct avfs_rotpred rp;
+	struct avfs_hdd *geom = NULL;
+
 	memset(r, 0, sizeof(*r));
 	r->n = n;
 	if (!v)
 		return -ENOMEM;
-	err = avfs_sched_init(&s, ops, c);
+	if (cc.satf) {	/* order=satf asks a predictor: avfsd's, over avfs-250g's mechanics */
+		struct avfs_svc_model m;
+		struct avfs_rotpred_params p;
+
+		err = avfs_rotpred_named("avfs-250g", 250 * GB, &m, &p, &geom);
+		if (!err)
+			err = avfs_rotpred_init(&rp, &p);
+		if (err) {
+			avfs_hdd_free(geom);
+			free(v);
+			return err;
+		}
+		avfs_rotpred_observe(&rp, 0, 0, true);	/* the platter's phase, known */
+		cc.pred = avfs_rotpred_predictor(&rp);
+	}
+	err = avfs_sched_init(&s, ops, &cc);
 	if (err) {
+		avfs_hdd_free(geom);
 		free(v);
 		return err;
 	}
@@ -113,6 +136,8 @@ static int measure(const struct avfs_sched_ops *ops, const struct avfs_sched_con
 			r->dispatched++;
 			t += 10 * MS;
 			avfs_sched_done(&s, &cmd, t, (int)cmd.len);
+			if (cc.pred.observe)
+				cc.pred.observe(cc.pred.ctx, t, cmd.off + cmd.len, true);
 		} else if (cmd.kind == AVFS_SCHED_FAIL) {
 			r->failed++;
 		} else {
@@ -125,7 +150,9 @@ static int measure(const struct avfs_sched_ops *ops, const struct avfs_sched_con
 	r->decision_us = (double)dec_ns / done / 1e3;
 	avfs_sched_counters(&s, &k);
 	r->coalesced = k.coalesced;
+	r->satf_picks = k.satf_picks;
 	avfs_sched_destroy(&s);
+	avfs_hdd_free(geom);
 	free(v);
 	return 0;
 }
@@ -267,6 +294,8 @@ int main(int argc, char **argv)
 			json_object_object_add(x, "waits", json_object_new_uint64(res[i].waits));
 			json_object_object_add(x, "failed", json_object_new_uint64(res[i].failed));
 			json_object_object_add(x, "coalesced", json_object_new_uint64(res[i].coalesced));
+			json_object_object_add(x, "satf_picks",
+					       json_object_new_uint64(res[i].satf_picks));
 			json_object_array_add(a, x);
 		}
 		json_object_object_add(j, "results", a);
@@ -276,14 +305,15 @@ int main(int argc, char **argv)
 		printf("sched_cost: policy %s, %s load, %u steps (arrival + decision + completion), "
 		       "fastest of %u\n", ops->name, load == LOAD_STREAMS ? "streams'" : "random",
 		       steps, repeat);
-		printf("  %8s %12s %9s %11s %7s %7s %10s\n", "pending", "us/decision", "us/step",
-		       "dispatched", "waits", "failed", "coalesced");
+		printf("  %8s %12s %9s %11s %7s %7s %10s %6s\n", "pending", "us/decision",
+		       "us/step", "dispatched", "waits", "failed", "coalesced", "satf");
 		for (unsigned i = 0; i < nn; i++)
-			printf("  %8u %12.3f %9.3f %11llu %7llu %7llu %10llu\n", res[i].n,
+			printf("  %8u %12.3f %9.3f %11llu %7llu %7llu %10llu %6llu\n", res[i].n,
 			       res[i].decision_us, res[i].step_us,
 			       (unsigned long long)res[i].dispatched,
 			       (unsigned long long)res[i].waits, (unsigned long long)res[i].failed,
-			       (unsigned long long)res[i].coalesced);
+			       (unsigned long long)res[i].coalesced,
+			       (unsigned long long)res[i].satf_picks);
 	}
 	if (check > 0 && nn > 1) {
 		double ratio = res[nn - 1].decision_us / res[0].decision_us;

@@ -291,13 +291,15 @@ static int engine_conf(struct avfsd *a, const char *model, struct avfs_engine_co
 	ec->sched.rotational = a->d->info.rotational || !a->d->info.is_blockdev;
 	if (!ec->sched.rotational && !a->cfg.depth_set)
 		ec->sched.depth = FLASH_DEPTH;
-	if (ec->sched.jit || ec->sched.split_bytes) {	/* papers/003 §3.2: the platter, predicted */
+	/* papers/003 §3.2: the platter, predicted (JIT, split, order=satf) */
+	if (ec->sched.jit || ec->sched.split_bytes || ec->sched.satf) {
 		struct avfs_rotpred_params rp = named;
 
 		if (!model)
 			avfs_rotpred_params_from_model(&ec->sched.model, &rp);
 		if (avfs_rotpred_init(&a->rotpred, &rp)) {
-			avfsd_log(AVFSD_ERROR, "jit/split: the disk model has no rotation to predict");
+			avfsd_log(AVFSD_ERROR, "jit/split/satf: the disk model has no rotation to "
+				  "predict");
 			return -EINVAL;
 		}
 		ec->sched.pred = avfs_rotpred_predictor(&a->rotpred);

@@ -108,6 +108,14 @@ struct avfs_sched_conf {
 	 * (same direction and class: a stream's next buffers) up to this many bytes, 0 = one
 	 * request a command; at most AVFS_SCHED_COALESCE_MAX requests */
 	uint32_t coalesce;
+	/* traffic mixer, hold = batch: the order of a released batch's requests in the normal
+	 * (C-SCAN) window — false: by LBA from the cursor; true: of the first satf_window runs
+	 * in that order (a run: requests that follow each other on the disk, which one command
+	 * carries), the one the predictor says the head reaches first (seek and rotational
+	 * wait), provided the requests it jumps keep the margin m by the service-time model
+	 * (else C-SCAN's). Needs a predictor. */
+	bool satf;
+	unsigned satf_window;
 	/* device */
 	struct avfs_svc_model model;
 	bool rotational;	/* false: several commands in flight, EDF for RT (SPEC §5.6) */
@@ -123,13 +131,14 @@ struct avfs_sched_conf {
 #define AVFS_SCHED_COALESCE_MAX 256	/* requests one coalesced command carries at the most */
 
 /* Defaults: m 500 ms, e 100 ms, BE age 2 s, chunking off, JIT off (offset 1 ms), no
- * splitting, batches, coalescing up to 4 MiB, the avfs-250g model, rotational, depth 1;
+ * splitting, batches in LBA order (satf window 4), coalescing up to 4 MiB, the avfs-250g
+ * model, rotational, depth 1;
  * read_expire 500 ms, write_expire 5 s, fifo_batch 16, writes_starved 2; scan-edf quantum
  * 100 ms. */
 void avfs_sched_conf_default(struct avfs_sched_conf *c);
 
-/* Settings by name (SPEC §5, STYLE 15): "margin", "urgent", "be-age", "hold", "coalesce",
- * "chunk", "jit", "jit-offset", "split", "depth", "read-expire", "write-expire", "fifo-batch",
+/* Settings by name (SPEC §5, STYLE 15): "margin", "urgent", "be-age", "hold", "order",
+ * "satf-window", "coalesce", "chunk", "jit", "jit-offset", "split", "depth", "read-expire", "write-expire", "fifo-batch",
  * "writes-starved", "scan-edf-quantum". Values take units (500ms, 2s, 256K, on/off).
  * 0, -ENOENT (unknown name) or -ERANGE / -EINVAL with why. */
 int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char *value,
@@ -157,6 +166,7 @@ struct avfs_sched_counters {
 	uint64_t seek_splits;	/* SEEK commands issued halfway before a long seek */
 	uint64_t chunks;	/* commands that carried part of a larger request */
 	uint64_t coalesced;	/* requests carried by another request's command (coalescing) */
+	uint64_t satf_picks;	/* order = satf: commands that jumped the batch's C-SCAN order */
 };
 
 struct avfs_sched_ops {

@@ -5,7 +5,9 @@
  * batches (hold = batch, the default: H over the held requests in LBA order, then all of them
  * as one batch) or as one sweep that never stops (hold = sweep: H over the C-SCAN order from
  * the head, taken between turns; new requests join the turn under way where the head has not
- * passed yet, as long as every request keeps half the margin). A command
+ * passed yet, as long as every request keeps half the margin). A batch goes in C-SCAN order,
+ * or (order = satf) each command is the one of the next few in that order that the predictor
+ * says the head reaches first, as long as the ones it jumps keep their margin. A command
  * carries the pending requests that follow it on the disk (coalescing: a stream's next
  * buffers, one seek and one rotational wait for all). BE requests go in C-SCAN order from the
  * last executed request with ageing, under hold only when H allows — while they belong to one
@@ -94,6 +96,8 @@ struct tm {
 	struct flow flows[FLOWS];
 	unsigned be_flows;	/* flows with pending requests */
 	uint64_t be_served;	/* BE requests served (the flows' order) */
+	bool pinned;		/* order = satf: the command out jumped the batch's C-SCAN order,
+				 * so the cursor stays (the requests it jumped come next) */
 	/* coalescing, set for one issue() by the window that picked the request: followers due
 	 * after join_lim stay (the window's subset); the command ends by co_end (BE under hold);
 	 * out_of_order: the pick jumped the sweep, so the others' deadlines bound it too */
@@ -1007,6 +1011,97 @@ static void fail(struct tm *t, struct node *n, struct tree *tr, struct avfs_sche
 	*cmd = (struct avfs_sched_cmd){ .kind = AVFS_SCHED_FAIL, .io = io, .err = -ETIME };
 }
 
+/* A run: requests that follow each other on the disk in one direction (a stream's buffers),
+ * which one command carries. Does s start one, after p in LBA order? */
+static bool run_head(const struct node *p, const struct node *s)
+{
+	return !p || p->io->off + p->io->len != s->io->off || p->io->write != s->io->write;
+}
+
+/* The batch's next requests in C-SCAN order from key (those at or after it, then from the
+ * lowest) up to the first `heads` runs, at most SATF_SCAN requests, into v. O(their count +
+ * depth). Their count. */
+#define SATF_SCAN 256
+static unsigned cscan_first(struct node *root, uint64_t key, struct node **v, unsigned heads)
+{
+	struct node *st[SPINE];
+	unsigned got = 0, runs = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		unsigned sp = 0;
+
+		for (struct node *x = root; x && sp < SPINE;) {
+			if (pass || !less(x, 0, key, 0)) {
+				st[sp++] = x;
+				x = x->l;
+			} else {
+				x = x->r;
+			}
+		}
+		while (sp && got < SATF_SCAN) {
+			struct node *s = st[--sp];
+
+			if (pass && !less(s, 0, key, 0))
+				return got;	/* back where the first pass began */
+			if (run_head(got ? v[got - 1] : NULL, s) && ++runs > heads)
+				return got;
+			v[got++] = s;
+			for (struct node *x = s->r; x && sp < SPINE; x = x->l)
+				st[sp++] = x;
+		}
+	}
+	return got;
+}
+
+/* order = satf: which of v[0..k) (the batch's next requests in C-SCAN order; v[0] is C-SCAN's
+ * choice) goes now. The one the head reaches first by the predictor (seek + rotational wait)
+ * among those whose command, served before the ones it jumps, leaves each of them its margin
+ * m by the service-time model (papers/001 eq. (2) over the C-SCAN order from now): a request
+ * C-SCAN order would serve with its margin keeps it. The command is charged as if it carried
+ * all that coalescing may add (the coalescing size, within m/4), so that it is never cut
+ * short, and its positioning as predicted where that exceeds the model's. The requests after
+ * it are not delayed (the model charges every positioning alike).
+ * Only the first of a run of adjacent requests is a candidate: a stream's later buffers go
+ * with its first, in one command. Ties and unknown predictions: the earlier in C-SCAN order.
+ * *allow: how long (modelled) the chosen command may take (INFINITY for v[0]). */
+static unsigned satf_pick(struct tm *t, struct node **v, unsigned k, int64_t now, double *allow)
+{
+	double slack = INFINITY, pre = 0, best_pos = INFINITY;
+	double alpha = t->c.model.tk_ns + t->c.model.tr_ns / 2;	/* the model's positioning */
+	unsigned best = 0;
+
+	*allow = INFINITY;
+	for (unsigned i = 0; i < k; i++) {
+		const struct avfs_io *io = v[i]->io;
+		/* (the first is charged its positioning: once jumped, it no longer follows
+		 * the head) */
+		bool head = run_head(i ? v[i - 1] : NULL, v[i]);
+		bool seq = i && v[i - 1]->io->off + v[i - 1]->io->len == io->off;
+		uint64_t most = t->c.coalesce > io->len ? t->c.coalesce : io->len;
+		int64_t seek = 0, rot = 0, half = 0;
+		uint64_t mid = 0;
+		double own = fmax(avfs_svc_time(&t->c.model, io->off, io->len, false),
+				  fmin(avfs_svc_time(&t->c.model, io->off, most, false),
+				       (double)t->c.margin_ns / CO_MARGIN_DIV));
+
+		/* a jump's own positioning is charged as the predictor says where that is more
+		 * than the model's (a long seek back or ahead) */
+		if ((i == 0 || (head && own <= slack)) &&
+		    t->c.pred.predict(t->c.pred.ctx, now, io->off, &seek, &rot, &half, &mid) >= 0 &&
+		    (double)(seek + rot) < best_pos &&
+		    (i == 0 || own + fmax(0, (double)(seek + rot) - alpha) <= slack)) {
+			best_pos = (double)(seek + rot);
+			best = i;
+			*allow = i ? slack : INFINITY;
+		}
+		/* v[i] served in C-SCAN order: its slack over its margin */
+		pre += avfs_svc_time(&t->c.model, io->off, io->len, seq);
+		if ((double)(v[i]->dl - t->c.margin_ns - now) - pre < slack)
+			slack = (double)(v[i]->dl - t->c.margin_ns - now) - pre;
+	}
+	return best;
+}
+
 /* papers/001 §3.3.4, Fig. 11: the windows of the RT scheduler over the batch. */
 static void batch_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 {
@@ -1031,6 +1126,23 @@ static void batch_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 		return;
 	}
 	/* the normal case: C-SCAN over the whole batch */
+	if (t->c.satf && t->c.pred.predict) {
+		struct node *v[SATF_SCAN];
+		unsigned k = cscan_first(t->batch->root, t->cursor, v, t->c.satf_window);
+		double allow;
+		unsigned i;
+
+		i = satf_pick(t, v, k, now, &allow);
+		if (i) {	/* out of C-SCAN order: the command ends within the allowance */
+			issue_in(t, v[i], t->batch, now, cmd, INT64_MAX,
+				 now + (int64_t)allow, false);
+			if (cmd->kind == AVFS_SCHED_DISPATCH && !cmd->seek) {
+				t->pinned = true;
+				t->cnt.satf_picks++;
+			}
+			return;
+		}
+	}
 	n = next_ge(t->batch->root, t->cursor);
 	if (!n)
 		n = tmin(t->batch->root);
@@ -1238,6 +1350,7 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 		t->npending--;
 	}
 	if (res < 0) {
+		t->pinned = false;
 		io->pv[0] = NULL;
 		free(n);
 		t->npending--;
@@ -1252,8 +1365,11 @@ static bool tm_done(void *ctx, const struct avfs_sched_cmd *cmd, int64_t now, in
 	io->len -= mine;
 	t->run_bytes = cmd->off == t->last_end ? t->run_bytes + cmd->len : cmd->len;
 	t->last_end = cmd->off + cmd->len;
-	if (!t->c.sweep)		/* the sweep's cursor moves only with the sweep (sweep_next) */
+	/* the sweep's cursor moves only with the sweep (sweep_next); a batch's stays where the
+	 * requests an out-of-order command jumped are (order = satf) */
+	if (!t->c.sweep && !t->pinned)
 		t->cursor = t->last_end;
+	t->pinned = false;
 
 	n->split_done = false;
 	if (io->len) {

@@ -24,6 +24,7 @@ void avfs_sched_conf_default(struct avfs_sched_conf *c)
 	c->be_age_ns = 2000 * MS;
 	c->jit_offset_ns = 1 * MS;
 	c->coalesce = 4u << 20;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
+	c->satf_window = 4;	/* as much as 8 or 64 at half the cost of 8 (docs/DESIGN.md) */
 	/* avfs-250g (SPEC §11) */
 	c->model = (struct avfs_svc_model){ .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6, .dmax = 70e6,
 					    .dmin = 38e6, .lmax = 250000000000ull };
@@ -42,6 +43,10 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "be-age", "time", "10ms..600s", "best-effort requests older than this go first (2s)" },
 	{ "hold", "mode", "batch, sweep", "tm: RT held in papers/001's batches, or over a sweep "
 	  "that never stops (batch)" },
+	{ "order", "mode", "lba, satf", "tm: a batch in LBA order, or the nearest in positioning "
+	  "time of its next satf-window runs, when the others keep m (lba)" },
+	{ "satf-window", "count", "2..64", "order=satf: runs of adjacent requests considered a "
+	  "decision (4)" },
 	{ "coalesce", "bytes", "0 or 4K..64M", "tm: a command carries the adjacent pending "
 	  "requests up to this, 0 = off (4M)" },
 	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },
@@ -60,6 +65,15 @@ const struct avfs_sched_setting_info *avfs_sched_settings(size_t *n)
 {
 	*n = sizeof(settings) / sizeof(settings[0]);
 	return settings;
+}
+
+/* A setting of two words: *out = (value is yes), if it is one of them. 0, or -1 (neither). */
+static int either(const char *value, const char *yes, const char *no, bool *out)
+{
+	if (strcmp(value, yes) && strcmp(value, no))
+		return -1;
+	*out = !strcmp(value, yes);
+	return 0;
 }
 
 int avfs_sched_conf_set(struct avfs_sched_conf *c, const char *name, const char *value,
@@ -104,12 +118,12 @@ known:
 		RANGE(t >= 10 * MS && t <= 600000 * MS);
 		c->be_age_ns = t;
 	} else if (!strcmp(name, "hold")) {
-		if (!strcmp(value, "sweep"))
-			c->sweep = true;
-		else if (!strcmp(value, "batch"))
-			c->sweep = false;
-		else
-			RANGE(0);
+		RANGE(!either(value, "sweep", "batch", &c->sweep));
+	} else if (!strcmp(name, "order")) {
+		RANGE(!either(value, "satf", "lba", &c->satf));
+	} else if (!strcmp(name, "satf-window")) {
+		RANGE(b >= 2 && b <= 64);
+		c->satf_window = (unsigned)b;
 	} else if (!strcmp(name, "coalesce")) {
 		RANGE(b == 0 || (b >= 4096 && b <= (64u << 20) && b % 4096 == 0));
 		c->coalesce = (uint32_t)b;
@@ -117,12 +131,7 @@ known:
 		RANGE(b == 0 || (b >= 4096 && b <= (16u << 20) && b % 4096 == 0));
 		c->chunk = (uint32_t)b;
 	} else if (!strcmp(name, "jit")) {
-		if (!strcmp(value, "on"))
-			c->jit = true;
-		else if (!strcmp(value, "off"))
-			c->jit = false;
-		else
-			RANGE(0);
+		RANGE(!either(value, "on", "off", &c->jit));
 	} else if (!strcmp(name, "jit-offset")) {
 		RANGE(t <= 5 * MS);
 		c->jit_offset_ns = t;
@@ -181,6 +190,14 @@ int avfs_sched_conf_check(const struct avfs_sched_conf *c, char *why, size_t why
 	}
 	if ((c->jit || c->split_bytes) && !c->pred.predict) {
 		avfs_why(why, whylen, "jit and split need a disk that predicts its rotation");
+		return -EINVAL;
+	}
+	if (c->satf && !c->pred.predict) {
+		avfs_why(why, whylen, "order=satf needs a disk that predicts its positioning time");
+		return -EINVAL;
+	}
+	if (c->satf && (c->satf_window < 2 || c->satf_window > 64)) {
+		avfs_why(why, whylen, "satf-window must be 2..64");
 		return -EINVAL;
 	}
 	if (!c->depth || c->depth > 256) {

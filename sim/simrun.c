@@ -662,6 +662,12 @@ static void finish_metrics(struct run *r)
 	res->margin_p50_ms = s.margin_p50_ms;
 	res->disk_utilization = s.utilization;
 	res->commands = s.commands;
+	{
+		struct avfs_sched_counters k;
+
+		avfs_sched_counters(avfs_engine_sched(r->e), &k);
+		res->satf_picks = k.satf_picks;
+	}
 	res->e_twait_ms = s.e_twait_ms;
 	res->seek_p50_gb = s.seek_p50_gb;
 	res->seek_p90_gb = s.seek_p90_gb;
@@ -948,7 +954,7 @@ static int start_engine(struct run *r, const struct avfs_sched_ops *policy, doub
 		return err;
 	}
 	ec.sched.rotational = r->d->info.rotational;
-	if (ec.sched.jit || ec.sched.split_bytes) {
+	if (ec.sched.jit || ec.sched.split_bytes || ec.sched.satf) {
 		if (r->o->predictor && !strcmp(r->o->predictor, "rotpred")) {
 			struct avfs_rotpred_params rp;
 			struct avfs_svc_model m;

@@ -149,6 +149,7 @@ struct avfs_simrun_result {
 	double be_mbps;		/* megabits per second, as papers/001 quotes BE rates */
 	double e_twait_ms;	/* papers/003 eq. (2) over every disk command */
 	uint64_t commands;
+	uint64_t satf_picks;	/* order = satf: commands that jumped a batch's C-SCAN order */
 	struct avfs_simdisk_split split;	/* where the drive's time went over the run */
 	uint64_t hp_requests;	/* probe */
 	double hp_mean_ms, hp_max_ms;

@@ -1,7 +1,8 @@
 /*
  * test_mixer.c — the traffic mixer against hand-computed examples (T_S, H, every window and
  * its boundaries), the -ETIME rule, BE under hold and ageing, chunking with FUA on the last
- * chunk, JIT slack and seek splitting with a fake predictor, the non-rotational mode, the
+ * chunk, JIT slack and seek splitting with a fake predictor, order = satf (the nearest in
+ * positioning time, never at a margin's cost) with a fake disk, the non-rotational mode, the
  * settings table, O(log n) decisions, and whole simulated runs (no misses, determinism).
  */
 #include <setjmp.h>
@@ -883,6 +884,257 @@ static void test_mixer_settings(void **state)
 	c.urgent_ns = 100 * MS;
 	c.jit = true;
 	assert_int_equal(avfs_sched_conf_check(&c, why, sizeof(why)), -EINVAL);	/* no predictor */
+	c.jit = false;
+	/* order: lba (the default) or satf, which needs a predictor; its window 2..64 */
+	assert_false(c.satf);
+	assert_int_equal(c.satf_window, 4);
+	assert_int_equal(avfs_sched_conf_set(&c, "order", "nearest", why, sizeof(why)), -ERANGE);
+	assert_false(c.satf);
+	assert_int_equal(avfs_sched_conf_set(&c, "satf-window", "1", why, sizeof(why)), -ERANGE);
+	assert_int_equal(avfs_sched_conf_set(&c, "satf-window", "65", why, sizeof(why)), -ERANGE);
+	assert_int_equal(c.satf_window, 4);
+	assert_int_equal(avfs_sched_conf_set(&c, "satf-window", "16", why, sizeof(why)), 0);
+	assert_int_equal(c.satf_window, 16);
+	assert_int_equal(avfs_sched_conf_set(&c, "order", "satf", why, sizeof(why)), 0);
+	assert_true(c.satf);
+	assert_int_equal(avfs_sched_conf_check(&c, why, sizeof(why)), -EINVAL);	/* no predictor */
+	assert_non_null(strstr(why, "satf"));
+	assert_int_equal(avfs_sched_conf_set(&c, "order", "lba", why, sizeof(why)), 0);
+	assert_false(c.satf);
+}
+
+/* A fake disk for order = satf: the positioning time (seek + rotational wait) of each
+ * request, fixed per offset (table) or drawn from the head's place and the target's (hashed),
+ * never more than the service-time model's tk + tr/2; a command then takes that plus the
+ * model's transfer time, so the disk is never slower than the mixer's model. */
+struct satf_disk {
+	uint64_t head;
+	unsigned n;
+	uint64_t off[8];
+	int64_t pos[8];
+	bool hashed;
+	unsigned asked;
+};
+
+static int64_t satf_pos(const struct satf_disk *d, uint64_t off)
+{
+	const struct avfs_svc_model m = { .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6 };
+	uint64_t z = (off ^ (d->head * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
+
+	if (off == d->head)
+		return 0;
+	if (d->hashed)
+		return (int64_t)((double)((z ^ (z >> 29)) % 1000) / 1000 * (m.tk_ns + m.tr_ns / 2));
+	for (unsigned i = 0; i < d->n; i++)
+		if (d->off[i] == off)
+			return d->pos[i];
+	return (int64_t)(m.tk_ns + m.tr_ns / 2);
+}
+
+static int satf_predict(void *ctx, int64_t now, uint64_t off, int64_t *seek, int64_t *rot,
+			int64_t *half, uint64_t *mid)
+{
+	struct satf_disk *d = ctx;
+	int64_t p = satf_pos(d, off);
+
+	(void)now;
+	d->asked++;
+	*seek = p / 3;
+	*rot = p - p / 3;
+	*half = p / 4;
+	*mid = off;
+	return 0;
+}
+
+/* Carry out what the mixer says on the fake disk until nothing is left; each request's
+ * completion time in done_at (by id; INT64_MAX if it was failed) and when its own last byte
+ * was transferred in own_end (earlier than done_at when its command carried more after it).
+ * The last time. */
+static int64_t satf_drive(struct avfs_sched *s, struct satf_disk *d, int64_t now,
+			  int64_t *done_at, int64_t *own_end, struct avfs_io **order,
+			  unsigned *norder)
+{
+	const struct avfs_svc_model *m = &s->conf.model;
+	struct avfs_sched_cmd cmd;
+
+	for (;;) {
+		avfs_sched_next(s, now, &cmd);
+		if (cmd.kind == AVFS_SCHED_IDLE)
+			return now;
+		if (cmd.kind == AVFS_SCHED_WAIT) {
+			now = cmd.at > now ? cmd.at : now + 1;
+			continue;
+		}
+		if (cmd.kind == AVFS_SCHED_FAIL) {
+			done_at[cmd.io->id] = INT64_MAX;
+			continue;
+		}
+		now += satf_pos(d, cmd.off);
+		for (struct avfs_io *x = cmd.io; x; x = x->more) {
+			now += (int64_t)avfs_svc_time(m, x->off, x->more || x != cmd.io ? x->len
+										    : cmd.len, true);
+			if (own_end)
+				own_end[x->id] = now;
+		}
+		d->head = cmd.off + cmd.len;
+		if (order)
+			order[(*norder)++] = cmd.io;
+		for (struct avfs_io *x = cmd.io->more; x; x = x->more)
+			done_at[x->id] = now;
+		if (avfs_sched_done(s, &cmd, now, (int)cmd.len))
+			done_at[cmd.io->id] = now;
+	}
+}
+
+/* The fake disk's d->n requests (512 KiB each, due dl[i], in v) as one batch through a mixer
+ * with c, the head at 0: the order of their commands in order[], their count; the counters
+ * in *k. */
+static unsigned satf_batch(const struct avfs_sched_conf *c, struct satf_disk *d,
+			   const int64_t *dl, struct avfs_io *v, struct avfs_io **order,
+			   int64_t *done_at, struct avfs_sched_counters *k)
+{
+	struct avfs_sched s = mk(c);
+	unsigned n = 0;
+
+	d->head = 0;
+	d->asked = 0;
+	for (unsigned i = 0; i < d->n; i++) {
+		v[i] = rt(d->off[i], 524288, dl[i]);
+		v[i].id = i;
+		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
+	}
+	satf_drive(&s, d, 0, done_at, NULL, order, &n);
+	avfs_sched_counters(&s, k);
+	avfs_sched_destroy(&s);
+	return n;
+}
+
+/* order = satf picks, of the batch's next requests in LBA order, the one the head reaches
+ * first, and the cursor stays behind what it jumped: with positioning times 12, 3 and 8 ms
+ * for A < B < C, the batch goes B, C, A (LBA order: A, B, C). A request whose margin the jump
+ * would eat goes first: with A due just after its own service time and m, the batch starts
+ * with A. */
+static void test_mixer_satf_nearest(void **state)
+{
+	struct avfs_sched_conf c;
+	struct satf_disk d = { .n = 3, .off = { 10 * GB, 20 * GB, 30 * GB },
+			       .pos = { 12 * MS, 3 * MS, 8 * MS } };
+	int64_t far[3] = { 10000 * MS, 10000 * MS, 10000 * MS }, done_at[3];
+	int64_t tight[3] = { 0, 10000 * MS, 10000 * MS }, stream[3];
+	struct avfs_io v[3], *order[3];
+	struct avfs_sched_counters k;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	c.pred = (struct avfs_sched_predictor){ .ctx = &d, .predict = satf_predict };
+	c.satf = true;
+	/* one request a command: a jump is charged its own service time (with coalescing, all
+	 * that a command may carry: 4 MiB here, more than the batch's slack) */
+	c.coalesce = 0;
+	assert_int_equal(satf_batch(&c, &d, far, v, order, done_at, &k), 3);
+	assert_ptr_equal(order[0], &v[1]);
+	assert_ptr_equal(order[1], &v[2]);
+	assert_ptr_equal(order[2], &v[0]);
+	assert_int_equal(k.satf_picks, 2);
+	assert_true(d.asked >= 5);
+
+	/* order = lba on the same disk: A, B, C, no prediction asked */
+	c.satf = false;
+	assert_int_equal(satf_batch(&c, &d, far, v, order, done_at, &k), 3);
+	assert_ptr_equal(order[0], &v[0]);
+	assert_ptr_equal(order[1], &v[1]);
+	assert_ptr_equal(order[2], &v[2]);
+	assert_int_equal(d.asked, 0);
+	assert_int_equal(k.satf_picks, 0);
+
+	/* A due 1 ms after its margin and its own service time: B's command would eat it */
+	c.satf = true;
+	tight[0] = c.margin_ns + (int64_t)avfs_svc_time(&c.model, d.off[0], 524288, false) + 1 * MS;
+	assert_int_equal(satf_batch(&c, &d, tight, v, order, done_at, &k), 3);
+	assert_ptr_equal(order[0], &v[0]);
+	assert_true(done_at[0] <= v[0].deadline - c.margin_ns);
+	/* then the nearer of B (3 ms) and C (8 ms) */
+	assert_ptr_equal(order[1], &v[1]);
+
+	/* a stream's second buffer, right behind its first, is no candidate of its own although
+	 * the head would reach it first (1 ms against 12): it goes with (here: just after) the
+	 * first, which needs no positioning then (C, 13 ms away, due first, lets the batch go
+	 * while the stream has time to spare) */
+	d = (struct satf_disk){ .n = 3, .off = { 10 * GB, 10 * GB + 524288, 30 * GB },
+				.pos = { 12 * MS, 1 * MS, 13 * MS } };
+	stream[0] = stream[1] = 20000 * MS;
+	stream[2] = 10000 * MS;
+	assert_int_equal(satf_batch(&c, &d, stream, v, order, done_at, &k), 3);
+	assert_ptr_equal(order[0], &v[0]);
+	assert_ptr_equal(order[1], &v[1]);
+}
+
+/* order = satf never costs a request the margin C-SCAN order would have kept: random batches
+ * whose every request keeps its margin m in LBA order by the service-time model (the tightest
+ * exactly), some of them streams of adjacent buffers, on a disk never slower than the model:
+ * with satf every request is served by its deadline less m (its own bytes; the command that
+ * carries it completes by its deadline less e), as with lba, and satf does reorder. */
+static void test_mixer_satf_keeps_margins(void **state)
+{
+	enum { N = 14 };
+	uint64_t x = 7;
+	unsigned picks = 0;
+
+	(void)state;
+	for (unsigned trial = 0; trial < 200; trial++) {
+		for (int satf = 0; satf < 2; satf++) {
+			struct avfs_sched_conf c;
+			struct avfs_sched s;
+			struct satf_disk d = { .hashed = true };
+			struct avfs_io v[N];
+			uint64_t off[N];
+			int64_t done_at[N], own_end[N], slack, pre = 0;
+			struct avfs_sched_counters k;
+			uint64_t y = x;
+
+			avfs_sched_conf_default(&c);
+			c.pred = (struct avfs_sched_predictor){ .ctx = &d, .predict = satf_predict };
+			c.satf = satf;
+			c.satf_window = 2 + trial % 12;
+			s = mk(&c);
+			/* offsets in LBA order; every third request continues the one before */
+			for (unsigned i = 0; i < N; i++) {
+				y = y * 6364136223846793005ull + 1442695040888963407ull;
+				off[i] = i % 3 == 2 ? off[i - 1] + 524288
+						    : (i ? off[i - 1] + 524288 : 0) +
+						      (y >> 20) % (15 * GB) / 4096 * 4096 + 4096;
+			}
+			d.head = (y >> 7) % (200 * GB);
+			for (unsigned i = 0; i < N; i++) {
+				bool seq = i && off[i - 1] + 524288 == off[i];
+
+				y = y * 6364136223846793005ull + 1442695040888963407ull;
+				pre += (int64_t)ceil(avfs_svc_time(&c.model, off[i], 524288, seq));
+				slack = i == N / 2 ? 0 : (int64_t)((y >> 33) % (60 * MS));
+				v[i] = rt(off[i], 524288, pre + c.margin_ns + slack + 1);
+				v[i].id = i;
+				assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
+			}
+			satf_drive(&s, &d, 0, done_at, own_end, NULL, NULL);
+			for (unsigned i = 0; i < N; i++) {
+				if (own_end[i] > v[i].deadline - c.margin_ns)
+					fail_msg("trial %u, %s: request %u served at %.3f ms, due "
+						 "%.3f ms less m", trial, satf ? "satf" : "lba", i,
+						 (double)own_end[i] / 1e6,
+						 (double)(v[i].deadline - c.margin_ns) / 1e6);
+				/* a command that carries more ends before its first's deadline
+				 * less e */
+				assert_true(done_at[i] <= v[i].deadline - c.urgent_ns);
+			}
+			avfs_sched_counters(&s, &k);
+			if (!satf)
+				assert_int_equal(k.satf_picks, 0);
+			picks += (unsigned)k.satf_picks;
+			avfs_sched_destroy(&s);
+		}
+		x = x * 2862933555777941757ull + 3037000493ull;
+	}
+	assert_true(picks > 100);	/* it did reorder */
 }
 
 static double decision_cost(unsigned n)
@@ -1030,6 +1282,8 @@ int main(void)
 		cmocka_unit_test(test_mixer_no_miss_when_it_fits),
 		cmocka_unit_test(test_mixer_non_rotational),
 		cmocka_unit_test(test_mixer_reduced_window_order),
+		cmocka_unit_test(test_mixer_satf_keeps_margins),
+		cmocka_unit_test(test_mixer_satf_nearest),
 		cmocka_unit_test(test_mixer_service_time),
 		cmocka_unit_test(test_mixer_settings),
 		cmocka_unit_test(test_mixer_sweep),

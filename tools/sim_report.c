@@ -44,6 +44,22 @@ void avfs_sim_report_json(json_object *j, const struct avfs_simrun_result *r)
 	json_object_object_add(j, "be_requests", json_object_new_uint64(r->be_requests));
 	json_object_object_add(j, "e_twait_ms", avfs_json_double(r->e_twait_ms, "%.3f"));
 	json_object_object_add(j, "commands", json_object_new_uint64(r->commands));
+	json_object_object_add(j, "satf_picks", json_object_new_uint64(r->satf_picks));
+	{	/* where the simulated drive's time went over the measured window */
+		struct json_object *dr = json_object_new_object();
+
+		json_object_object_add(dr, "commands", json_object_new_uint64(r->split.commands));
+		json_object_object_add(dr, "seeks", json_object_new_uint64(r->split.seeks));
+		json_object_object_add(dr, "waits", json_object_new_uint64(r->split.waits));
+		json_object_object_add(dr, "seek_s", avfs_json_double(r->split.seek_ns / 1e9, "%.3f"));
+		json_object_object_add(dr, "rotation_s",
+				       avfs_json_double(r->split.rot_ns / 1e9, "%.3f"));
+		json_object_object_add(dr, "transfer_s",
+				       avfs_json_double(r->split.xfer_ns / 1e9, "%.3f"));
+		json_object_object_add(dr, "overhead_s",
+				       avfs_json_double(r->split.overhead_ns / 1e9, "%.3f"));
+		json_object_object_add(j, "drive", dr);
+	}
 	json_object_object_add(j, "hp_requests", json_object_new_uint64(r->hp_requests));
 	json_object_object_add(j, "hp_mean_ms", avfs_json_double(r->hp_mean_ms, "%.3f"));
 	json_object_object_add(j, "hp_max_ms", avfs_json_double(r->hp_max_ms, "%.3f"));
@@ -75,4 +91,7 @@ void avfs_sim_report_text(const struct avfs_simrun_result *r, bool be)
 		       r->be_requests);
 	printf("  scheduler          %.2f us per decision, up to %" PRIu64 " requests pending\n",
 	       r->decision_us, r->max_pending);
+	if (r->satf_picks)
+		printf("  order=satf         %" PRIu64 " commands out of a batch's LBA order\n",
+		       r->satf_picks);
 }
