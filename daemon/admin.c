@@ -171,6 +171,7 @@ static json_object *status(const struct avfsd_admin_view *v, struct avfs_engine 
 	json_object_object_add(r, "round_ms", jd(sw.round_ns / 1e6));
 	json_object_object_add(r, "visits_per_s", jd(sw.visits));
 	json_object_object_add(r, "detours_per_s", jd(sw.detours));
+	json_object_object_add(r, "urgent_per_s", jd(sw.urgent));
 	json_object_object_add(r, "seek", jd(sw.seek));
 	json_object_object_add(r, "rotation", jd(sw.rot));
 	json_object_object_add(r, "transfer", jd(sw.xfer));

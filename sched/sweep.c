@@ -146,37 +146,49 @@ double avfs_sweep_seek_sum(double n, bool spread)
 	return n * exp(lgamma(n + 1) + lgamma(1.5) - lgamma(n + 1.5));
 }
 
+/* A stream's period p_i = (b_i − s_i) / r_i: how long after its arrival a request is due. */
+static double period(const struct avfs_sweep_stream *s)
+{
+	return (s->buffer - s->io) / s->rate;
+}
+
 /* A stream's own round, (p_i − W) / 2: the round it alone would need. */
 static double own_round(const struct avfs_sweep_stream *s, double w)
 {
-	return ((s->buffer - s->io) / s->rate - w) / 2;
+	return (period(s) - w) / 2;
 }
 
 /* The terms of the set with the sweep's rounds of t (≥ the set's round): the streams whose own
- * round is shorter are served by detours from the sweep (their requests come due before the
- * sweep returns: the mixer's EDF and reduced windows, and joins, take them out of order), each
- * visit two positionings of a full stroke and a full turn (there and back: Theorem 3's 2S);
- * the others once a round. Fills the shares, visits, commands and util of out, and *var (the
- * variance a second). */
+ * round is shorter are served out of the round, the others once a round. A short stream whose
+ * own round is at least m is served by detours from the sweep (its requests come due before
+ * the sweep returns: the mixer's EDF and reduced windows, and joins, take them out of order),
+ * each visit two positionings of a full stroke and a full turn (there and back: Theorem 3's
+ * 2S). One whose own round is below m, the mixer serves request by request (sweep.h): if its
+ * requests are due within m of their arrival, each one at once, one positioning of a full
+ * stroke and a full turn (`urgent`); else they join the batch under way and are visited within
+ * its sweep. Fills the shares, visits, commands and util of out, and *var (the variance a
+ * second). */
 static void terms(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s, size_t n,
 		  double t, bool spread, struct avfs_sweep_result *out, double *var)
 {
 	const struct avfs_sweep_disk *d = &c->disk;
 	double tr = c->model.tr_ns / NS, full = d->full_ns / NS, track = d->track_ns / NS;
 	double ovh = d->overhead_ns / NS, w = out->wcrt_ns / NS, swept = 0;
+	double margin = c->margin_ns / NS;
 	double place = (double)c->block_size * (c->run > 1 ? c->run : 1);	/* L */
 	double co = (double)c->coalesce;	/* C, within a chunk */
 
 	if (c->chunk && co > (double)c->chunk)
 		co = (double)c->chunk;	/* the mixer coalesces within a chunk */
 	out->visits = out->commands = out->xfer = out->cmds = out->turns = out->detours = 0;
+	out->urgent = 0;
 	*var = 0;
 	for (size_t i = 0; i < n; i++) {
 		double rps = s[i].rate / s[i].io, inv, v_inv, vis, cps = rps;
 		double ppr = ceil(s[i].io / place);	/* places a request spans */
 		double k = floor(co / s[i].io);	/* requests a coalesced command carries */
 		double ti = own_round(&s[i], w);
-		bool detour = ti < t;
+		bool detour = ti < t, by_request = detour && ti < margin;
 
 		avfs_sweep_inv_rate(c, &s[i], &inv, &v_inv);
 		vis = fmin(rps * ppr, 1 / (detour ? ti : t) + s[i].rate / place);
@@ -184,10 +196,17 @@ static void terms(const struct avfs_sweep_conf *c, const struct avfs_sweep_strea
 			k = AVFS_SCHED_COALESCE_MAX;
 		if (k >= 2)
 			cps = fmin(rps, vis + rps / k);
-		if (detour)
+		if (by_request && period(&s[i]) < margin) {
+			vis = rps * ppr;	/* due within m: each request at once, alone */
+			cps = rps;
+			out->urgent += vis;
+		} else if (by_request) {
+			swept += vis;		/* joins the batch under way */
+		} else if (detour) {
 			out->detours += vis;
-		else
+		} else {
 			swept += vis;
+		}
 		out->commands += cps;
 		out->xfer += s[i].rate * inv;
 		out->cmds += cps * ovh;
@@ -197,11 +216,11 @@ static void terms(const struct avfs_sweep_conf *c, const struct avfs_sweep_strea
 		 * too: see sweep.h) */
 		*var += s[i].rate * (double)c->block_size * v_inv;
 	}
-	out->visits = swept + 2 * out->detours;
+	out->visits = swept + 2 * out->detours + out->urgent;
 	out->seek = full / t + swept * track +
 		    (full - track) * avfs_sweep_seek_sum(swept * t, spread) / t +
-		    2 * out->detours * full;
-	out->rot = swept * tr / 2 + 2 * out->detours * tr;
+		    (2 * out->detours + out->urgent) * full;
+	out->rot = swept * tr / 2 + (2 * out->detours + out->urgent) * tr;
 	*var += out->visits * tr * tr / 12;
 	out->util = out->seek + out->rot + out->xfer + out->turns + out->cmds;
 }
@@ -214,6 +233,7 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	double tr = m->tr_ns / NS, full = d->full_ns / NS;
 	double dmin = slowest(c), big = (double)c->cmd_max;
 	double pmin = INFINITY, var, wbe, e_be, u_be, t, margin = c->margin_ns / NS;
+	double gap = INFINITY;	/* the longest the mixer goes between batches, unsaturated */
 	/* a round's positionings at places independent and uniform over the stroke: files spread
 	 * over many zones, no layout known (a known one may be anywhere, evenly spaced at worst),
 	 * and rounds the mixer gathers (see the round's check below) */
@@ -229,9 +249,13 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		double p = (s[i].buffer - s[i].io) / s[i].rate;
+		double p = period(&s[i]);
 
 		pmin = fmin(pmin, p);
+		/* the hold lets a batch go once a request is within m of its deadline (less the
+		 * batch's estimate): the next of stream i comes within s_i / r_i of a batch's
+		 * start and is within m of its deadline p_i − m later, at once if p_i < m */
+		gap = fmin(gap, s[i].io / s[i].rate + fmax(0, p - margin));
 		spread = spread && !(s[i].d_mean > 0);
 		big = fmax(big, c->chunk && c->chunk < s[i].io ? c->chunk : s[i].io);
 	}
@@ -246,23 +270,25 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	/* a round shorter than the margin is not gathered: a request is due within m and one
 	 * round of its arrival, so the hold lets it go at once, and the mixer serves short
 	 * batches and windows rather than one sweep a round (more positionings than 1/T a
-	 * stream, measured: sweep.h) — the evenly spaced bound there, and no detours */
+	 * stream, measured: sweep.h) — the evenly spaced bound there */
 	terms(c, s, n, t, spread && t >= margin, out, &var);
 	out->round_ns = t * NS;
-	if (t >= margin) {
-		/* longer rounds with the shorter-period streams detoured: the least need */
-		for (size_t j = 0; j < n; j++) {
-			double tj = own_round(&s[j], out->wcrt_ns / NS), vj;
-			struct avfs_sweep_result r = *out;
+	/* longer rounds with the shorter-period streams served out of them: the least need.
+	 * Below m the streams whose requests are due soonest start the batches, and the mixer
+	 * does not gather longer than `gap` before one (the hold), whatever the others' rounds */
+	for (size_t j = 0; j < n; j++) {
+		double tj = own_round(&s[j], out->wcrt_ns / NS), vj;
+		struct avfs_sweep_result r = *out;
 
-			if (!(tj > t))
-				continue;
-			terms(c, s, n, tj, spread, &r, &vj);
-			if (r.util + c->k * vj / margin < out->util + c->k * var / margin) {
-				*out = r;
-				out->round_ns = tj * NS;
-				var = vj;
-			}
+		if (t < margin)
+			tj = fmax(t, fmin(tj, gap));
+		if (!(tj > t))
+			continue;
+		terms(c, s, n, tj, spread && tj >= margin, &r, &vj);
+		if (r.util + c->k * vj / margin < out->util + c->k * var / margin) {
+			*out = r;
+			out->round_ns = tj * NS;
+			var = vj;
 		}
 	}
 	out->margin = c->k * var / margin;

@@ -27,8 +27,25 @@
  *                    among them). A set's positionings at its zero-miss maximum were 1.8× what
  *                    one round of T for all counted (`avfs-sim reserve`, seeds 1–20): the
  *                    mixer does not visit a long-period stream every round of the shortest
+ *   by request   with T < m the mixer serves a stream whose own round T_i < m request by
+ *                    request: the hold lets a batch go once a request comes within m of its
+ *                    deadline, and one that arrives during a batch joins it. The rounds are
+ *                    then T' = max(T, min(T_j, gap)), gap = min_i (s_i/r_i + max(0, p_i − m))
+ *                    the longest the hold gathers (the next request of stream i comes within
+ *                    s_i/r_i of a batch's start, within m of its deadline p_i − m later), and
+ *                    a stream with T_i < T' is served out of them: with p_i < m each request
+ *                    is due within m of its arrival and goes at once, alone (the reduced
+ *                    C-SCAN window): r_i/s_i visits a second, one positioning of a full stroke
+ *                    and a full turn each, a command each (`urgent`); with p_i ≥ m its
+ *                    requests join the batch under way and wait in its sweep: v_i = min(r_i/
+ *                    s_i, 1/T_i + r_i/L) visits within the sweep. The T' of least u + margin
+ *                    (T among them). One round of T for all put the need of the largest
+ *                    zero-miss prefix at 1.21–1.96 (median 1.35) where its T < m, against
+ *                    1.03–1.20 (1.13) where T ≥ m (`avfs-sim reserve`, seeds 21–60, where
+ *                    25 of 40 have T < m); by request 1.13–1.57 (1.27)
  *   seek         S   = full / T + V · track + (full − track) · Σ√(n) / T   (V = Σ v_i, n = V·T;
- *                    the swept visits and T' with detours, plus 2 · full a detour)
+ *                    the swept visits and T' with detours, plus 2 · full a detour and
+ *                    full an urgent request)
  *                    every round one return and n seeks whose distances add up to at most one
  *                    stroke: by the concavity of t(d) = track + (full − track)·√(d / L), which
  *                    bounds the disk's curve, they cost at most n · t(L / n), Σ√(n) = √n
@@ -42,7 +59,8 @@
  *                    hold lets it go at once and the mixer serves short batches and windows,
  *                    not one sweep a round: there it made up to 1.4× the positionings V
  *                    counts (docs/DESIGN.md), and the bound stays
- *   rotation     R   = V · T_r / 2          (variance V · T_r² / 12; a detour's two: 2 · T_r)
+ *   rotation     R   = V · T_r / 2          (variance V · T_r² / 12; a detour's two: 2 · T_r;
+ *                                            an urgent request's: T_r)
  *   transfer     X   = Σ r_i · E_i[1/d]     (variance Σ r_i · B · Var_i[1/d], per data block
  *                                            even in runs: ZRR's zones in order swing a
  *                                            stream's rate over n·B/2 bytes, runs taken from
@@ -72,10 +90,11 @@
  *
  * What the model leaves out, measured rather than modelled (docs/DESIGN.md): the mixer's hold
  * gathers longer batches than T when the periods allow (fewer positionings: the model is
- * conservative there, less so with detours); with T < m, a stream served request by request
- * (more positionings than V counts, with a shorter-period stream keeping the hold from ever
- * gathering: seeds 1 and 4 of `avfs-sim reserve`); requests that join a batch under way (an earlier deadline than its
- * latest) and the reduced C-SCAN and EDF windows, which serve requests due within m first
+ * conservative there, less so with detours); with T < m, the batches a stream due within m
+ * starts more often than once a round of T (more positionings than V counts where such a
+ * stream asks often, seeds 1 and 4 of `avfs-sim reserve`: the model keeps T there, as the
+ * disk then runs busy but clean); requests that join a batch under way (an earlier deadline
+ * than its latest) and the reduced C-SCAN and EDF windows, which serve requests due within m first
  * when a batch runs late, so that the mixer's own estimate (papers/001 eq. (1)), which knows
  * nothing of a write's lost turn, does not turn into misses.
  */
@@ -150,6 +169,7 @@ struct avfs_sweep_result {
 	double period_min_ns;	/* p_min */
 	double visits;		/* V: positionings a second (a detour's two) */
 	double detours;		/* visits a second by detour from the sweep (its round_ns) */
+	double urgent;		/* requests a second served at once, alone: due within m */
 	double commands;	/* Σ c_i: commands a second (fewer than requests: coalescing) */
 	double seek, rot, xfer, turns, cmds;	/* shares of disk time */
 	double util;		/* their sum, u */

@@ -489,10 +489,23 @@ static void test_admit_sweep_seek_spread(void **state)
 	}
 }
 
+/* One HD stream with 4 MiB of buffer (p 1.514 s), n − 1 with 16 MiB (p 6.706 s), 512 KiB
+ * requests; isolation on, best-effort commands of 1 MiB. */
+static void short_long_set(struct avfs_sweep_stream *st, int n, struct avfs_sweep_conf *sc)
+{
+	for (int i = 0; i < n; i++)
+		st[i] = (struct avfs_sweep_stream){ .rate = 2423750,
+						    .buffer = (i ? 16.0 : 4.0) * MIB,
+						    .io = 512 << 10 };
+	sc->be_isolation = true;
+	sc->cmd_max = 1 << 20;
+}
+
 /* A stream whose own round is shorter than the others' is detoured to: the sweep takes the
  * round that needs least — here the long-period streams' own, with the short-period one
  * visited out of the sweep's order at its own round, two positionings of a full stroke and a
- * full turn each — but only where the mixer gathers rounds (T ≥ m). */
+ * full turn each — where the mixer gathers rounds (T ≥ m); below m see
+ * test_admit_sweep_by_request. */
 static void test_admit_sweep_detours(void **state)
 {
 	enum { N = 9 };
@@ -502,12 +515,7 @@ static void test_admit_sweep_detours(void **state)
 	double w, t0, tb, sw, full = 0.017, track = 0.0017, tr = 60.0 / 7200, r = 2423750;
 
 	(void)state;
-	/* one HD stream with 4 MiB of buffer (p 1.514 s), eight with 16 MiB (p 6.706 s) */
-	for (int i = 0; i < N; i++)
-		st[i] = (struct avfs_sweep_stream){ .rate = r, .buffer = (i ? 16.0 : 4.0) * MIB,
-						    .io = 512 << 10 };
-	sc.be_isolation = true;
-	sc.cmd_max = 1 << 20;
+	short_long_set(st, N, &sc);
 	avfs_sweep_eval(&sc, st, N, &k);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
 	w = k.wcrt_ns / 1e9;
@@ -523,13 +531,69 @@ static void test_admit_sweep_detours(void **state)
 	assert_near(k.rot, sw * tr / 2 + 2 * k.detours * tr, 1e-12);
 	assert_near(k.be, (0.017 + tr - 0.0085 - tr / 2) / t0, 1e-9);	/* the shortest round's */
 
-	/* the margin above the set's round: not gathered, no detours, everyone once a round */
+	/* the margin above the set's round: no detours (test_admit_sweep_by_request) */
 	sc.margin_ns = 800e6;
 	avfs_sweep_eval(&sc, st, N, &g);
-	assert_near(g.round_ns / 1e9, t0, 1e-9);
 	assert_near(g.detours, 0, 0);
-	assert_near(g.visits, N * (1 / t0 + r / (4.0 * MIB)), 1e-9);
-	assert_true(g.util > k.util);
+}
+
+/* Below the margin the mixer serves a stream whose own round is shorter than m request by
+ * request, and the hold starts a batch at the latest when the next request of some stream
+ * comes within m of its deadline: gap = min_i (s_i/r_i + max(0, p_i − m)) after the last one.
+ * So the others go once a round of min(their own round, gap) (never less than T); the short
+ * one's requests, when due only after m, join the batch under way and are visited in its
+ * sweep at their own round; when due within m of their arrival, each goes at once and alone,
+ * one positioning of a full stroke and a full turn. */
+static void test_admit_sweep_by_request(void **state)
+{
+	enum { N = 9 };
+	struct avfs_sweep_stream st[N];
+	struct avfs_sweep_conf sc = sweep_conf_250g();
+	struct avfs_sweep_result k, one;
+	double w, t0, gap, sw, v0, a = (512 << 10) / 2423750.0, r = 2423750, l = 4.0 * MIB;
+	double full = 0.017, track = 0.0017, tr = 60.0 / 7200;
+
+	(void)state;
+	/* joins: the short one's own round 0.74 s; m = 800 ms: T < m, and the hold goes at most
+	 * a + p − m = 0.93 s after a batch's start */
+	short_long_set(st, N, &sc);
+	sc.margin_ns = 800e6;
+	avfs_sweep_eval(&sc, st, N, &k);
+	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
+	w = k.wcrt_ns / 1e9;
+	t0 = ((4.0 * MIB - (512 << 10)) / r - w) / 2;
+	gap = a + (4.0 * MIB - (512 << 10)) / r - 0.8;
+	assert_true(t0 < 0.8 && gap > t0);
+	assert_near(k.round_ns / 1e9, gap, 1e-9);
+	assert_near(k.detours, 0, 0);
+	assert_near(k.urgent, 0, 0);
+	v0 = 1 / t0 + r / l;	/* the short one, within the sweep at its own round */
+	sw = (N - 1) * (1 / gap + r / l) + v0;
+	assert_near(k.visits, sw, 1e-9);
+	assert_near(k.seek, full / gap + sw * track +
+		    (full - track) * avfs_sweep_seek_sum(sw * gap, true) / gap, 1e-12);
+	assert_near(k.rot, sw * tr / 2, 1e-12);
+	assert_near(k.be, (0.017 + tr - 0.0085 - tr / 2) / t0, 1e-9);	/* the shortest round's */
+	/* the same streams without the short one: their own round, not the hold's gap */
+	avfs_sweep_eval(&sc, st + 1, N - 1, &one);
+	assert_near(one.round_ns / 1e9, ((16.0 * MIB - (512 << 10)) / r - w) / 2, 1e-9);
+
+	/* urgent: the short one with 1 MiB of buffer, p = a = 0.216 s < m = 500 ms, beside four
+	 * of the others: each of its requests at once; a batch at least every a */
+	sc.margin_ns = 500e6;
+	st[0].buffer = 1.0 * MIB;
+	avfs_sweep_eval(&sc, st, 5, &k);
+	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
+	gap = a;
+	assert_near(k.round_ns / 1e9, gap, 1e-9);
+	assert_near(k.urgent, r / (512 << 10), 1e-9);	/* every request */
+	assert_near(k.detours, 0, 0);
+	sw = 4 * fmin(r / (512 << 10), 1 / gap + r / l);
+	assert_near(k.visits, sw + k.urgent, 1e-9);
+	assert_near(k.seek, full / gap + sw * track + (full - track) * sqrt(sw * gap) / gap +
+		    k.urgent * full, 1e-12);
+	assert_near(k.rot, sw * tr / 2 + k.urgent * tr, 1e-12);
+	assert_near(k.commands, 5 * r / (512 << 10), 1e-9);	/* no coalescing here */
 }
 
 /* A device without mechanics (the ssd model: T_r = T_k = 0, 500 MB/s) costs transfer and
@@ -723,6 +787,7 @@ int main(void)
 		cmocka_unit_test(test_admit_remove),
 		cmocka_unit_test(test_admit_sweep_by_hand),
 		cmocka_unit_test(test_admit_sweep_detours),
+		cmocka_unit_test(test_admit_sweep_by_request),
 		cmocka_unit_test(test_admit_sweep_layout),
 		cmocka_unit_test(test_admit_sweep_no_mechanics),
 		cmocka_unit_test(test_admit_sweep_refusals),

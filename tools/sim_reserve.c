@@ -730,6 +730,7 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 			double v;
 		} f[] = {
 			{ "visits_per_s", s->sweep.visits }, { "detours_per_s", s->sweep.detours },
+			{ "urgent_per_s", s->sweep.urgent },
 			{ "commands_per_s", s->sweep.commands },
 			{ "seek", s->sweep.seek }, { "rotation", s->sweep.rot },
 			{ "transfer", s->sweep.xfer }, { "write_turns", s->sweep.turns },
