@@ -31,6 +31,21 @@ void avfs_engine_conf_default(struct avfs_engine_conf *c)
 	c->wb_be_max = 8ull << 20;
 }
 
+/* A size setting up to max (named maxname), 0 meaning off. */
+static int size_setting(const char *name, const char *value, uint64_t max, const char *maxname,
+			uint64_t *out, char *why, size_t whylen)
+{
+	uint64_t v;
+
+	if (avfs_parse_size(value, &v) || v > max) {
+		snprintf(why, whylen, "%s: '%s' is not a size up to %s (0: off)", name, value,
+			 maxname);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
 int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
 			 char *why, size_t whylen)
 {
@@ -47,28 +62,10 @@ int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const cha
 		}
 		return 0;
 	}
-	if (!strcmp(name, "write-behind")) {
-		uint64_t v;
-
-		if (avfs_parse_size(value, &v) || v > (16ull << 30)) {
-			snprintf(why, whylen, "write-behind: '%s' is not a size up to 16G (0: off)",
-				 value);
-			return -EINVAL;
-		}
-		c->wb_max = v;
-		return 0;
-	}
-	if (!strcmp(name, "write-behind-be")) {
-		uint64_t v;
-
-		if (avfs_parse_size(value, &v) || v > (1ull << 30)) {
-			snprintf(why, whylen, "write-behind-be: '%s' is not a size up to 1G (0: off)",
-				 value);
-			return -EINVAL;
-		}
-		c->wb_be_max = v;
-		return 0;
-	}
+	if (!strcmp(name, "write-behind"))
+		return size_setting(name, value, 16ull << 30, "16G", &c->wb_max, why, whylen);
+	if (!strcmp(name, "write-behind-be"))
+		return size_setting(name, value, 1ull << 30, "1G", &c->wb_be_max, why, whylen);
 	if (!strcmp(name, "commit-period")) {
 		struct avfs_sched_conf tmp = c->sched;
 		int err;

@@ -51,8 +51,8 @@ struct fsync_wait {
 				 * may fail after the fsync came; NULL: none */
 	bool opendir;		/* an opendir by sync(1) (op_opendir): fuse_reply_open with fi */
 	struct fuse_file_info fi;
-	bool write;		/* a write with O_SYNC or O_DSYNC (op_write): fuse_reply_write */
-	size_t written;		/* ... of this many bytes */
+	ssize_t written;	/* a write with O_SYNC or O_DSYNC (op_write): fuse_reply_write of
+				 * this many bytes; -1: not a write */
 };
 
 /* An open file description of a regular file (fi->fh points at it, from open or create to
@@ -563,8 +563,7 @@ static void flush_now(struct avfs_fuse *fu, fuse_req_t req, struct ofile *of);
 static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse_file_info *open,
 			 struct ofile *of, ssize_t written);
 
-/* A write answered early is on the device (or failed: its file's error epoch moved, fsync
- * reports it): a close waiting for the description's held writes goes on. */
+/* The memory a write holds while answered early (avfs_engine_wb_hold's mem). */
 static size_t wop_cost(const struct wop *w)
 {
 	return w->plain ? w->memlen : avfs_iobuf_cost(w->memlen);
@@ -585,6 +584,9 @@ static bool hold_next(struct avfs_fuse *fu, struct ofile *of)
 	return true;
 }
 
+/* A write answered early is on the device (or failed: its file's error epoch moved, fsync
+ * reports it): the description's next best-effort write takes its place, or a close waiting
+ * for the description's held writes goes on. */
 static void held_done(struct avfs_fuse *fu, struct ofile *of)
 {
 	fuse_req_t flush = of->flush;
@@ -869,13 +871,13 @@ static void answer_fsyncs(struct avfs_fuse *fu, uint64_t done, int err)
 		struct fsync_wait *w = *pp;
 
 		if (err || done > w->after) {
-			*pp = w->next;
 			int werr = err ? EIO : -wberr_check(fu, w->of);
 
+			*pp = w->next;
 			if (w->opendir && !werr)
 				fuse_reply_open(w->req, &w->fi);
-			else if (w->write && !werr)
-				fuse_reply_write(w->req, w->written);
+			else if (w->written >= 0 && !werr)
+				fuse_reply_write(w->req, (size_t)w->written);
 			else
 				fuse_reply_err(w->req, werr);
 			free(w);
@@ -908,8 +910,7 @@ static void wait_durable(struct avfs_fuse *fu, fuse_req_t req, const struct fuse
 		w->opendir = true;
 		w->fi = *open;
 	}
-	w->write = written >= 0;
-	w->written = written >= 0 ? (size_t)written : 0;
+	w->written = written;
 	/* data writes are planned (their replies come after the device, or once planned with
 	 * write-behind); the next commit waits for them (ordered mode), makes them reachable and
 	 * the metadata durable — the one after the commits queued, which carry transactions
