@@ -24,7 +24,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/benchlib.sh"
-tool_paths HDDEMU=../build/tools/hddemu MIXER_RUN=../build/bench/guest_mixer_run \
+tool_paths HDDEMU=../build/tools/hddemu MIXER_RUN=../build/tests/qemu/mixer_run \
 	QEMU_CACHE=../build/qemu-cache
 RUN_SH=$(realpath -m "$HERE/../tests/qemu/run.sh")
 GUEST_LIB=$(realpath -m "$HERE/../tests/qemu/guest_lib.sh")

@@ -3,7 +3,7 @@
 # `meson setup --buildtype=release` of this source tree (werror is the project's default, so
 # -Werror is on as in the test build) compiles and links every program, library and test of
 # the host, at -O3, where some warnings only appear (-Wformat-truncation once inlined); the
-# static guest programs (tests/qemu, bench's guest runner) are left to the suite's own build.
+# static guest programs (tests/qemu) are left to the suite's own build.
 # Any warning in the log fails it, even one that -Werror would not stop. The build folder is
 # kept in the test build's (release-check/): the first run builds everything (~30 s on two
 # idle cores), later runs only what changed; with -Werror a file that warned has no object,
@@ -26,7 +26,7 @@ echo "werror by default: $werror"
 targets=$(meson introspect --targets "$B" | python3 -c '
 import json, os, sys
 for t in json.load(sys.stdin):
-    if "tests/qemu" in t["defined_in"] or t["name"] == "guest_mixer_run":
+    if "tests/qemu" in t["defined_in"]:
         continue	# static guest programs: linked with -static, built by the suite
     for f in t["filename"]:
         print(os.path.relpath(f, sys.argv[1]))
