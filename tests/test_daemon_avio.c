@@ -441,7 +441,12 @@ static int res_file(const char *who, int i)
 static int reservations(void *arg)
 {
 	struct avfs_service hd = { .rate = 2423750, .buffer = 16 * MiB, .direction = AVFS_READ };
-	struct avfs_service bad = hd;
+	/* the service of the calls and derived deadlines below: an HD stream with a 4 MiB buffer.
+	 * A read's derived deadline is (buffer - 1 MiB) / rate ahead, and the mixer serves a
+	 * real-time read once its deadline is near (margin): 1.3 s each, not the 6.5 s of a 16 MiB
+	 * buffer (4 reads: 4 s instead of 24 s). The fill below uses hd. */
+	struct avfs_service svc = { .rate = hd.rate, .buffer = 4 * MiB, .direction = AVFS_READ };
+	struct avfs_service bad = svc;
 	struct avfs_stream_stats st;
 	uint8_t *b = avfs_buf_alloc(MiB);
 	int fd = open_file("data", O_RDONLY), fds[64], n = 0, err, ret = 0;
@@ -451,14 +456,14 @@ static int reservations(void *arg)
 		return 2;
 	if (avfs_stream_stats(fd, &st) != -ENOENT)
 		ret = ret ? ret : 3;	/* no service yet */
-	if (avfs_reserve(fd, &hd))
+	if (avfs_reserve(fd, &svc))
 		return 4;
-	if (avfs_reserve(fd, &hd) != -EEXIST)
+	if (avfs_reserve(fd, &svc) != -EEXIST)
 		ret = ret ? ret : 5;
-	hd.direction = AVFS_WRITE;
-	if (avfs_reserve(fd, &hd) != -EBADF)	/* read-only descriptor */
+	svc.direction = AVFS_WRITE;
+	if (avfs_reserve(fd, &svc) != -EBADF)	/* read-only descriptor */
 		ret = ret ? ret : 6;
-	hd.direction = AVFS_READ;
+	svc.direction = AVFS_READ;
 	bad.buffer = 4096;	/* not larger than one request */
 	bad.rate = 0;
 	if (avfs_reserve(fd, &bad) != -EINVAL || avfs_reserve(fd, NULL) != -EINVAL)
@@ -474,6 +479,9 @@ static int reservations(void *arg)
 	note("reservations: 4 reads with derived deadlines, %llu RT, %llu misses, margin min "
 	     "%.1f ms", (unsigned long long)st.requests, (unsigned long long)st.deadline_misses,
 	     (double)st.margin_min_ns / 1e6);
+	/* the fill's own first stream in its place */
+	if (avfs_release(fd) || avfs_reserve(fd, &hd))
+		ret = ret ? ret : 18;
 	/* the disk fills up: -EBUSY, never an over-admission */
 	for (n = 0; n < 64; n++) {
 		fds[n] = res_file("a", n);
