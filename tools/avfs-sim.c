@@ -419,7 +419,7 @@ static int parse(int argc, char **argv, enum mode mode, struct cli *c)
 		case 'x': {
 			char why[160];
 
-			if (avfs_sched_conf_set_pair(&c->o.conf, optarg, why, sizeof(why))) {
+			if (avfs_simrun_set(&c->o, optarg, why, sizeof(why))) {
 				fprintf(stderr, "avfs-sim: --set %s\n", why);
 				return 2;
 			}
