@@ -450,6 +450,12 @@ void avfs_engine_ra_counts(const struct avfs_engine *e, struct avfs_engine_ra_co
 	ra_counts(e, out);
 }
 
+void avfs_engine_ra_stop(struct avfs_engine *e, int64_t now)
+{
+	ra_stop(e, now);
+	rearm(e);
+}
+
 uint64_t avfs_engine_be_pending(const struct avfs_engine *e)
 {
 	return e->d.be_pending;

@@ -183,6 +183,9 @@ struct avfs_engine_ra_counts {
 	uint64_t fetches, served, dropped;
 };
 void avfs_engine_ra_counts(const struct avfs_engine *e, struct avfs_engine_ra_counts *out);
+/* Read no more ahead, and drop what is read ahead (pieces not on the device withdrawn): a
+ * driver that is stopping, so that draining does not wait for pieces due seconds away. */
+void avfs_engine_ra_stop(struct avfs_engine *e, int64_t now);
 
 /* ---- commits (ordered mode: a transaction's data writes reach the disk before the commit
  * record that makes them reachable) ---- */

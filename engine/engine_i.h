@@ -245,6 +245,8 @@ bool ra_read(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 struct avfs_fio *ra_next(struct avfs_engine *e);
 /* A write of ino: what was read ahead of it goes. */
 void ra_drop(struct avfs_engine *e, uint64_t ino, int64_t now);
+/* No more read-ahead: every piece dropped (those on the device thrown away when they land). */
+void ra_stop(struct avfs_engine *e, int64_t now);
 /* A canceled client read that waited for a piece waits no more: true if it was waiting. */
 bool ra_unwait(struct avfs_engine *e, struct avfs_fio *f);
 void ra_counts(const struct avfs_engine *e, struct avfs_engine_ra_counts *out);

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #define ALIGN 4096u
+#define RA_MIN_IO (64u << 10)	/* smaller client reads get none: a piece per read, bounded */
 
 struct ra_piece {
 	struct avfs_fio f;	/* its read: f.arg is the piece */
@@ -63,6 +64,7 @@ struct ra_state {
 	uint64_t clock;
 	struct ra_win *fill;	/* ra_next: the window that wants pieces */
 	uint64_t fetches, served, dropped;
+	bool stopped;		/* ra_stop: no more */
 };
 
 int ra_init(struct avfs_engine *e)
@@ -238,7 +240,8 @@ bool ra_read(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	struct ra_piece *p = NULL;
 	struct ra_win *w;
 
-	if (!e->c.ra_bytes || f->write || !f->ino || !f->deadline || f->stream || !e->fs ||
+	if (!e->c.ra_bytes || e->ra->stopped || f->write || !f->ino || !f->deadline || f->stream || !e->fs ||
+	    f->len < RA_MIN_IO ||
 	    avfs_fs_getattr(e->fs, f->ino, &st) || !S_ISREG(st.mode))
 		return false;
 	w = win_for(e, f, now);
@@ -334,6 +337,16 @@ struct avfs_fio *ra_next(struct avfs_engine *e)
 	w->ahead_end += len;
 	e->ra->fetches++;
 	return &p->f;
+}
+
+void ra_stop(struct avfs_engine *e, int64_t now)
+{
+	if (!e->ra || e->ra->stopped)
+		return;
+	e->ra->stopped = true;
+	for (unsigned i = 0; i < RA_WINDOWS; i++)
+		if (e->ra->w[i].ino)
+			win_drop(e, &e->ra->w[i], now);
 }
 
 bool ra_unwait(struct avfs_engine *e, struct avfs_fio *f)

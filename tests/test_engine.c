@@ -1858,6 +1858,7 @@ static void test_engine_ra_deadline_stream(void **state)
 {
 	struct avfs_engine_conf c = conf(true, 1, 0);
 	struct env *v;
+	struct avfs_engine_ra_counts k0;
 	struct req r[8], b[2];
 	int64_t t0;
 
@@ -1898,6 +1899,19 @@ static void test_engine_ra_deadline_stream(void **state)
 	drain(v);
 	assert_int_equal(r[5].res, RA_IO);
 	ra_check(v, 0, 5, 7);
+	/* a driver that stops: what is read ahead goes, and nothing more is read ahead */
+	k0 = ra_counts_of(v);
+	assert_int_equal(ra_get(v, &r[6], 0, 6, t0), 0);	/* (5 began a new run) */
+	assert_int_equal(ra_counts_of(v).fetches, k0.fetches + 4);
+	avfs_engine_ra_stop(v->e, v->now);
+	assert_int_equal(ra_counts_of(v).dropped, k0.dropped + 4);
+	drain(v);
+	assert_int_equal(r[6].res, RA_IO);
+	ra_check(v, 0, 6, 7);
+	assert_int_equal(ra_get(v, &r[7], 0, 7, t0), 0);
+	drain(v);
+	assert_int_equal(r[7].res, RA_IO);
+	assert_int_equal(ra_counts_of(v).fetches, k0.fetches + 4);
 	env_free(v);
 }
 
