@@ -1850,6 +1850,29 @@ static struct avfs_engine_ra_counts ra_counts_of(struct env *v)
 	return k;
 }
 
+/* An engine reading 4 pieces ahead over a file of len bytes written with seed. */
+static struct env *ra_env(uint64_t len, unsigned seed)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v;
+
+	c.ra_bytes = 4 * RA_IO;
+	v = env_new(&c, true);
+	file_write(v, 0, len, seed);
+	return v;
+}
+
+/* A stream's first two reads (from `from`, begun at t0): the second one starts read-ahead. */
+static void ra_begin(struct env *v, struct req r[2], uint64_t from, int64_t t0)
+{
+	uint64_t before = ra_counts_of(v).fetches;
+
+	assert_int_equal(ra_get(v, &r[0], from, 0, t0), 0);
+	assert_int_equal(ra_counts_of(v).fetches, before);	/* one read: no pace yet */
+	assert_int_equal(ra_get(v, &r[1], from, 1, t0), 0);
+	assert_int_equal(ra_counts_of(v).fetches, before + 4);	/* the stream's reads [2, 6) */
+}
+
 /* A deadline stream's second read in order starts read-ahead: pieces of its request size up to
  * read-ahead bytes past it, due at the pace its deadlines set; its next reads are answered
  * from them at once, with the file's bytes; a best-effort reader gets none; a write of the
@@ -1872,10 +1895,7 @@ static void test_engine_ra_deadline_stream(void **state)
 	assert_int_equal(ra_counts_of(v).fetches, 0);
 
 	t0 = v->now;
-	assert_int_equal(ra_get(v, &r[0], 0, 0, t0), 0);
-	assert_int_equal(ra_counts_of(v).fetches, 0);	/* one read: no pace yet */
-	assert_int_equal(ra_get(v, &r[1], 0, 1, t0), 0);
-	assert_int_equal(ra_counts_of(v).fetches, 4);	/* [2, 6) of the stream's reads */
+	ra_begin(v, r, 0, t0);
 	drain(v);
 	for (unsigned k = 0; k < 2; k++) {
 		assert_int_equal(r[k].res, RA_IO);
@@ -1920,20 +1940,13 @@ static void test_engine_ra_deadline_stream(void **state)
  * file at two places each have their own pieces. */
 static void test_engine_ra_waits_cancel_two_readers(void **state)
 {
-	struct avfs_engine_conf c = conf(true, 1, 0);
-	struct env *v;
+	struct env *v = ra_env(16 * RA_IO, 3);
 	struct req a[6], z[4];
-	int64_t t0;
+	int64_t t0 = v->now;
 	size_t k;
 
 	(void)state;
-	c.ra_bytes = 4 * RA_IO;
-	v = env_new(&c, true);
-	file_write(v, 0, 16 * RA_IO, 3);
-	t0 = v->now;
-	assert_int_equal(ra_get(v, &a[0], 0, 0, t0), 0);
-	assert_int_equal(ra_get(v, &a[1], 0, 1, t0), 0);
-	assert_int_equal(ra_counts_of(v).fetches, 4);
+	ra_begin(v, a, 0, t0);
 	/* reads 2 and 3 come while their pieces are still held; read 2 is due 50 ms before its
 	 * piece (the pace guessed later): the piece goes with read 2's deadline */
 	fio(&a[2], v->f, false, 2 * RA_IO, RA_IO, v->buf + (4u << 20) + 2 * RA_IO)->deadline =
@@ -1945,8 +1958,7 @@ static void test_engine_ra_waits_cancel_two_readers(void **state)
 	assert_int_equal(a[3].res, -ECANCELED);
 	assert_int_equal(avfs_engine_cancel(v->e, &a[3].f, v->now), -ENOENT);
 	/* another reader of the same file, further on: its own window */
-	assert_int_equal(ra_get(v, &z[0], 8 * RA_IO, 0, t0), 0);
-	assert_int_equal(ra_get(v, &z[1], 8 * RA_IO, 1, t0), 0);
+	ra_begin(v, z, 8 * RA_IO, t0);
 	assert_int_equal(ra_counts_of(v).fetches, 4 + 2 + 4);
 	drain(v);
 	for (k = 0; k < 3; k++) {
@@ -1972,21 +1984,14 @@ static void test_engine_ra_waits_cancel_two_readers(void **state)
  * now. */
 static void test_engine_ra_file_changed_behind(void **state)
 {
-	struct avfs_engine_conf c = conf(true, 1, 0);
 	struct avfs_stat st = { .size = RA_IO };
-	struct env *v;
+	struct env *v = ra_env(8 * RA_IO, 4);
 	struct req r[3];
-	int64_t t0;
+	int64_t t0 = v->now;
 
 	(void)state;
-	c.ra_bytes = 4 * RA_IO;
-	v = env_new(&c, true);
-	file_write(v, 0, 8 * RA_IO, 4);
-	t0 = v->now;
-	assert_int_equal(ra_get(v, &r[0], 0, 0, t0), 0);
-	assert_int_equal(ra_get(v, &r[1], 0, 1, t0), 0);
+	ra_begin(v, r, 0, t0);
 	drain(v);
-	assert_int_equal(ra_counts_of(v).fetches, 4);
 	v->now += MS;
 	assert_int_equal(avfs_fs_setattr(v->fs, v->f, AVFS_SET_SIZE, &st, v->now), 0);
 	st.size = 8 * RA_IO;
