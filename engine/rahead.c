@@ -111,8 +111,8 @@ static void unlink_piece(struct ra_piece *p)
 	p->next = NULL;
 }
 
-/* A client read answered from p's bytes: done as a request met now (the trace and the QoS
- * figures count it as the client's). */
+/* A client read answered from p's bytes: done now, its deadline met (the QoS figures count
+ * it as the client's; the request trace, of device requests, has the piece's read). */
 static void answer(struct avfs_engine *e, const struct ra_piece *p, struct avfs_fio *f,
 		   int64_t now)
 {
