@@ -11,8 +11,9 @@
  * and answers the client's request from memory when it comes (or when the piece it waits for
  * arrives).
  *
- * What it is not: a page cache. Only reads with a client deadline and no reservation (a
- * reservation's buffer is the one admission counted), only a file read in order, at most
+ * What it is not: a page cache. Only on a rotating disk (what it saves is positionings), only
+ * reads with a client deadline and no reservation (a reservation's buffer is the one
+ * admission counted), only a file read in order, at most
  * RA_WINDOWS files at a time (least recently used goes), and nothing it holds outlives a
  * change of the file: a write of the file through the engine drops its window (pieces on the
  * device are then thrown away when they arrive), and a piece is served only while the file's
@@ -240,7 +241,7 @@ bool ra_read(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	struct ra_piece *p = NULL;
 	struct ra_win *w;
 
-	if (!e->c.ra_bytes || e->ra->stopped || f->write || !f->ino || !f->deadline || f->stream || !e->fs ||
+	if (!e->c.ra_bytes || e->ra->stopped || !e->c.sched.rotational || f->write || !f->ino || !f->deadline || f->stream || !e->fs ||
 	    f->len < RA_MIN_IO ||
 	    avfs_fs_getattr(e->fs, f->ino, &st) || !S_ISREG(st.mode))
 		return false;
