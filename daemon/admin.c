@@ -256,6 +256,16 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object_object_add(mx, "jit_waits", json_object_new_int64((int64_t)k.jit_waits));
 	json_object_object_add(mx, "jit_wait_ms", jd((double)k.jit_wait_ns / 1e6));
 	json_object_object_add(mx, "seek_splits", json_object_new_int64((int64_t)k.seek_splits));
+	{
+		struct avfs_engine_ra_counts ra;
+		json_object *r = json_object_new_object();
+
+		avfs_engine_ra_counts(e, &ra);
+		json_object_object_add(r, "fetches", json_object_new_int64((int64_t)ra.fetches));
+		json_object_object_add(r, "served", json_object_new_int64((int64_t)ra.served));
+		json_object_object_add(r, "dropped", json_object_new_int64((int64_t)ra.dropped));
+		json_object_object_add(o, "read_ahead", r);
+	}
 	/* the predictor's transport estimate, and the turns its commands lost */
 	json_object_object_add(mx, "jit_slip_ms", v->rotpred ? jd(v->rotpred->slip_ns / 1e6) : NULL);
 	json_object_object_add(mx, "jit_lost_turns", json_object_new_int64(

@@ -526,6 +526,7 @@ static int run(struct avfsd *a)
 		}
 		if (!a->exiting)
 			continue;
+		avfs_engine_ra_stop(a->e, now);	/* (pieces read ahead would keep it waiting) */
 		/* drained: the last commit is on disk (none can be after one failed) */
 		avfs_engine_commits(a->e, &queued);
 		if (avfs_engine_failure(a->e)) {

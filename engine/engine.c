@@ -29,6 +29,7 @@ void avfs_engine_conf_default(struct avfs_engine_conf *c)
 	c->chunk_fua = true;
 	c->wb_max = 256ull << 20;
 	c->wb_be_max = 8ull << 20;
+	c->ra_bytes = 4ull << 20;	/* a 512 KiB x 8 client's buffer again (docs/DESIGN.md) */
 }
 
 /* A size setting up to max (named maxname), 0 meaning off. */
@@ -66,6 +67,8 @@ int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const cha
 		return size_setting(name, value, 16ull << 30, "16G", &c->wb_max, why, whylen);
 	if (!strcmp(name, "write-behind-be"))
 		return size_setting(name, value, 1ull << 30, "1G", &c->wb_be_max, why, whylen);
+	if (!strcmp(name, "read-ahead"))
+		return size_setting(name, value, 64ull << 20, "64M", &c->ra_bytes, why, whylen);
 	if (!strcmp(name, "commit-period")) {
 		struct avfs_sched_conf tmp = c->sched;
 		int err;
@@ -120,7 +123,7 @@ static void finish_fio(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	int64_t res = f->priv.res;
 	uint64_t bytes = res > 0 ? (uint64_t)res : 0;
 
-	if (!f->priv.canceled) {
+	if (!f->priv.canceled && !f->priv.ahead) {
 		if (res == -ETIME)	/* failed by its deadline: once per front end's request */
 			e->m.etime++;
 		if (f->sched_deadline)
@@ -145,6 +148,20 @@ static void wake_parked(struct avfs_engine *e, int64_t now)
 		bw_be_idle(e, now);
 }
 
+/* f is the engine's from now until done: counted and listed. */
+static void take(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	memset(&f->priv, 0, sizeof(f->priv));
+	f->sched_deadline = 0;
+	f->disk_ns = 0;
+	f->arrival = now;
+	e->nfio++;
+	f->priv.live_next = e->live;
+	if (e->live)
+		e->live->priv.live_prev = f;
+	e->live = f;
+}
+
 int avfs_engine_io(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 {
 	struct avfs_estream *s = NULL;
@@ -166,19 +183,19 @@ int avfs_engine_io(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	}
 	if (f->stream && !(s = bw_stream(e, f->stream)))
 		return -ENOENT;
-	memset(&f->priv, 0, sizeof(f->priv));
-	f->sched_deadline = 0;
-	f->disk_ns = 0;
-	f->arrival = now;
-	e->nfio++;
-	f->priv.live_next = e->live;
-	if (e->live)
-		e->live->priv.live_prev = f;
-	e->live = f;
+	take(e, f, now);
+	if (f->write && f->ino)
+		ra_drop(e, f->ino, now);	/* what was read ahead of it may be stale */
 	if (s)
 		bw_io(e, s, f, now);
-	else
+	else if (!ra_read(e, f, now))
 		fio_start(e, f, f->deadline, false, now);
+	/* the pieces read-ahead wants after f: requests like f, in no figure */
+	for (struct avfs_fio *p; (p = ra_next(e));) {
+		take(e, p, now);
+		p->priv.ahead = true;
+		fio_start(e, p, p->deadline, false, now);
+	}
 	rearm(e);
 	return 0;
 }
@@ -192,7 +209,7 @@ int avfs_engine_cancel(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	if (!bw_unpark(e, f)) {	/* a parked request is in no queue yet */
 		if (!f->priv.started)
 			return -ENOENT;
-		err = cm_unwait_space(e, f) ? 0 : fio_withdraw(e, f, now);
+		err = ra_unwait(e, f) || cm_unwait_space(e, f) ? 0 : fio_withdraw(e, f, now);
 		if (err)
 			return err;
 	}
@@ -237,6 +254,8 @@ int avfs_engine_new(struct avfs_engine **out, const struct avfs_engine_conf *c,
 	err = dsp_init(e, why, whylen);
 	if (!err)
 		err = bw_init(e, why, whylen);
+	if (!err && (err = ra_init(e)) && why)
+		snprintf(why, whylen, "engine: no memory");
 	if (err) {
 		avfs_engine_free(e);
 		return err;
@@ -258,6 +277,7 @@ void avfs_engine_free(struct avfs_engine *e)
 	/* the device requests still held: the scheduler (which points at them) is gone now */
 	for (struct avfs_fio *f = e->live; f; f = f->priv.live_next)
 		fio_forget(f);
+	ra_fini(e);
 	wb_fini(e);
 	free(e->cm.out);
 	free(e);
@@ -423,6 +443,17 @@ const struct avfs_metrics *avfs_engine_metrics(const struct avfs_engine *e)
 void avfs_engine_metrics_reset(struct avfs_engine *e, int64_t now)
 {
 	avfs_metrics_reset(&e->m, now);
+}
+
+void avfs_engine_ra_counts(const struct avfs_engine *e, struct avfs_engine_ra_counts *out)
+{
+	ra_counts(e, out);
+}
+
+void avfs_engine_ra_stop(struct avfs_engine *e, int64_t now)
+{
+	ra_stop(e, now);
+	rearm(e);
 }
 
 uint64_t avfs_engine_be_pending(const struct avfs_engine *e)

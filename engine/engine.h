@@ -78,6 +78,9 @@ struct avfs_fio {
 		struct avfs_fio *space_next;	/* the writes waiting so */
 		struct avfs_fio *park_next;	/* its stream's parked requests */
 		struct avfs_fio *live_prev, *live_next;	/* the engine's, until done */
+		bool ahead;		/* read-ahead's own read (rahead.c): in no figure */
+		bool ahead_wait;	/* waiting for a piece read ahead ... */
+		struct avfs_fio *ahead_next;	/* ... with these */
 	} priv;
 };
 
@@ -140,6 +143,9 @@ struct avfs_engine_conf {
 					 * 0: off) */
 	uint64_t wb_be_max;		/* write-behind of best-effort writes: bytes held at most,
 					 * all of them (8 MiB; 0: off) */
+	uint64_t ra_bytes;		/* read-ahead of a deadline stream's file (reads with a
+					 * client deadline, no reservation): bytes beyond what the
+					 * client asked for (4 MiB; 0: off) */
 };
 
 /* Defaults: tm with avfs_sched_conf_default, lbs 512, commits every 5 s or 64 dirty blocks,
@@ -147,8 +153,8 @@ struct avfs_engine_conf {
 void avfs_engine_conf_default(struct avfs_engine_conf *c);
 /* Engine settings by name, then the scheduler's (avfs_sched_conf_set): "commit-period" (time),
  * "bw" (park, at-once, uncharged), "write-behind" (a size up to 16G, 0: off),
- * "write-behind-be" (a size up to 1G, 0: off). 0, -ENOENT (unknown), -EINVAL / -ERANGE with
- * why. */
+ * "write-behind-be" (a size up to 1G, 0: off), "read-ahead" (a size up to 64M, 0: off).
+ * 0, -ENOENT (unknown), -EINVAL / -ERANGE with why. */
 int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
 			 char *why, size_t whylen);
 
@@ -169,6 +175,17 @@ void avfs_engine_tick(struct avfs_engine *e, int64_t now);
 int64_t avfs_engine_wake(const struct avfs_engine *e);
 /* Nothing in flight or held: no request, no command, no commit under way. */
 bool avfs_engine_idle(const struct avfs_engine *e);
+
+/* Read-ahead of deadline streams so far (rahead.c): pieces read ahead, client reads answered
+ * from them, pieces dropped unused (the file changed, the reader moved or stopped, a piece
+ * missed its deadline or failed). */
+struct avfs_engine_ra_counts {
+	uint64_t fetches, served, dropped;
+};
+void avfs_engine_ra_counts(const struct avfs_engine *e, struct avfs_engine_ra_counts *out);
+/* Read no more ahead, and drop what is read ahead (pieces not on the device withdrawn): a
+ * driver that is stopping, so that draining does not wait for pieces due seconds away. */
+void avfs_engine_ra_stop(struct avfs_engine *e, int64_t now);
 
 /* ---- commits (ordered mode: a transaction's data writes reach the disk before the commit
  * record that makes them reachable) ---- */

@@ -4,6 +4,7 @@
  * avfs_engine, set by engine.c):
  *
  *   engine.c    the public entry points, the wake time, the completion of front-end requests
+ *   rahead.c    read-ahead for deadline streams: the daemon's buffer in front of a client's
  *   bwclass.c   reservations and the bandwidth class: charge, park, spare
  *   fileio.c    a front-end request into device requests (data plans: reads, zero-fills,
  *               read-modify-writes)
@@ -140,6 +141,7 @@ struct avfs_engine {
 	uint64_t wseq;				/* the last data write's w_seq */
 	uint64_t wb_total;	/* write-behind: bytes of held writes, every stream (wbuf.c) */
 	uint64_t wb_be_total;	/* ... and of held best-effort writes */
+	struct ra_state *ra;	/* read-ahead's windows (rahead.c) */
 	struct avfs_wberr *wb;	/* files whose writes failed (wberr.c) */
 	size_t nwb, capwb;
 	/* upward calls (set by engine.c) */
@@ -229,6 +231,25 @@ void wb_fini(struct avfs_engine *e);
 void wb_fio_done(struct avfs_engine *e, struct avfs_fio *f);
 /* A commit is asked for (an fsync): held writes waiting for their deadlines go now. */
 void wb_hurry(struct avfs_engine *e, int64_t now);
+
+/* rahead.c */
+#define RA_WINDOWS 64	/* files read ahead at once (the least recently read goes) */
+int ra_init(struct avfs_engine *e);
+void ra_fini(struct avfs_engine *e);
+/* A client read (taken: counted and listed): true when read-ahead took it — answered from
+ * memory already, or waiting for a piece on the way; false: the caller starts it. Either way
+ * it may want pieces: ra_next(). */
+bool ra_read(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+/* The next piece to read ahead (a request the caller takes and starts like a client's, with
+ * its deadline), NULL when none is wanted now. */
+struct avfs_fio *ra_next(struct avfs_engine *e);
+/* A write of ino: what was read ahead of it goes. */
+void ra_drop(struct avfs_engine *e, uint64_t ino, int64_t now);
+/* No more read-ahead: every piece dropped (those on the device thrown away when they land). */
+void ra_stop(struct avfs_engine *e, int64_t now);
+/* A canceled client read that waited for a piece waits no more: true if it was waiting. */
+bool ra_unwait(struct avfs_engine *e, struct avfs_fio *f);
+void ra_counts(const struct avfs_engine *e, struct avfs_engine_ra_counts *out);
 
 /* bwclass.c */
 int bw_init(struct avfs_engine *e, char *why, size_t whylen);

@@ -176,7 +176,7 @@ static void plan_move(struct avfs_data_plan *p, uint64_t src, uint64_t dev, uint
 				      .src_off = keep ? src : 0 });
 }
 
-/* Small files (small.c): a write to a file with no data that ends within the small limit
+/* Small files (small.c): a write to a file with no data that ends below the small limit
  * makes it small; one past its extent grows the extent (in place, or moving it) or, past
  * the limit, promotes the file to whole blocks; a write that wants whole blocks (whole)
  * makes none and promotes a small file. *src: where its data was when it moved, else
@@ -192,8 +192,11 @@ static int small_prepare(struct avfs_fs *fs, uint64_t ino, struct avfs_dinode *d
 	if (whole && di->small_units)
 		return fs_small_promote(fs, ino, di, src);
 	if (!di->small_units) {
-		if (whole || !max || end > max || (fs->flags & AVFS_MOUNT_NOSMALL) || di->nblocks ||
-		    di->direct[0].block || di->indirect)
+		/* (a first write that fills the whole limit — a writer of 1 MiB requests, the
+		 * FUSE maximum, whose file is likely to go on — takes a whole block at once: made
+		 * small, its next write would move the first MiB, read and written again) */
+		if (whole || !max || end >= max || (fs->flags & AVFS_MOUNT_NOSMALL) ||
+		    di->nblocks || di->direct[0].block || di->indirect)
 			return 0;
 		/* no room for a pool block's map (or no unit run and no free block): the file
 		 * takes a whole block, if one is free */
@@ -243,7 +246,7 @@ int avfs_fs_plan_write(struct avfs_fs *fs, uint64_t ino, uint64_t off, uint64_t 
 	}
 	end = end < k1 * bs ? end : k1 * bs;
 	/* a write that may make, grow, move or promote a small file (small_prepare) */
-	small = di->small_units || (!di->nblocks && end <= fs_small_max(fs) &&
+	small = di->small_units || (!di->nblocks && end < fs_small_max(fs) &&
 				    !(fs->flags & AVFS_MOUNT_NOSMALL));
 	/* room for every op (a tail zeroing or a small file's move, then per block a zero-fill
 	 * and the data) and the credits, before anything changes */

@@ -26,7 +26,7 @@
 #define ROUND_MAX_REQS 512	/* requests a round, at most */
 
 static const char *const top_keys = "disk, size, fill, fill-rate, alloc, block-size, policy, "
-				     "bw, predictor, duration, seed, hp-rate and the scheduler "
+				     "bw, predictor, duration, seed, hp-rate, read-ahead and the scheduler "
 				     "settings (avfs-sim --help)";
 static const char *const stream_keys = "count, direction, rate, io, buffer, round, reserved, "
 					"reserve, best-effort, greedy, place";
@@ -58,6 +58,7 @@ void avfs_scenario_init(struct avfs_scenario *s)
 	snprintf(s->predictor, sizeof(s->predictor), "model");
 	s->duration_s = 3600;
 	s->seed = 1;
+	s->read_ahead = AVFS_SCN_UNSET;
 }
 
 void avfs_scenario_free(struct avfs_scenario *s)
@@ -338,6 +339,14 @@ static int top_key(struct avfs_scenario *s, const char *k, const char *v, char *
 	}
 	if (!strcmp(k, "hp-rate"))
 		return set_number(&s->hp_rate, v, 0, 1000, r);
+	if (!strcmp(k, "read-ahead")) {
+		uint64_t b;
+
+		if (avfs_parse_size(v, &b) || b > (64u << 20))
+			return bad(r, "'%s': a size up to 64M (0: none)", v);
+		s->read_ahead = b;
+		return 0;
+	}
 	/* a scheduler setting, through the scheduler's own table */
 	err = avfs_sched_conf_set(&s->sched, k, v, why, sizeof(why));
 	if (err == -ENOENT)
@@ -1030,6 +1039,10 @@ size_t avfs_scenario_format(const struct avfs_scenario *s, char *buf, size_t len
 	put(&o, "seed = %llu\n", (unsigned long long)s->seed);
 	num_text(s->hp_rate, a, sizeof(a));
 	put(&o, "hp-rate = %s\n", a);
+	if (s->read_ahead != AVFS_SCN_UNSET) {
+		size_text(s->read_ahead, a, sizeof(a));
+		put(&o, "read-ahead = %s\n", a);
+	}
 	for (unsigned i = 0; i < s->nstreams; i++) {
 		const struct avfs_scn_stream *c = &s->streams[i];
 

@@ -97,6 +97,8 @@ struct avfs_scenario {
 	uint64_t seed;
 	double hp_rate;		/* high-priority 4 KiB random reads a second (papers/003's
 				 * probe, due within half the urgent window); 0: none */
+	uint64_t read_ahead;	/* the engine's read-ahead of deadline streams (bytes, 0: none);
+				 * AVFS_SCN_UNSET: the engine's default */
 	struct avfs_scn_stream *streams;	/* the classes, in the file's order */
 	unsigned nstreams;
 	struct avfs_scn_be *be;	/* the generators, in the file's order */
@@ -105,6 +107,7 @@ struct avfs_scenario {
 
 /* The defaults of every top-level key (docs/SCENARIOS.md), no class, no generator. */
 void avfs_scenario_init(struct avfs_scenario *s);
+#define AVFS_SCN_UNSET UINT64_MAX
 /* Free what s holds (its classes and generators); s is then as after init. */
 void avfs_scenario_free(struct avfs_scenario *s);
 

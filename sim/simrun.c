@@ -132,6 +132,12 @@ void avfs_simrun_defaults(struct avfs_simrun_opts *o)
 	o->fill = 0.8;
 	o->policy = "tm";
 	avfs_sched_conf_default(&o->conf);
+	{
+		struct avfs_engine_conf ec;
+
+		avfs_engine_conf_default(&ec);
+		o->read_ahead = ec.ra_bytes;
+	}
 	o->block_shift = 22;
 	o->alloc = AVFS_ALLOC_ZRR_RUN;	/* as mkfs.avfs formats */
 	o->be = AVFS_BE_NONE;
@@ -668,6 +674,7 @@ static void finish_metrics(struct run *r)
 		avfs_sched_counters(avfs_engine_sched(r->e), &k);
 		res->satf_picks = k.satf_picks;
 	}
+	avfs_engine_ra_counts(r->e, &res->ra);
 	res->e_twait_ms = s.e_twait_ms;
 	res->seek_p50_gb = s.seek_p50_gb;
 	res->seek_p90_gb = s.seek_p90_gb;
@@ -937,6 +944,21 @@ static int check_opts(const struct avfs_simrun_opts *o, char *why, size_t whylen
 
 /* The engine over the filled file system: the scheduler's model from the superblock, the
  * predictor asked for, reservations for the reserved streams. */
+int avfs_simrun_set(struct avfs_simrun_opts *o, const char *pair, char *why, size_t whylen)
+{
+	static const char ra[] = "read-ahead=";
+	struct avfs_engine_conf ec;
+	int err;
+
+	if (strncmp(pair, ra, sizeof(ra) - 1))
+		return avfs_sched_conf_set_pair(&o->conf, pair, why, whylen);
+	avfs_engine_conf_default(&ec);
+	err = avfs_engine_conf_set(&ec, "read-ahead", pair + sizeof(ra) - 1, why, whylen);
+	if (!err)
+		o->read_ahead = ec.ra_bytes;
+	return err;
+}
+
 static int start_engine(struct run *r, const struct avfs_sched_ops *policy, double *dec_acc)
 {
 	static __thread struct avfs_sched_ops timed;
@@ -980,6 +1002,7 @@ static int start_engine(struct run *r, const struct avfs_sched_ops *policy, doub
 		}
 	}
 	ec.bw = r->o->bw_policy;
+	ec.ra_bytes = r->o->read_ahead;
 	ec.lbs = r->d->info.lbs;
 	ec.wall_offset_ns = 0;	/* virtual time is the file system's time too */
 	timed_inner = policy;

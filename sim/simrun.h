@@ -127,11 +127,15 @@ struct avfs_simrun_opts {
 	 * avfsd runs: the model's mechanics, the platter's phase learned from completions) */
 	const char *predictor;
 	uint64_t size;		/* bytes of the model used (its outer part, as hddemu --size); 0 all */
+	uint64_t read_ahead;	/* the engine's read-ahead of deadline streams (4 MiB), 0: off */
 	bool stop_at_miss;	/* end the run at its first deadline miss (the result then covers
 				 * the run up to it): a search asks only whether there is one */
 };
 
 void avfs_simrun_defaults(struct avfs_simrun_opts *o);
+/* One "NAME=VALUE" setting (the tools' --set): the engine's "read-ahead", else the
+ * scheduler's (avfs_sched_conf_set_pair). 0 or -errno with why. */
+int avfs_simrun_set(struct avfs_simrun_opts *o, const char *pair, char *why, size_t whylen);
 
 struct avfs_simrun_result {
 	uint64_t rt_requests, deadline_misses, etime_failed;
@@ -150,6 +154,7 @@ struct avfs_simrun_result {
 	double e_twait_ms;	/* papers/003 eq. (2) over every disk command */
 	uint64_t commands;
 	uint64_t satf_picks;	/* order = satf: commands that jumped a batch's C-SCAN order */
+	struct avfs_engine_ra_counts ra;	/* the engine's read-ahead of deadline streams */
 	struct avfs_simdisk_split split;	/* where the drive's time went over the run */
 	uint64_t hp_requests;	/* probe */
 	double hp_mean_ms, hp_max_ms;

@@ -239,6 +239,8 @@ int avfs_wl_scenario(struct avfs_simrun_opts *o, const struct avfs_scenario *s)
 		       s->bw == AVFS_SCN_BW_UNCHARGED ? AVFS_BW_UNCHARGED : AVFS_BW_PARK;
 	o->predictor = s->predictor;
 	o->hp_rate = s->hp_rate;
+	if (s->read_ahead != AVFS_SCN_UNSET)
+		o->read_ahead = s->read_ahead;
 	o->nread = o->nwrite = 0;
 	o->be = AVFS_BE_NONE;
 	o->streams = st;

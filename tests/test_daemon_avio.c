@@ -3,7 +3,8 @@
  * deadlines already past, misaligned requests, data read back through shared-memory and
  * ordinary buffers, 32 client processes with 8 requests each in flight, access control by
  * uid, where a file lies (avfs_placement) and who may ask, misbehaving raw-protocol clients,
- * and the daemon killed in the middle of requests.
+ * a deadline reader answered from the daemon's read-ahead, and the daemon killed in the middle
+ * of requests.
  * The library's own argument checks against a fake daemon are test_avio_client.c's.
  * env: AVFSD, MKFS, FSCK (the built binaries). Exit 77 without root or FUSE.
  * Each scenario runs in a child process: a libavio connection is per process, and lost for good.
@@ -284,6 +285,83 @@ static int late_reader(void *arg)
 	}
 	check(ok == N, "8 inline 16 MiB reads checked 1 s late: %d of 8 complete with data", ok);
 	free(b);
+	return 0;
+}
+
+/* ---- scenario: read-ahead of a deadline reader (engine/rahead.c) ---- */
+
+/* The daemon's read-ahead counters (stats' "read_ahead"): pieces served, or -1. */
+static long long ahead_served(void)
+{
+	static char json[1 << 20];
+	struct avfs_msg_hdr h;
+	const char *p;
+	int s = raw_connect();
+	long long n = -1;
+
+	memset(json, 0, sizeof(json));
+	if (s >= 0 && raw_send(s, AVFS_MSG_ADMIN, 90, "stats", 5, NULL, 0) &&
+	    raw_recv(s, &h, json, sizeof(json) - 1, 5000) &&
+	    (p = strstr(json + sizeof(struct avfs_msg_admin_reply), "\"read_ahead\"")) &&
+	    (p = strstr(p, "\"served\":")))
+		n = strtoll(p + strlen("\"served\":"), NULL, 10);
+	if (s >= 0)
+		close(s);
+	return n;
+}
+
+/* A libavio reader in order with deadlines of its own (4 requests of 512 KiB in flight, one
+ * every 40 ms): every read comes back in time with the file's bytes — also where the file
+ * changed through the mount ahead of it, after the daemon had read that part ahead — and the
+ * daemon answered reads from what it read ahead. */
+static int ahead_reader(void *arg)
+{
+	enum { N = 4, IO = 512 * 1024, READS = 48, CHANGED = 20 };
+	const int64_t pace = 40000000;
+	uint8_t *buf = avfs_buf_alloc((size_t)N * IO), *w = malloc(4 * IO);
+	int fd = open_file("ahead", O_RDONLY), wfd = open_file("ahead", O_WRONLY), bad = 0, late = 0;
+	long long served0 = ahead_served(), served;
+	avfs_asyncio_t a[N];
+	int64_t t0 = avfs_clock_ns() + 1000000000ll;
+
+	(void)arg;
+	if (!buf || !w || fd < 0 || wfd < 0 || served0 < 0) {
+		check(false, "read-ahead: buffers, files, the daemon's counters");
+		return 1;
+	}
+	for (int k = 0; k < READS + N; k++) {
+		avfs_asyncio_t *x = &a[k % N];
+
+		if (k >= N) {	/* read k - N is done: its bytes */
+			int j = k - N;
+			uint8_t salt = j >= CHANGED && j < CHANGED + 4 ? 0x42 : 0;
+
+			if (avfs_asyncio_check(x, AVFS_WAIT) || x->aio_ret != IO)
+				late++;
+			else if (pattern_bad((uint8_t *)x->aio_buf, (uint64_t)j * IO, IO, salt) >= 0)
+				bad++;
+		}
+		if (k == 16) {	/* reads 16-23 are read ahead (4 MiB): change 20-23 */
+			pattern_fill(w, (uint64_t)CHANGED * IO, 4 * IO, 0x42);
+			if (pwrite(wfd, w, 4 * IO, (off_t)CHANGED * IO) != 4 * IO || fsync(wfd))
+				bad++;
+		}
+		if (k >= READS)
+			continue;
+		*x = (avfs_asyncio_t){ .aio_fildes = fd, .aio_offset = (off_t)k * IO,
+				       .aio_buf = buf + (size_t)(k % N) * IO, .aio_nbytes = IO,
+				       .aio_deadline = t0 + k * pace };
+		if (avfs_asyncio_start(x, AVFS_READ))
+			late++;
+	}
+	served = ahead_served();
+	check(!late && !bad, "read-ahead: %d reads in order with deadlines, %d late, %d with wrong "
+	      "bytes (4 changed through the mount after they were read ahead)", READS, late, bad);
+	check(served - served0 >= READS / 2, "read-ahead: %lld of the %d reads answered from what "
+	      "the daemon read ahead", served - served0, READS);
+	close(fd);
+	close(wfd);
+	free(w);
 	return 0;
 }
 
@@ -1095,6 +1173,14 @@ int main(void)
 
 	check(in_child("basics", 60, basics, NULL), "basics: the client process finished");
 	check(in_child("late reader", 15, late_reader, NULL), "late reader: the process finished");
+	fd = open_file("ahead", O_WRONLY | O_CREAT | O_TRUNC);
+	b = malloc(24 * MiB);
+	pattern_fill(b, 0, 24 * MiB, 0);
+	check(fd >= 0 && b && pwrite(fd, b, 24 * MiB, 0) == 24 * MiB && !fsync(fd),
+	      "a 24 MiB file for the read-ahead reader");
+	close(fd);
+	free(b);
+	check(in_child("read-ahead", 30, ahead_reader, NULL), "read-ahead: the process finished");
 	test_reservations();
 	check(in_child("fork", 30, fork_reader, NULL),
 	      "fork: parent and child each read through their own connection");

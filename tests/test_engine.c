@@ -1815,6 +1815,199 @@ static void test_engine_submit_refused_fails_request(void **state)
 
 /* ---- freeing ---- */
 
+
+/* ---- read-ahead of deadline streams (rahead.c) ---- */
+
+#define RA_IO (64 * KB)
+#define RA_PACE (100 * MS)	/* the test stream's deadlines: one read every 100 ms */
+
+/* The k-th read (64 KiB, in order from `from`) of a deadline stream that began at t0, into
+ * the place of v->buf's upper half that its file bytes name. */
+static int ra_get(struct env *v, struct req *r, uint64_t from, unsigned k, int64_t t0)
+{
+	struct avfs_fio *f = fio(r, v->f, false, from + (uint64_t)k * RA_IO, RA_IO,
+				 v->buf + (4u << 20) + from + (uint64_t)k * RA_IO);
+
+	f->deadline = t0 + NS + (int64_t)k * RA_PACE;
+	return io(v, f);
+}
+
+/* The bytes read into the k-th read's place are the file's, written with seed. */
+static void ra_check(struct env *v, uint64_t from, unsigned k, unsigned seed)
+{
+	const uint8_t *b = v->buf + (4u << 20) + from + (uint64_t)k * RA_IO;
+
+	for (uint64_t i = 0; i < RA_IO; i++)
+		if (b[i] != pat(from + (uint64_t)k * RA_IO + i, seed))
+			fail_msg("read %u byte %llu is %#x", k, (unsigned long long)i, b[i]);
+}
+
+static struct avfs_engine_ra_counts ra_counts_of(struct env *v)
+{
+	struct avfs_engine_ra_counts k;
+
+	avfs_engine_ra_counts(v->e, &k);
+	return k;
+}
+
+/* An engine reading 4 pieces ahead over a file of len bytes written with seed. */
+static struct env *ra_env(uint64_t len, unsigned seed)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v;
+
+	c.ra_bytes = 4 * RA_IO;
+	v = env_new(&c, true);
+	file_write(v, 0, len, seed);
+	return v;
+}
+
+/* A stream's first two reads (from `from`, begun at t0): the second one starts read-ahead. */
+static void ra_begin(struct env *v, struct req r[2], uint64_t from, int64_t t0)
+{
+	uint64_t before = ra_counts_of(v).fetches;
+
+	assert_int_equal(ra_get(v, &r[0], from, 0, t0), 0);
+	assert_int_equal(ra_counts_of(v).fetches, before);	/* one read: no pace yet */
+	assert_int_equal(ra_get(v, &r[1], from, 1, t0), 0);
+	assert_int_equal(ra_counts_of(v).fetches, before + 4);	/* the stream's reads [2, 6) */
+}
+
+/* A deadline stream's second read in order starts read-ahead: pieces of its request size up to
+ * read-ahead bytes past it, due at the pace its deadlines set; its next reads are answered
+ * from them at once, with the file's bytes; a best-effort reader gets none; a write of the
+ * file drops them, and the read after it sees the new bytes. */
+static void test_engine_ra_deadline_stream(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v;
+	struct avfs_engine_ra_counts k0;
+	struct req r[8], b[2];
+	int64_t t0;
+
+	(void)state;
+	c.ra_bytes = 4 * RA_IO;
+	v = env_new(&c, true);
+	file_write(v, 0, 16 * RA_IO, 5);
+	assert_int_equal(io(v, fio(&b[0], v->f, false, 0, RA_IO, v->buf)), 0);	/* best effort */
+	assert_int_equal(io(v, fio(&b[1], v->f, false, RA_IO, RA_IO, v->buf + RA_IO)), 0);
+	drain(v);
+	assert_int_equal(ra_counts_of(v).fetches, 0);
+
+	t0 = v->now;
+	ra_begin(v, r, 0, t0);
+	drain(v);
+	for (unsigned k = 0; k < 2; k++) {
+		assert_int_equal(r[k].res, RA_IO);
+		ra_check(v, 0, k, 5);
+	}
+	for (unsigned k = 2; k < 5; k++) {
+		assert_int_equal(ra_get(v, &r[k], 0, k, t0), 0);
+		assert_int_equal(r[k].ndone, 1);	/* at once, from memory */
+		assert_int_equal(r[k].res, RA_IO);
+		assert_int_equal(r[k].f.sched_deadline, r[k].f.deadline);
+		ra_check(v, 0, k, 5);
+		assert_int_equal(ra_counts_of(v).fetches, 4 + k - 1);	/* one more piece ahead */
+		drain(v);
+	}
+	assert_int_equal(ra_counts_of(v).served, 3);
+	/* the file changes where pieces are: they go; the next read reads the new bytes */
+	file_write(v, 5 * RA_IO, 2 * RA_IO, 7);
+	assert_true(ra_counts_of(v).dropped >= 3);
+	assert_int_equal(ra_get(v, &r[5], 0, 5, t0), 0);
+	assert_int_equal(r[5].ndone, 0);	/* from the disk */
+	drain(v);
+	assert_int_equal(r[5].res, RA_IO);
+	ra_check(v, 0, 5, 7);
+	/* a driver that stops: what is read ahead goes, and nothing more is read ahead */
+	k0 = ra_counts_of(v);
+	assert_int_equal(ra_get(v, &r[6], 0, 6, t0), 0);	/* (5 began a new run) */
+	assert_int_equal(ra_counts_of(v).fetches, k0.fetches + 4);
+	avfs_engine_ra_stop(v->e, v->now);
+	assert_int_equal(ra_counts_of(v).dropped, k0.dropped + 4);
+	drain(v);
+	assert_int_equal(r[6].res, RA_IO);
+	ra_check(v, 0, 6, 7);
+	assert_int_equal(ra_get(v, &r[7], 0, 7, t0), 0);
+	drain(v);
+	assert_int_equal(r[7].res, RA_IO);
+	assert_int_equal(ra_counts_of(v).fetches, k0.fetches + 4);
+	env_free(v);
+}
+
+/* A read whose piece is still on its way waits for it (and hurries it to its own deadline)
+ * and gets its bytes when it lands; one canceled meanwhile waits no more; two readers of one
+ * file at two places each have their own pieces. */
+static void test_engine_ra_waits_cancel_two_readers(void **state)
+{
+	struct env *v = ra_env(16 * RA_IO, 3);
+	struct req a[6], z[4];
+	int64_t t0 = v->now;
+	size_t k;
+
+	(void)state;
+	ra_begin(v, a, 0, t0);
+	/* reads 2 and 3 come while their pieces are still held; read 2 is due 50 ms before its
+	 * piece (the pace guessed later): the piece goes with read 2's deadline */
+	fio(&a[2], v->f, false, 2 * RA_IO, RA_IO, v->buf + (4u << 20) + 2 * RA_IO)->deadline =
+		t0 + NS + 2 * RA_PACE - 50 * MS;
+	assert_int_equal(io(v, &a[2].f), 0);
+	assert_int_equal(ra_get(v, &a[3], 0, 3, t0), 0);
+	assert_int_equal(a[2].ndone + a[3].ndone, 0);
+	assert_int_equal(avfs_engine_cancel(v->e, &a[3].f, v->now), 0);
+	assert_int_equal(a[3].res, -ECANCELED);
+	assert_int_equal(avfs_engine_cancel(v->e, &a[3].f, v->now), -ENOENT);
+	/* another reader of the same file, further on: its own window */
+	ra_begin(v, z, 8 * RA_IO, t0);
+	assert_int_equal(ra_counts_of(v).fetches, 4 + 2 + 4);
+	drain(v);
+	for (k = 0; k < 3; k++) {
+		assert_int_equal(a[k].res, RA_IO);
+		ra_check(v, 0, (unsigned)k, 3);
+	}
+	assert_int_equal(a[3].ndone, 1);	/* canceled once, never answered again */
+	for (k = 0; k < v->d.ntr && v->d.tr[k].deadline_ns != a[2].f.deadline; k++)
+		;
+	assert_true(k < v->d.ntr);	/* the piece went with read 2's deadline */
+	assert_int_equal(ra_get(v, &z[2], 8 * RA_IO, 2, t0), 0);
+	assert_int_equal(z[2].ndone, 1);
+	ra_check(v, 8 * RA_IO, 2, 3);
+	assert_int_equal(ra_get(v, &a[4], 0, 4, t0), 0);
+	assert_int_equal(a[4].ndone, 1);
+	ra_check(v, 0, 4, 3);
+	drain(v);
+	env_free(v);
+}
+
+/* A change that does not go through the engine (a truncate and a grow through the fs core)
+ * is seen: the pieces read before it are not served; the read gets the zeros the file holds
+ * now. */
+static void test_engine_ra_file_changed_behind(void **state)
+{
+	struct avfs_stat st = { .size = RA_IO };
+	struct env *v = ra_env(8 * RA_IO, 4);
+	struct req r[3];
+	int64_t t0 = v->now;
+
+	(void)state;
+	ra_begin(v, r, 0, t0);
+	drain(v);
+	v->now += MS;
+	assert_int_equal(avfs_fs_setattr(v->fs, v->f, AVFS_SET_SIZE, &st, v->now), 0);
+	st.size = 8 * RA_IO;
+	v->now += MS;
+	assert_int_equal(avfs_fs_setattr(v->fs, v->f, AVFS_SET_SIZE, &st, v->now), 0);
+	assert_int_equal(ra_get(v, &r[2], 0, 2, t0), 0);
+	drain(v);
+	assert_int_equal(r[2].res, RA_IO);
+	for (uint64_t i = 0; i < RA_IO; i++)
+		if (v->buf[(4u << 20) + 2 * RA_IO + i])
+			fail_msg("byte %llu is %#x, not 0", (unsigned long long)i,
+				 v->buf[(4u << 20) + 2 * RA_IO + i]);
+	assert_int_equal(ra_counts_of(v).served, 0);
+	env_free(v);
+}
+
 /* Freeing the engine with requests in every state (queued, on the device, a write waiting for
  * its read-modify-write read, parked, a commit's write out) forgets them (no done()) and frees
  * what the engine allocated for them (LeakSanitizer checks at exit). */
@@ -1890,6 +2083,9 @@ int main(void)
 		cmocka_unit_test(test_engine_buffered_reservations_bounded),
 		cmocka_unit_test(test_engine_wb_hold_bounded),
 		cmocka_unit_test(test_engine_wb_hold_be_bounded),
+		cmocka_unit_test(test_engine_ra_deadline_stream),
+		cmocka_unit_test(test_engine_ra_waits_cancel_two_readers),
+		cmocka_unit_test(test_engine_ra_file_changed_behind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

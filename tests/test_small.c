@@ -212,6 +212,36 @@ static void test_small_grow_move_promote(void **state)
 	fx_done(&f);
 }
 
+/* A first write that fills the whole limit (256 KiB here; 1 MiB with 4 MiB blocks: a writer
+ * of 1 MiB requests, the FUSE maximum) takes a whole block at once, so that its next write
+ * plans no copy of what it wrote; one below the limit is still small. */
+static void test_small_first_write_at_limit(void **state)
+{
+	const uint64_t lim = BS / 4;
+	struct avfs_data_plan p;
+	struct fx f;
+	uint64_t a, b;
+
+	(void)state;
+	fx_init(&f);
+	a = mk(&f, "a");
+	put(&f, a, 0, lim, 4);
+	assert_int_equal(dino(&f, a)->small_units, 0);
+	assert_int_equal(dino(&f, a)->nblocks, 1);
+	avfs_data_plan_init(&p);
+	assert_int_equal(avfs_fs_plan_write(f.fs, a, lim, lim, 1, &p), 0);
+	for (size_t i = 0; i < p.n; i++)
+		assert_int_equal(p.ops[i].src_off, 0);	/* nothing moves */
+	avfs_data_plan_free(&p);
+	b = mk(&f, "b");
+	put(&f, b, 0, lim - PG, 5);
+	assert_int_equal(dino(&f, b)->small_units, lim / PG - 1);
+	fx_remount(&f);
+	check(&f, b, lim - PG, 5);
+	assert_fsck_clean(f.fs);
+	fx_done(&f);
+}
+
 /* A small file written past its size after a truncate: the bytes the truncate cut read as
  * zeros, also when the write moves the file (the copy keeps only what the size held). */
 static void test_small_truncate(void **state)
@@ -477,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_small_pack),
 		cmocka_unit_test(test_small_truncate),
 		cmocka_unit_test(test_small_whole_for_streams),
+		cmocka_unit_test(test_small_first_write_at_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -231,7 +231,9 @@ static void usage(FILE *f)
 		"  --predictor P       what JIT, split and order=satf ask: model (default: the\n"
 		"                      simulated disk's own state) or rotpred (avfsd's, learned\n"
 		"                      from completions)\n"
-		"  --set NAME=VALUE    any scheduler setting (below)\n"
+		"  --set NAME=VALUE    any scheduler setting (below), or the engine's read-ahead\n"
+		"                      (read-ahead=SIZE: bytes read ahead of a deadline stream,\n"
+		"                      4M; 0: none)\n"
 		"  --seed N            the run's seed (default 1); the same seed, the same result\n"
 		"  --trace FILE        every request as CSV\n"
 		"  --json              machine-readable output (be_mbps is megabits per second)\n"
@@ -419,7 +421,7 @@ static int parse(int argc, char **argv, enum mode mode, struct cli *c)
 		case 'x': {
 			char why[160];
 
-			if (avfs_sched_conf_set_pair(&c->o.conf, optarg, why, sizeof(why))) {
+			if (avfs_simrun_set(&c->o, optarg, why, sizeof(why))) {
 				fprintf(stderr, "avfs-sim: --set %s\n", why);
 				return 2;
 			}

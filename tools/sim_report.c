@@ -45,6 +45,14 @@ void avfs_sim_report_json(json_object *j, const struct avfs_simrun_result *r)
 	json_object_object_add(j, "e_twait_ms", avfs_json_double(r->e_twait_ms, "%.3f"));
 	json_object_object_add(j, "commands", json_object_new_uint64(r->commands));
 	json_object_object_add(j, "satf_picks", json_object_new_uint64(r->satf_picks));
+	{
+		json_object *ra = json_object_new_object();
+
+		json_object_object_add(ra, "fetches", json_object_new_uint64(r->ra.fetches));
+		json_object_object_add(ra, "served", json_object_new_uint64(r->ra.served));
+		json_object_object_add(ra, "dropped", json_object_new_uint64(r->ra.dropped));
+		json_object_object_add(j, "read_ahead", ra);
+	}
 	{	/* where the simulated drive's time went over the measured window */
 		struct json_object *dr = json_object_new_object();
 
@@ -91,6 +99,10 @@ void avfs_sim_report_text(const struct avfs_simrun_result *r, bool be)
 		       r->be_requests);
 	printf("  scheduler          %.2f us per decision, up to %" PRIu64 " requests pending\n",
 	       r->decision_us, r->max_pending);
+	if (r->ra.fetches)
+		printf("  read-ahead         %" PRIu64 " pieces read ahead, %" PRIu64
+		       " reads answered from them, %" PRIu64 " dropped unused\n", r->ra.fetches,
+		       r->ra.served, r->ra.dropped);
 	if (r->satf_picks)
 		printf("  order=satf         %" PRIu64 " commands out of a batch's LBA order\n",
 		       r->satf_picks);

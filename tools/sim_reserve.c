@@ -348,7 +348,7 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 		case 'x': {
 			char why[160];
 
-			if (avfs_sched_conf_set_pair(&c->o.conf, optarg, why, sizeof(why))) {
+			if (avfs_simrun_set(&c->o, optarg, why, sizeof(why))) {
 				fprintf(stderr, "avfs-sim %s: --set %s\n", argv[0], why);
 				return 2;
 			}
