@@ -1358,6 +1358,23 @@ static void test_engine_buffered_reservations_bounded(void **state)
 	env_free(v);
 }
 
+
+/* Two held 256 KiB writes a and b of the file's first pages, then a read of its first page:
+ * the read is not sent while the writes are on the device, and once all are done it has the
+ * bytes they wrote (byte). */
+static void held_then_read(struct env *v, struct req *a, struct req *b, uint8_t byte)
+{
+	struct req rd;
+
+	fio(&rd, v->f, false, 0, 4096, v->buf + 4 * BS);
+	assert_int_equal(io(v, &rd.f), 0);
+	assert_int_equal(find(v, AVFS_DISK_READ, 0), -1);	/* (the writes are on the device) */
+	drain(v);
+	assert_int_equal(a->res, 256 * KB);
+	assert_int_equal(b->res, 256 * KB);
+	assert_int_equal(rd.res, 4096);
+	assert_int_equal(v->buf[4 * BS], byte);
+}
 /* issue 16: write-behind. A reserved writer's planned file write may be answered at once while
  * the stream's held memory stays within its buffer; the next one that would pass it waits (it
  * is counted); a read of the same pages waits for the held write; done() still runs for
@@ -1368,7 +1385,7 @@ static void test_engine_wb_hold_bounded(void **state)
 	struct avfs_engine_conf c = conf(false, 4, 0);	/* several commands at once */
 	struct env *v;
 	struct avfs_service_req w = { .rate = 1000000, .buffer = 600 * KB, .write = true };
-	struct req a, b, x, rd;
+	struct req a, b, x;
 	struct avfs_estream *s;
 	int64_t id;
 
@@ -1395,14 +1412,7 @@ static void test_engine_wb_hold_bounded(void **state)
 	assert_int_equal(s->wb_waits, 1);
 	assert_int_equal(avfs_engine_wb_total(v->e), 256 * KB);
 	/* a read of the held write's pages is not sent before the write is complete */
-	fio(&rd, v->f, false, 0, 4096, v->buf + 4 * BS);
-	assert_int_equal(io(v, &rd.f), 0);
-	assert_int_equal(find(v, AVFS_DISK_READ, 0), -1);	/* (the writes are on the device) */
-	drain(v);
-	assert_int_equal(a.res, 256 * KB);
-	assert_int_equal(b.res, 256 * KB);
-	assert_int_equal(rd.res, 4096);
-	assert_int_equal(v->buf[4 * BS], 0x5a);
+	held_then_read(v, &a, &b, 0x5a);
 	assert_int_equal(s->wb_bytes, 0);
 	assert_int_equal(s->wb_peak, 256 * KB);
 	assert_int_equal(avfs_engine_wb_total(v->e), 0);
@@ -1418,7 +1428,7 @@ static void test_engine_wb_hold_be_bounded(void **state)
 {
 	struct avfs_engine_conf c = conf(false, 4, 0);
 	struct env *v;
-	struct req a, b, rd, o, x;
+	struct req a, b, o, x;
 
 	(void)state;
 	c.wb_be_max = 600 * KB;
@@ -1441,14 +1451,7 @@ static void test_engine_wb_hold_be_bounded(void **state)
 	assert_false(avfs_engine_wb_hold(v->e, &b.f, 512 * KB));	/* 256 + 512 > 600 KiB */
 	assert_int_equal(avfs_engine_wb_be_total(v->e), 256 * KB);
 	assert_int_equal(avfs_engine_wb_total(v->e), 0);
-	fio(&rd, v->f, false, 0, 4096, v->buf + 4 * BS);
-	assert_int_equal(io(v, &rd.f), 0);
-	assert_int_equal(find(v, AVFS_DISK_READ, 0), -1);	/* (the writes are on the device) */
-	drain(v);
-	assert_int_equal(a.res, 256 * KB);
-	assert_int_equal(b.res, 256 * KB);
-	assert_int_equal(rd.res, 4096);
-	assert_int_equal(v->buf[4 * BS], 0x6b);
+	held_then_read(v, &a, &b, 0x6b);
 	assert_int_equal(avfs_engine_wb_be_total(v->e), 0);
 	env_free(v);
 }
