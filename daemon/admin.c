@@ -251,6 +251,7 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object_object_add(mx, "order", json_object_new_string(c->satf ? "satf" : "lba"));
 	avfs_sched_counters(sched, &k);
 	json_object_object_add(mx, "satf_picks", json_object_new_int64((int64_t)k.satf_picks));
+	json_object_object_add(mx, "overload", json_object_new_int64((int64_t)k.overload));
 	json_object_object_add(mx, "coalesced", json_object_new_int64((int64_t)k.coalesced));
 	json_object_object_add(mx, "chunks", json_object_new_int64((int64_t)k.chunks));
 	json_object_object_add(mx, "jit_waits", json_object_new_int64((int64_t)k.jit_waits));

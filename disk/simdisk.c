@@ -39,6 +39,7 @@ struct simdisk {
 	uint64_t busy_ns;
 	struct avfs_simdisk_split split;
 	uint64_t nostore_lo, nostore_hi;	/* content not kept in [lo, hi) */
+	uint64_t stall_at, stall_ns;	/* avfs_simdisk_stall(): one command so much longer */
 	struct avfs_simdisk_rec *trace;
 	size_t ntrace, tracecap;
 };
@@ -294,6 +295,11 @@ static void start_next(struct simdisk *s, uint64_t now)
 	/* validated at submit, so the model accepts it */
 	avfs_hdd_service(s->hdd, now, map[q->op], q->lba, q->len / AVFS_HDD_SECTOR,
 			 q->flags & AVFS_DISK_FUA, &s->res);
+	if (s->stall_ns && now >= s->stall_at) {	/* the drive's own recovery: once */
+		s->res.end += s->stall_ns;
+		s->res.busy_until += s->stall_ns;
+		s->stall_ns = 0;
+	}
 	s->busy = true;
 	s->busy_ns += s->res.busy_until - s->res.start;
 	if (q->op == AVFS_DISK_READ || q->op == AVFS_DISK_WRITE) {
@@ -522,6 +528,12 @@ void avfs_simdisk_split(const struct avfs_disk *d, struct avfs_simdisk_split *ou
 size_t avfs_simdisk_pages(const struct avfs_disk *d)
 {
 	return sd(d) ? sd(d)->pages.n : 0;
+}
+
+void avfs_simdisk_stall(struct avfs_disk *d, uint64_t at, uint64_t ns)
+{
+	sd(d)->stall_at = at;
+	sd(d)->stall_ns = ns;
 }
 
 void avfs_simdisk_nostore(struct avfs_disk *d, uint64_t lo, uint64_t hi)

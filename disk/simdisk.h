@@ -44,6 +44,9 @@ uint64_t avfs_simdisk_trace_hash(const struct avfs_disk *d);
  * requests wholly inside cost time only: writes are not kept and reads leave the buffer as
  * it is (no copy: a simulated hour moves hundreds of GB). Metadata outside stays real. */
 void avfs_simdisk_nostore(struct avfs_disk *d, uint64_t lo, uint64_t hi);
+/* A stall: the first command the drive starts at or after `at` (simulated ns) takes `ns`
+ * longer, as a drive's error recovery or recalibration does. Once; 0 ns: none. */
+void avfs_simdisk_stall(struct avfs_disk *d, uint64_t at, uint64_t ns);
 /* The model's prediction for a command at byte offset off reaching the drive at now
  * (avfs_hdd_predict), for JIT seek and seek splitting. 0 or -errno. */
 int avfs_simdisk_predict(struct avfs_disk *d, uint64_t now, uint64_t off, double *seek,

@@ -167,6 +167,9 @@ struct avfs_sched_counters {
 	uint64_t chunks;	/* commands that carried part of a larger request */
 	uint64_t coalesced;	/* requests carried by another request's command (coalescing) */
 	uint64_t satf_picks;	/* order = satf: commands that jumped the batch's C-SCAN order */
+	uint64_t overload;	/* tm: decisions in C-SCAN order because the RT request due first
+				 * could not be met any more (its deadline within its own
+				 * modelled service time): a stall, or more than the disk carries */
 };
 
 struct avfs_sched_ops {

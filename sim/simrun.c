@@ -673,6 +673,7 @@ static void finish_metrics(struct run *r)
 
 		avfs_sched_counters(avfs_engine_sched(r->e), &k);
 		res->satf_picks = k.satf_picks;
+		res->overload = k.overload;
 	}
 	avfs_engine_ra_counts(r->e, &res->ra);
 	res->e_twait_ms = s.e_twait_ms;
@@ -1183,6 +1184,8 @@ int avfs_simrun(const struct avfs_simrun_opts *o, struct avfs_simrun_result *res
 	r.start = now(&r);
 	r.end = r.start + (int64_t)(o->duration_s * NS);
 	avfs_simdisk_trace_clear(r.d);
+	if (o->stall_ns)
+		avfs_simdisk_stall(r.d, (uint64_t)(r.start + o->stall_at_ns), (uint64_t)o->stall_ns);
 	err = start_engine(&r, ops, &dec);
 	if (err)
 		goto out;

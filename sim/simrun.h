@@ -107,6 +107,7 @@ struct avfs_simrun_opts {
 	uint32_t io;		/* bytes per stream request (512 KiB) */
 	unsigned depth;		/* requests outstanding per stream = buffer / io (8) */
 	double duration_s;
+	int64_t stall_at_ns, stall_ns;	/* a stall of the disk this far into the run (--stall) */
 	double fill;		/* fraction of the data region filled with recordings first */
 	const char *policy;	/* tm, fifo, cscan, edf, scan-edf */
 	struct avfs_sched_conf conf;	/* margin, urgent, chunk, jit...; model from the fs */
@@ -154,6 +155,7 @@ struct avfs_simrun_result {
 	double e_twait_ms;	/* papers/003 eq. (2) over every disk command */
 	uint64_t commands;
 	uint64_t satf_picks;	/* order = satf: commands that jumped a batch's C-SCAN order */
+	uint64_t overload;	/* the mixer's decisions in C-SCAN order under overload */
 	struct avfs_engine_ra_counts ra;	/* the engine's read-ahead of deadline streams */
 	struct avfs_simdisk_split split;	/* where the drive's time went over the run */
 	uint64_t hp_requests;	/* probe */

@@ -156,6 +156,45 @@ static void test_mixer_windows(void **state)
 	assert_ptr_equal(first_of(500 * MS + 1, v), &v[1]);	/* normal C-SCAN: e_0 */
 }
 
+/* Overload: when the request due first cannot be met any more (less is left than its own
+ * modelled service time: a at 100 GB, 64 KiB, about 13.8 ms), the windows that serve by
+ * deadline stand aside and the batch goes on in C-SCAN order from e_0 (b first), its command
+ * carrying b's follower although that one is due long after the EDF window; at 20 ms a can
+ * still be met and goes first (EDF). On the old mixer a went first in both. */
+static void test_mixer_overload_goes_in_order(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	struct avfs_sched_counters k;
+	const int64_t t = 10000 * MS;
+	struct avfs_io v[4], b2;
+
+	(void)state;
+	assert_ptr_equal(first_of(20 * MS, v), &v[0]);
+	avfs_sched_conf_default(&c);
+	s = mk(&c);
+	v[0] = rt(100 * GB, 65536, t + 10 * MS);
+	v[1] = rt(1 * GB, 65536, t + 5000 * MS);
+	v[2] = rt(150 * GB, 65536, t + 400 * MS);
+	v[3] = rt(50 * GB, 65536, t + 600 * MS);
+	b2 = rt(1 * GB + 65536, 65536, t + 6000 * MS);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
+	assert_int_equal(avfs_sched_submit(&s, &b2, 0), 0);
+	avfs_sched_next(&s, t, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+	assert_ptr_equal(cmd.io, &v[1]);
+	assert_int_equal(cmd.len, 2 * 65536);	/* b and its follower, one command */
+	avfs_sched_counters(&s, &k);
+	assert_int_equal(k.overload, 1);
+	assert_true(avfs_sched_done(&s, &cmd, t + 15 * MS, (int)cmd.len));
+	avfs_sched_next(&s, t + 15 * MS, &cmd);	/* a's deadline has passed: failed, not run */
+	assert_int_equal(cmd.kind, AVFS_SCHED_FAIL);
+	assert_ptr_equal(cmd.io, &v[0]);
+	avfs_sched_destroy(&s);
+}
+
 /* In the reduced window the subset is served in LBA order: a, then c; d (T_D >= t_d + m)
  * and b wait; when the subset is done the rest follows in C-SCAN order. */
 static void test_mixer_reduced_window_order(void **state)
@@ -1289,6 +1328,7 @@ int main(void)
 		cmocka_unit_test(test_mixer_sweep),
 		cmocka_unit_test(test_mixer_sweep_join),
 		cmocka_unit_test(test_mixer_sweep_turn_runs),
+		cmocka_unit_test(test_mixer_overload_goes_in_order),
 		cmocka_unit_test(test_mixer_windows),
 	};
 

@@ -236,6 +236,8 @@ static void usage(FILE *f)
 		"                      4M; 0: none)\n"
 		"  --seed N            the run's seed (default 1); the same seed, the same result\n"
 		"  --trace FILE        every request as CSV\n"
+		"  --stall AT:LENGTH   the disk stalls once, AT into the run, for LENGTH (a\n"
+		"                      drive's error recovery), e.g. 100s:2s\n"
 		"  --json              machine-readable output (be_mbps is megabits per second)\n"
 		"search: --policies LIST (default tm,cscan,edf), --ratio R:W (default 3:1), --max N\n"
 		"preempt: --be-size SIZE (default 500K), --hp-rate PER_S (default 1), --chunk SIZE\n"
@@ -288,6 +290,22 @@ static void defaults(struct cli *c, enum mode m)
 	}
 }
 
+/* --stall AT:LENGTH into o; -1 if it is not that. */
+static int parse_stall(const char *arg, struct avfs_simrun_opts *o)
+{
+	const char *colon = strchr(arg, ':');
+	char at[64];
+
+	if (!colon || (size_t)(colon - arg) >= sizeof(at))
+		return -1;
+	memcpy(at, arg, (size_t)(colon - arg));
+	at[colon - arg] = 0;
+	if (avfs_parse_time(at, &o->stall_at_ns) || avfs_parse_time(colon + 1, &o->stall_ns) ||
+	    o->stall_ns <= 0 || o->stall_ns > 600 * 1000000000ll)
+		return -1;
+	return 0;
+}
+
 /* The options every mode shares, over the mode's defaults, into c. -1 to go on, else the
  * exit code: 0 (printed help) or 2 (bad input, said on stderr). */
 static int parse(int argc, char **argv, enum mode mode, struct cli *c)
@@ -323,6 +341,7 @@ static int parse(int argc, char **argv, enum mode mode, struct cli *c)
 		{ "predictor", required_argument, NULL, 'y' },
 		{ "mount", required_argument, NULL, 'U' },
 		{ "hddemu", required_argument, NULL, 'E' },
+		{ "stall", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -371,6 +390,13 @@ static int parse(int argc, char **argv, enum mode mode, struct cli *c)
 			break;
 		case 'm': if (set_conf(c, "margin", optarg)) return 2; break;
 		case 'e': if (set_conf(c, "urgent", optarg)) return 2; break;
+		case 'L':
+			if (parse_stall(optarg, &c->o)) {
+				fprintf(stderr, "avfs-sim: --stall '%s': AT:LENGTH, e.g. 100s:2s (a "
+					"stall of the disk of up to 600s, AT into the run)\n", optarg);
+				return 2;
+			}
+			break;
 		case 't':
 			if (avfs_parse_scaled(optarg, 1000, &v) || v <= 0 || v > 1e6) {
 				fprintf(stderr, "avfs-sim: --duration '%s': seconds, up to 1e6\n", optarg);

@@ -45,6 +45,7 @@ void avfs_sim_report_json(json_object *j, const struct avfs_simrun_result *r)
 	json_object_object_add(j, "e_twait_ms", avfs_json_double(r->e_twait_ms, "%.3f"));
 	json_object_object_add(j, "commands", json_object_new_uint64(r->commands));
 	json_object_object_add(j, "satf_picks", json_object_new_uint64(r->satf_picks));
+	json_object_object_add(j, "overload", json_object_new_uint64(r->overload));
 	{
 		json_object *ra = json_object_new_object();
 
@@ -106,4 +107,7 @@ void avfs_sim_report_text(const struct avfs_simrun_result *r, bool be)
 	if (r->satf_picks)
 		printf("  order=satf         %" PRIu64 " commands out of a batch's LBA order\n",
 		       r->satf_picks);
+	if (r->overload)
+		printf("  overload           %" PRIu64 " decisions in C-SCAN order: what was due "
+		       "first could not be met\n", r->overload);
 }
