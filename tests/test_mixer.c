@@ -398,6 +398,40 @@ static void test_mixer_coalesce_bounds(void **state)
 	avfs_sched_destroy(&s);
 }
 
+/* In the reduced C-SCAN window a command carries what follows its request on the disk
+ * whatever that is due — a stream's next buffer due long after t_d + m — as long as the
+ * request due first that it does not carry (o, far away) can spare the time; when o cannot
+ * (due right after it), the follower stays. The old mixer never took a follower due at or
+ * after t_d + m there. */
+static void test_mixer_reduced_window_carries(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+	struct avfs_io a, f, o;
+
+	(void)state;
+	for (int spare = 1; spare >= 0; spare--) {
+		avfs_sched_conf_default(&c);
+		s = mk(&c);
+		a = rt(100 * GB, 524288, t + 300 * MS);			/* reduced window */
+		f = rt(100 * GB + 524288, 524288, t + 2000 * MS);	/* its stream's next */
+		/* o: due after a; with a's command and f's transfer it would keep less than
+		 * e + its own service time unless it is due late enough */
+		o = rt(150 * GB, 524288, t + (spare ? 400 : 135) * MS);
+		assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
+		assert_int_equal(avfs_sched_submit(&s, &f, 0), 0);
+		assert_int_equal(avfs_sched_submit(&s, &o, 0), 0);
+		avfs_sched_next(&s, t, &cmd);
+		assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+		assert_ptr_equal(cmd.io, &a);
+		assert_int_equal(cmd.len, spare ? 2 * 524288 : 524288);
+		assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
+		avfs_sched_destroy(&s);
+	}
+}
+
 /* A sweep (hold = sweep, coalescing up to `coalesce` if not 0) that has started with a: a is
  * submitted at 0 and dispatched at t, its command in *cmd. */
 static struct avfs_sched sweep_from(struct avfs_sched_conf *c, uint32_t coalesce,
@@ -1329,6 +1363,7 @@ int main(void)
 		cmocka_unit_test(test_mixer_sweep_join),
 		cmocka_unit_test(test_mixer_sweep_turn_runs),
 		cmocka_unit_test(test_mixer_overload_goes_in_order),
+		cmocka_unit_test(test_mixer_reduced_window_carries),
 		cmocka_unit_test(test_mixer_windows),
 	};
 
