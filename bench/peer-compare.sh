@@ -400,9 +400,10 @@ ETIME = 62
 
 def stall_of(base, h):
     """the stall of a measured run: taken by hddemu, when written (s after dvr's launch), and
-    dvr's misses per stream and when they were due (s on dvr's clock), from its --csv"""
+    dvr's misses per stream and when they were due (s on dvr's clock; per whole second of
+    it in misses_by_second), from its --csv"""
     s = {"taken": h.get("stalls"), "written_at_s": None, "misses_by_stream": None,
-         "miss_first_s": None, "miss_last_s": None}
+         "miss_first_s": None, "miss_last_s": None, "misses_by_second": None}
     try:
         s["written_at_s"] = float(open(base + ".stall").read())
     except (OSError, ValueError):
@@ -421,6 +422,9 @@ def stall_of(base, h):
         s["misses_by_stream"] = by
         if due:
             s["miss_first_s"], s["miss_last_s"] = min(due) / 1e9, max(due) / 1e9
+            s["misses_by_second"] = [0] * (max(due) // 1000000000 + 1)
+            for dl in due:
+                s["misses_by_second"][dl // 1000000000] += 1
     except (OSError, ValueError, StopIteration):
         pass
     return s

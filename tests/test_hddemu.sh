@@ -183,6 +183,8 @@ for v in abc 1 -1s 601s 1s2 "1 s"; do
 	echo "$v" >"$M1/stall" 2>/dev/null && { echo "  stall took '$v'"; break; }
 done
 check "stall refuses a word, a bare number, a negative, beyond 600 s" test $? != 0
+printf '1s\0junk' >"$M1/stall" 2>/dev/null
+check "stall refuses a time followed by a NUL and more" test $? != 0
 check "and nothing changed" test "$(cat "$M1/stall")" = 0
 echo 1 >"$M1/fast"
 echo 1s >"$M1/stall" 2>"$T/err"

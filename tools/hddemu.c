@@ -2,8 +2,9 @@
  * hddemu — the real-time emulated hard disk (SPEC §11, docs/HDDEMU.md): MOUNTDIR/disk, a
  * file served through FUSE one request at a time in arrival order, each answered at the
  * completion time the shared disk model (disk/hddmodel.h) computes, with the control files
- * MOUNTDIR/fast, MOUNTDIR/stats and MOUNTDIR/stall beside it. Attaching a loop device is tools/hddemu-attach's
- * job; the data's durability ends at the backing file (a FLUSH does not fdatasync it).
+ * MOUNTDIR/fast, MOUNTDIR/stats and MOUNTDIR/stall beside it. Attaching a loop device is
+ * tools/hddemu-attach's job; the data's durability ends at the backing file (a FLUSH does not
+ * fdatasync it).
  */
 #define FUSE_USE_VERSION 35
 
@@ -660,7 +661,7 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 /* A control file's word: the buffer without surrounding white space, NUL-terminated into
- * out[WORD_MAX]; false when it is longer. */
+ * out[WORD_MAX]; false when it is longer or holds a NUL. */
 #define WORD_MAX 32
 static bool control_word(const char *buf, size_t size, char *out)
 {
@@ -670,7 +671,7 @@ static bool control_word(const char *buf, size_t size, char *out)
 		buf++;
 		size--;
 	}
-	if (size >= WORD_MAX)
+	if (size >= WORD_MAX || memchr(buf, '\0', size))
 		return false;
 	memcpy(out, buf, size);
 	out[size] = '\0';
