@@ -9,7 +9,7 @@
 #          [--fill 0.8] [--be none|greedy] [--be-size 2G] [--file-size 512M] [--seed 1] [--reserve]
 #          [--json] [--out FILE] [--configs ext4-mq-deadline,ext4-bfq,ext4-kyber,ext4-none,avfsd]
 #          [--search [--search-duration 20] [--search-max 32]] [--keep] [--trace] [--smoke]
-#          [--scenario FILE] [--rate 19.39M] [--io 512K] [--depth 8]
+#          [--scenario FILE] [--rate 19.39M] [--io 512K] [--depth 8] [--stall AT:LENGTH]
 # A configuration is ext4-SCHED or avfsd[-SCHED] (SCHED: the loop device's scheduler,
 # mq-deadline bfq kyber none; avfsd's default is none: it orders its requests itself).
 # --be greedy: a sequential reader of a --be-size file beside the streams (O_DIRECT on ext4, the
@@ -26,6 +26,11 @@
 # time cannot play as written is refused with the key (bench/scenario_rt.py). Options given on
 # the command line override the file's values. --rate/--io/--depth: dvr's stream (bits/s,
 # K/M/G = 10^3..; bytes a request; requests in flight).
+# --stall AT:LENGTH: in each measured run (not the search's trials) the drive stalls once for
+# LENGTH, AT seconds after dvr starts (hddemu's MOUNTDIR/stall, docs/HDDEMU.md), as a real one
+# does in error recovery; seconds, or with a unit s, ms ("20:2", "20s:500ms"). The report
+# says so, counts the stall hddemu took, and gives the misses per stream and when they fell
+# (dvr's --csv, run.dvr.csv).
 # env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR AVFS_SIM (default: ../build, ../tools); work
 # under /var/tmp.
 # AVFS_MKFS_ARGS: extra mkfs.avfs options for the avfsd configurations (e.g. "--alloc contig").
@@ -61,10 +66,13 @@ IO=$((512 << 10))
 DEPTH=8
 SCENARIO=
 AVFS_ALLOC=
+STALL=
+STALL_AT=
+STALL_LEN=
 
 bad() { echo "peer-compare: $*" >&2; exit 2; }
 VALUE_OPTS="--model --size --workload --duration --fill --be --file-size --seed --be-size --out
-	--configs --search-duration --search-max --rate --io --depth"
+	--configs --search-duration --search-max --rate --io --depth --stall"
 # --scenario first, wherever it stands, so that the other options override the file
 for ((i = 1; i <= $#; i++)); do
 	if [ "${!i}" = --scenario ]; then
@@ -118,6 +126,19 @@ IO=$(bytes_of "$IO") && [ "$IO" -ge 4096 ] && [ $((IO % 4096)) = 0 ] ||
 	bad "--io: a multiple of 4096 bytes, e.g. 512K"
 [[ $DEPTH =~ ^[0-9]+$ ]] && [ "$DEPTH" -ge 1 ] || bad "--depth: a positive count"
 [[ $SEARCH_MAX =~ ^[0-9]+$ ]] && [ "$SEARCH_MAX" -ge 1 ] || bad "--search-max: a positive count"
+if [ -n "$STALL" ]; then	# AT and LENGTH in seconds; hddemu's word is LENGTH in us
+	read -r STALL_AT STALL_LEN < <(awk -v s="$STALL" 'function sec(v,  m) {
+		m = 1
+		if (v ~ /ms$/) { m = 1e-3; v = substr(v, 1, length(v) - 2) }
+		else if (v ~ /s$/) v = substr(v, 1, length(v) - 1)
+		if (v !~ /^[0-9]+(\.[0-9]+)?$/) exit 1
+		return v * m }
+		BEGIN { n = split(s, p, ":"); if (n != 2) exit 1; printf "%s %s\n", sec(p[1]), sec(p[2]) }')
+	[ -n "$STALL_LEN" ] || bad "--stall: AT:LENGTH, seconds or with s or ms, e.g. 20:2"
+	awk -v a="$STALL_AT" -v l="$STALL_LEN" -v d="$DURATION" \
+		'BEGIN { exit !(a < d && l >= 0.001 && l <= 600) }' ||
+		bad "--stall: AT within --duration ($DURATION s), LENGTH from 1 ms to 600 s"
+fi
 case $BE in none|greedy) ;; *) bad "--be: none or greedy" ;; esac
 FILE_BYTES=$(bytes_of "$FILE_SIZE") && [ "$FILE_BYTES" -ge $((4 << 20)) ] ||
 	bad "--file-size: a size of at least 4M, e.g. 512M"
@@ -212,10 +233,23 @@ print("%.3f %d %.3f" % (n / el / 1e6, n, el))
 EOF
 }
 
-# dvr_run WORKLOAD SECONDS OUT: one real-time measurement; OUT.dvr.json, OUT.hdd, OUT.be,
-# OUT.admin.json (avfsd). Status: dvr's.
+# stall_writer AT LENGTH OUT: after AT seconds, LENGTH seconds into hddemu's stall file; the
+# seconds it actually waited (from its start) into OUT. For dvr_run's measured run.
+stall_writer() {
+	local t0=$EPOCHREALTIME
+	trap 'kill $! 2>/dev/null; exit 143' TERM	# the sleep too
+	sleep "$1" &
+	wait $!
+	printf '%dus\n' "$(awk -v l="$2" 'BEGIN { printf "%.0f", l * 1e6 }')" >"$HMNT/stall" ||
+		{ echo "$CUR: cannot write hddemu's stall file" >>"$WARN"; return 1; }
+	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f\n", b - a }' >"$3"
+}
+
+# dvr_run WORKLOAD SECONDS OUT [stall]: one real-time measurement; OUT.dvr.json, OUT.hdd,
+# OUT.be, OUT.admin.json (avfsd). With "stall" and --stall, the drive stalls during it
+# (OUT.stall: when, OUT.dvr.csv: dvr's requests). Status: dvr's.
 dvr_run() {
-	local wl=$1 dur=$2 out=$3 rc nstr shm limit
+	local wl=$1 dur=$2 out=$3 rc nstr shm limit stall_pid= csv=()
 	[[ $wl =~ ^([0-9]+)r([0-9]+)w$ ]]
 	nstr=$((BASH_REMATCH[1] + BASH_REMATCH[2]))
 	shm=$((nstr * DEPTH * IO + (16 << 20)))
@@ -226,18 +260,31 @@ dvr_run() {
 		BE_PID=$!
 	fi
 	limit=$(awk -v d="$dur" 'BEGIN { printf "%d", d * 3 + 120 }')
-	rm -f "$out.dvr.json"
+	rm -f "$out.dvr.json" "$out.stall" "$out.dvr.csv"
+	if [ "${4:-}" = stall ] && [ -n "$STALL" ]; then
+		csv=(--csv "$out.dvr.csv")
+		stall_writer "$STALL_AT" "$STALL_LEN" "$out.stall" 2>>"$LOG" &
+		stall_pid=$!
+		KIDS+=("$stall_pid")
+	fi
 	if [ "$FS_KIND" = ext4 ]; then
 		run "$limit" "$out.dvr.json" "$DVR" --mode posix --workload "$wl" --dir "$FMNT" \
 			--rate "$RATE" --io "$IO" --depth "$DEPTH" \
-			--duration "$dur" --file-size "$FILE_BYTES" --json
+			--duration "$dur" --file-size "$FILE_BYTES" --json "${csv[@]}"
 	else
 		AVFS_SOCKET=$SOCK AVFS_SHM_SIZE=$shm run "$limit" "$out.dvr.json" "$DVR" --mode avio \
 			--rate "$RATE" --io "$IO" --depth "$DEPTH" \
 			--workload "$wl" --dir "$FMNT" --duration "$dur" --file-size "$FILE_BYTES" --json \
-			$([ "$RESERVE" = 1 ] && echo --reserve)
+			$([ "$RESERVE" = 1 ] && echo --reserve) "${csv[@]}"
 	fi
 	rc=$?
+	if [ -n "$stall_pid" ]; then	# dvr may have ended first: no stall left behind
+		kill -0 "$stall_pid" 2>/dev/null &&
+			echo "$CUR: dvr ended before the stall at ${STALL_AT}s" >>"$WARN"
+		kill_wait "$stall_pid"
+		KIDS=()	# the stall writer was peer-compare's only one
+		echo 0 >"$HMNT/stall" 2>>"$LOG"
+	fi
 	if [ -n "$BE_PID" ]; then
 		wait_exit "$BE_PID" 30 || echo "$CUR: the BE reader failed (see $LOG)" >>"$WARN"
 		BE_PID=
@@ -305,8 +352,9 @@ one_config() {	# one_config: the configuration $CUR, from a fresh disk to its re
 	config_start "$kind" "$sched" || return 1
 	populate || return 1
 	say "$CUR: measuring $WORKLOAD for ${DURATION}s in real time$([ "$BE" = greedy ] &&
-		echo ', with a greedy BE reader')"
-	dvr_run "$WORKLOAD" "$DURATION" "$RES/$CUR/run"
+		echo ', with a greedy BE reader')$([ -n "$STALL" ] &&
+		echo ", the drive stalling ${STALL_LEN}s at ${STALL_AT}s")"
+	dvr_run "$WORKLOAD" "$DURATION" "$RES/$CUR/run" stall
 	rc=$?
 	[ -s "$RES/$CUR/run.dvr.json" ] || { fail "dvr produced no result (exit $rc)"; return 1; }
 	[ $rc = 0 ] || echo "$CUR: dvr exit status $rc (a request failed; see $LOG)" >>"$WARN"
@@ -326,6 +374,7 @@ json.dump({"model": "$MODEL", "size_bytes": ${SIZE_BYTES:-None}, "workload": "$W
            "play_files": $PLAY, "file_size_bytes": $FILE_BYTES, "seed": $SEED,
            "reserve": bool($RESERVE), "avfs_mkfs_args": "${AVFS_MKFS_ARGS:-}",
            "scenario": "$SCENARIO" or None,
+           "stall": {"at_s": ${STALL_AT:-0}, "length_s": ${STALL_LEN:-0}} if "$STALL" else None,
            "configs": "$CONFIGS".split(","),
            "search": {"duration_s": $SEARCH_DURATION, "max": $SEARCH_MAX} if $SEARCH else None},
           open(sys.argv[1], "w"))
@@ -346,6 +395,41 @@ W, as_json, out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 R = os.path.join(W, "results")
 P = json.load(open(os.path.join(W, "params.json")))
 
+ETIME = 62
+
+
+def stall_of(base, h):
+    """the stall of a measured run: taken by hddemu, when written (s after dvr's launch), and
+    dvr's misses per stream and when they were due (s on dvr's clock; per whole second of
+    it in misses_by_second), from its --csv"""
+    s = {"taken": h.get("stalls"), "written_at_s": None, "misses_by_stream": None,
+         "miss_first_s": None, "miss_last_s": None, "misses_by_second": None}
+    try:
+        s["written_at_s"] = float(open(base + ".stall").read())
+    except (OSError, ValueError):
+        pass
+    try:
+        by, due = {}, []
+        with open(base + ".dvr.csv") as f:
+            next(f)
+            for line in f:	# stream,k,issue_ns,deadline_ns,complete_ns,result (dvr.c)
+                st, _, _, dl, co, res = line.strip().split(",")
+                dl, co, res = int(dl), int(co), int(res)
+                by.setdefault(st, 0)
+                if res == -ETIME or (co > dl and not (res < 0 and res != -ETIME)):
+                    by[st] += 1
+                    due.append(dl)
+        s["misses_by_stream"] = by
+        if due:
+            s["miss_first_s"], s["miss_last_s"] = min(due) / 1e9, max(due) / 1e9
+            s["misses_by_second"] = [0] * (max(due) // 1000000000 + 1)
+            for dl in due:
+                s["misses_by_second"][dl // 1000000000] += 1
+    except (OSError, ValueError, StopIteration):
+        pass
+    return s
+
+
 def measured(base):
     """dvr's summary, hddemu's statistics, BE and avfsd figures of one run."""
     r = {}
@@ -363,6 +447,8 @@ def measured(base):
             r["be_mbs"] = float(open(base + ".be").read().split()[0])
         except (OSError, ValueError, IndexError):
             r["be_mbs"] = None
+    if os.path.exists(base + ".stall") or os.path.exists(base + ".dvr.csv"):
+        r["stall"] = stall_of(base, h)
     a = load(base + ".admin.json")
     if a:
         r["avfsd"] = {"disk_utilization": a.get("disk_utilization"), "rt": a.get("rt"),
@@ -410,6 +496,9 @@ for e in results:
     if isinstance(t, (int, float)) and t > 1000:
         warnings.append("%s: hddemu's mean timing error %.0f us exceeds 1 ms"
                         % (e["configuration"], t))
+    if P.get("stall") and "rt_requests" in e and (e.get("stall") or {}).get("taken") != 1:
+        warnings.append("%s: hddemu took %s stalls in the measured run, not 1"
+                        % (e["configuration"], (e.get("stall") or {}).get("taken")))
 doc = {"params": P, "results": results, "search": searches if P["search"] else None,
        "warnings": warnings}
 if emit(doc, as_json, out):
@@ -463,6 +552,25 @@ terr = [(e["hddemu"]["timing_err_mean_us"], e["hddemu"]["timing_err_max_us"]) fo
 if terr:
     print("hddemu's timing error (reply - model completion): mean %.0f-%.0f us, max %.1f ms"
           % (min(t[0] for t in terr), max(t[0] for t in terr), max(t[1] for t in terr) / 1e3))
+if P.get("stall"):
+    print()
+    print("stall: the drive stalled %g s, %g s after dvr started, once per measured run (hddemu's "
+          "stall file); misses by stream; when the missed requests were due (s on dvr's clock, "
+          "which starts ~0.1 s after its launch)" % (P["stall"]["length_s"], P["stall"]["at_s"]))
+    for e in results:
+        st = e.get("stall")
+        if not st:
+            continue
+        by = st.get("misses_by_stream") or {}
+        due = ("-" if st.get("miss_first_s") is None
+               else "%.2f-%.2f s" % (st["miss_first_s"], st["miss_last_s"]))
+        order = sorted(by, key=lambda n: (n[0], int(n[1:])))	# r0 r1 ... w0 ...
+        print("  %s: stalls taken %s (written at %s s), misses %s, due %s, margin min %s ms; "
+              "by stream: %s" % (e["configuration"], f(st.get("taken"), "%d"),
+                                 f(st.get("written_at_s"), "%.2f"),
+                                 f(e.get("deadline_misses"), "%d"), due,
+                                 f((e.get("margin_ms") or {}).get("min"), "%.1f"),
+                                 " ".join("%s:%d" % (n, by[n]) for n in order) or "-"))
 if P["search"]:
     print()
     print("search: the largest mix (read:write as %s) with zero misses, runs of %g s "

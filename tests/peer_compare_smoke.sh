@@ -1,7 +1,8 @@
 #!/bin/bash
 # peer_compare_smoke.sh — bench/peer-compare.sh --smoke end to end (issue 9): ext4 with
 # mq-deadline and avfsd, each on a fresh small hddemu disk for a few seconds; the table must
-# list both with a numeric RT-requests column > 0, and --out's JSON must agree with it.
+# list both with a numeric RT-requests column > 0, and --out's JSON must agree with it; with
+# --stall the drive stalls once in each run (hddemu took one stall, the report says so).
 # A scenario file (issue 15) the same way: its workload, rate and greedy reader reach the run
 # (the smoke's disk and a smaller mix given beside it), and a scenario real time cannot play
 # is refused with the key. Env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR AVFS_SIM (the built
@@ -20,7 +21,8 @@ export HDDEMU
 T=$(mktemp -d /var/tmp/peer-compare-smoke-XXXXXX) || exit 1
 trap 'rm -rf "$T"' EXIT
 
-bash "$HERE/../bench/peer-compare.sh" --smoke --out "$T/out.json" >"$T/table" 2>"$T/err"
+bash "$HERE/../bench/peer-compare.sh" --smoke --stall 1:0.5 --out "$T/out.json" >"$T/table" \
+	2>"$T/err"
 rc=$?
 cat "$T/table"
 [ $rc = 0 ] || { echo "peer-compare.sh exit status $rc; its stderr:"; cat "$T/err"; }
@@ -37,6 +39,22 @@ rows = {l.split()[0]: l.split()[1] for l in open(sys.argv[2]) if l.split()}
 r = {e["configuration"]: e for e in d["results"]}
 sys.exit(0 if all(str(r[c]["rt_requests"]) == rows[c] and r[c]["disk_utilization"] > 0
                   for c in ("ext4-mq-deadline", "avfsd")) else 1)' "$T/out.json" "$T/table"
+check "--stall: the parameters and the table say it, hddemu took one stall in each run" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = d["params"]["stall"] == {"at_s": 1, "length_s": 0.5} and all(
+    e["stall"]["taken"] == 1 and e["hddemu"]["stall_ns_total"] == 500000000
+    and sum(e["stall"]["misses_by_stream"].values()) == e["deadline_misses"]
+    for e in d["results"])
+sys.exit(0 if ok and "stall: the drive stalled 0.5 s, 1 s after" in open(sys.argv[2]).read()
+         else 1)' "$T/out.json" "$T/table"
+bash "$HERE/../bench/peer-compare.sh" --smoke --stall 3:1 >/dev/null 2>"$T/err"
+rc=$?
+check "--stall: AT beyond --duration refused (exit 2, said)" \
+	eval 'test $rc = 2 && grep -q "AT within --duration" "$T/err"'
+bash "$HERE/../bench/peer-compare.sh" --smoke --stall 1:2x >/dev/null 2>"$T/err"
+rc=$?
+check "--stall: a bad LENGTH refused (exit 2)" eval 'test $rc = 2 && grep -q "AT:LENGTH" "$T/err"'
 
 S=$HERE/../scenarios
 bash "$HERE/../bench/peer-compare.sh" --scenario "$S/peer-mix-3to1-be.scn" --smoke \

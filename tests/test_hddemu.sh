@@ -2,6 +2,7 @@
 # test_hddemu.sh — hddemu (issue 9, SPEC §11) as a user meets it: bad input refused; O_DIRECT
 # sequential and random reads take the model's time (avfs-sim disk --probe); the emulator's
 # timing error; all-zero writes keep the backing sparse; fast mode by file and by SIGUSR1;
+# a stall (`stall`) delays the next request by its length, once, and bad values are refused;
 # ext4 on a loop device (hddemu-attach) written, read back, fsck-clean; clean exits.
 # Env: HDDEMU, HDDEMU_ATTACH, AVFS_SIM (else ../build next to this file). Needs root.
 set -u
@@ -175,6 +176,35 @@ sleep 0.2
 check "and off" test "$(cat "$M1/fast")" = 0
 echo 2 >"$M1/fast" 2>/dev/null
 check "fast refuses other words" test $? != 0
+
+# ---- a stall: the next request waits its length, once ----
+check "stall reads 0 when none is pending" test "$(cat "$M1/stall")" = 0
+for v in abc 1 -1s 601s 1s2 "1 s"; do
+	echo "$v" >"$M1/stall" 2>/dev/null && { echo "  stall took '$v'"; break; }
+done
+check "stall refuses a word, a bare number, a negative, beyond 600 s" test $? != 0
+printf '1s\0junk' >"$M1/stall" 2>/dev/null
+check "stall refuses a time followed by a NUL and more" test $? != 0
+check "and nothing changed" test "$(cat "$M1/stall")" = 0
+echo 1 >"$M1/fast"
+echo 1s >"$M1/stall" 2>"$T/err"
+check "stall refused in fast mode (EBUSY)" grep -q "busy" "$T/err"
+echo 0 >"$M1/fast"
+check "and nothing pending" test "$(cat "$M1/stall")" = 0
+stalls0=$(stat_of "$M1" stalls) stall_ns0=$(stat_of "$M1" stall_ns_total)
+echo 2s >"$M1/stall"
+echo 0 >"$M1/stall"
+check "0 cancels a pending stall" test "$(cat "$M1/stall")" = 0
+echo 1s >"$M1/stall"
+check "stall reads back the pending 1s" test "$(cat "$M1/stall")" = 1s
+secs=$(dio_read "$M1/disk" rand 1 4096)
+echo "  one 4 KiB read after 'echo 1s > stall': $secs s"
+check "the read after a 1 s stall takes at least 1 s" lt 1 "$secs"
+check "the stall is spent" test "$(cat "$M1/stall")" = 0
+secs=$(dio_read "$M1/disk" rand 1 4096)
+check "the next read is not stalled (< 0.5 s)" lt "$secs" 0.5
+check "stats count one stall of 1 s" test "$(stat_of "$M1" stalls)/$(stat_of "$M1" stall_ns_total)" \
+	= "$((stalls0 + 1))/$((stall_ns0 + 1000000000))"
 check "the trace has a header and a line per request" test "$(wc -l <"$T/trace.csv")" -gt 800
 check "trace lines have 8 fields" test -z "$(awk -F, 'NF != 8' "$T/trace.csv")"
 kill -TERM $PID1
@@ -183,6 +213,8 @@ rc=$?
 PID1=
 check "SIGTERM: a clean exit (0) and the mount gone" test "$rc" = 0 -a -z "$(mountpoint -q "$M1" && echo m)"
 check "nothing on stderr" test ! -s "$T/hddemu1.err"
+check "the trace: one request started a second or more after it arrived (the stall)" \
+	test "$(awk -F, 'NR > 1 && $2 - $1 >= 1e9' "$T/trace.csv" | wc -l)" = 1
 
 # ---- instance 2: ext4 on a loop device, daemonized ----
 "$HDDEMU" --model $MODEL --size 2G --backing "$T/b2" "$M2"

@@ -2,8 +2,9 @@
  * hddemu — the real-time emulated hard disk (SPEC §11, docs/HDDEMU.md): MOUNTDIR/disk, a
  * file served through FUSE one request at a time in arrival order, each answered at the
  * completion time the shared disk model (disk/hddmodel.h) computes, with the control files
- * MOUNTDIR/fast and MOUNTDIR/stats beside it. Attaching a loop device is tools/hddemu-attach's
- * job; the data's durability ends at the backing file (a FLUSH does not fdatasync it).
+ * MOUNTDIR/fast, MOUNTDIR/stats and MOUNTDIR/stall beside it. Attaching a loop device is
+ * tools/hddemu-attach's job; the data's durability ends at the backing file (a FLUSH does not
+ * fdatasync it).
  */
 #define FUSE_USE_VERSION 35
 
@@ -47,8 +48,10 @@
 /* Sleep until this long before a deadline, then spin: clock_nanosleep alone overshoots by
  * ~0.1 ms on average and up to ~0.7 ms here (docs/HDDEMU.md, "Timing"). */
 #define SPIN_NS 250000ull
+/* The longest stall `stall` takes: a drive's error recovery lasts seconds, not minutes. */
+#define STALL_MAX_NS (600 * NS)
 
-enum { INO_ROOT = 1, INO_DISK, INO_FAST, INO_STATS };
+enum { INO_ROOT = 1, INO_DISK, INO_FAST, INO_STATS, INO_STALL, INO_LAST = INO_STALL };
 
 enum job_kind { JOB_READ, JOB_WRITE, JOB_FLUSH, JOB_DISCARD };
 
@@ -102,6 +105,8 @@ struct stats {			/* all protected by emu.mu; zeroed by `reset` */
 	uint64_t err_max;	/* ns */
 	uint64_t late_io;	/* timed requests whose backing I/O ended after their completion time */
 	uint64_t queue_max;	/* the most requests served and awaiting reply at once */
+	uint64_t stalls;	/* stalls of `stall` that a request has taken */
+	uint64_t stall_ns;	/* their total length */
 };
 
 struct emu {
@@ -132,6 +137,7 @@ struct emu {
 	int64_t anchor;		/* mu */
 	uint64_t vclock;	/* mu */
 	uint64_t last_end;	/* mu: the model's completion time of the last request */
+	uint64_t stall;		/* mu: ns the next request served in real time waits (`stall`) */
 	struct stats st;	/* mu */
 };
 
@@ -248,6 +254,8 @@ static char *stats_text(struct emu *e)
 	fprintf(f, "timing_late_io %" PRIu64 "\n", s.late_io);
 	fprintf(f, "queue_max %" PRIu64 "\n", s.queue_max);
 	fprintf(f, "fast %d\n", fast);
+	fprintf(f, "stalls %" PRIu64 "\n", s.stalls);
+	fprintf(f, "stall_ns_total %" PRIu64 "\n", s.stall_ns);
 	if (fclose(f)) {
 		free(buf);
 		return NULL;
@@ -380,7 +388,7 @@ static void account(struct emu *e, const struct job *j, const struct avfs_hdd_re
 static void serve(struct emu *e, struct job *j)
 {
 	enum avfs_hdd_op op = AVFS_HDD_FLUSH;
-	uint64_t sector = 0, nsect = 0;
+	uint64_t sector = 0, nsect = 0, at;
 	bool fast;
 
 	pthread_mutex_lock(&e->mu);
@@ -391,6 +399,15 @@ static void serve(struct emu *e, struct job *j)
 	 * is free (max(arrival, previous completion)), so no error carries over. In fast mode
 	 * requests reach it back to back on the virtual clock. */
 	j->model_now = fast ? e->vclock : __model_now(e, j->arrival);
+	at = j->model_now;
+	if (!fast && e->stall) {
+		/* a stall (`stall`): the command starts so long after the drive is free, and every
+		 * later one queues behind it on the model's busy time */
+		at = (at > e->last_end ? at : e->last_end) + e->stall;
+		e->st.stalls++;
+		e->st.stall_ns += e->stall;
+		e->stall = 0;
+	}
 	pthread_mutex_unlock(&e->mu);
 
 	if (j->kind == JOB_READ || j->kind == JOB_WRITE) {
@@ -399,9 +416,9 @@ static void serve(struct emu *e, struct job *j)
 		nsect = (j->off + j->len + AVFS_HDD_SECTOR - 1) / AVFS_HDD_SECTOR - sector;
 	}
 	/* a discard costs a command without media access (docs/HDDEMU.md): a FLUSH */
-	if (avfs_hdd_service(e->hdd, j->model_now, op, sector, (uint32_t)nsect, false, &j->r)) {
+	if (avfs_hdd_service(e->hdd, at, op, sector, (uint32_t)nsect, false, &j->r)) {
 		memset(&j->r, 0, sizeof(j->r));	/* cannot happen: the range was clamped */
-		j->r.start = j->r.end = j->r.busy_until = j->model_now;
+		j->r.start = j->r.end = j->r.busy_until = at;
 	}
 	j->res = do_io(e, j);
 	j->io_done = (uint64_t)avfs_clock_ns();
@@ -552,7 +569,7 @@ static void fill_attr(fuse_ino_t ino, struct stat *st)
 }
 
 static const char *const names[] = { [INO_DISK] = "disk", [INO_FAST] = "fast",
-				     [INO_STATS] = "stats" };
+				     [INO_STATS] = "stats", [INO_STALL] = "stall" };
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -575,7 +592,7 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param ep;
 
 	memset(&ep, 0, sizeof(ep));
-	for (fuse_ino_t ino = INO_DISK; parent == INO_ROOT && ino <= INO_STATS; ino++) {
+	for (fuse_ino_t ino = INO_DISK; parent == INO_ROOT && ino <= INO_LAST; ino++) {
 		if (!strcmp(name, names[ino])) {
 			ep.ino = ino;
 			ep.attr_timeout = ep.entry_timeout = 3600;	/* nothing ever changes */
@@ -592,7 +609,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 
 	(void)fi;
-	if (ino < INO_ROOT || ino > INO_STATS) {
+	if (ino < INO_ROOT || ino > INO_LAST) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -643,6 +660,70 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
+/* A control file's word: the buffer without surrounding white space, NUL-terminated into
+ * out[WORD_MAX]; false when it is longer or holds a NUL. */
+#define WORD_MAX 32
+static bool control_word(const char *buf, size_t size, char *out)
+{
+	while (size && (buf[size - 1] == '\n' || buf[size - 1] == ' ' || buf[size - 1] == '\t'))
+		size--;
+	while (size && (*buf == ' ' || *buf == '\t')) {
+		buf++;
+		size--;
+	}
+	if (size >= WORD_MAX || memchr(buf, '\0', size))
+		return false;
+	memcpy(out, buf, size);
+	out[size] = '\0';
+	return true;
+}
+
+static bool word_is(const char *buf, size_t size, const char *word)
+{
+	char w[WORD_MAX];
+
+	return control_word(buf, size, w) && !strcmp(w, word);
+}
+
+/* `stall`'s text: the pending stall in the largest unit that keeps it exact ("2s", "500ms",
+ * "1500us"), which the file takes back; "0" when none. */
+static void stall_text(uint64_t ns, char *buf, size_t size)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} unit[] = { { "s", NS }, { "ms", 1000000 }, { "us", 1000 }, { "ns", 1 } };
+	size_t i = 0;
+
+	if (!ns) {
+		snprintf(buf, size, "0\n");
+		return;
+	}
+	while (ns % unit[i].ns)
+		i++;
+	snprintf(buf, size, "%" PRIu64 "%s\n", ns / unit[i].ns, unit[i].name);
+}
+
+/* A write of `stall`: a time up to STALL_MAX_NS, in real time only. 0 or -errno, and
+ * nothing changed on an error. */
+static int set_stall(struct emu *e, const char *buf, size_t size)
+{
+	char w[WORD_MAX];
+	int64_t ns;
+	int err = 0;
+
+	if (!control_word(buf, size, w) || avfs_parse_time(w, &ns) || ns < 0 ||
+	    (uint64_t)ns > STALL_MAX_NS)
+		return -EINVAL;
+	pthread_mutex_lock(&e->mu);
+	if (e->fast && ns)
+		err = -EBUSY;	/* fast mode has no wall time to stall: docs/HDDEMU.md */
+	else
+		e->stall = (uint64_t)ns;	/* a new value replaces a pending one; 0 cancels */
+	pthread_mutex_unlock(&e->mu);
+	return err;
+}
+
 static void reply_text(fuse_req_t req, const char *text, size_t size, off_t off)
 {
 	size_t len = strlen(text);
@@ -676,23 +757,18 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	case INO_STATS:
 		reply_text(req, fi->fh ? (const char *)(uintptr_t)fi->fh : "", size, off);
 		return;
+	case INO_STALL: {
+		char text[32];
+
+		pthread_mutex_lock(&emu.mu);
+		stall_text(emu.stall, text, sizeof(text));
+		pthread_mutex_unlock(&emu.mu);
+		reply_text(req, text, size, off);
+		return;
+	}
 	default:
 		fuse_reply_err(req, EISDIR);
 	}
-}
-
-/* A control file's word: the buffer without surrounding white space, NUL-terminated. */
-static bool word_is(const char *buf, size_t size, const char *word)
-{
-	size_t n = strlen(word);
-
-	while (size && (buf[size - 1] == '\n' || buf[size - 1] == ' ' || buf[size - 1] == '\t'))
-		size--;
-	while (size && (*buf == ' ' || *buf == '\t')) {
-		buf++;
-		size--;
-	}
-	return size == n && !memcmp(buf, word, n);
 }
 
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -733,6 +809,15 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		pthread_mutex_unlock(&emu.mu);
 		fuse_reply_write(req, size);
 		return;
+	case INO_STALL: {
+		int err = set_stall(&emu, buf, size);
+
+		if (err)
+			fuse_reply_err(req, -err);
+		else
+			fuse_reply_write(req, size);
+		return;
+	}
 	default:
 		fuse_reply_err(req, EISDIR);
 	}
@@ -792,7 +877,7 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = sv.f_frsize = 4096;
 	sv.f_blocks = emu.size / 4096;
-	sv.f_files = 4;
+	sv.f_files = INO_LAST - INO_ROOT + 1;
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);
 }
@@ -808,8 +893,9 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	static const char *const dnames[] = { ".", "..", "disk", "fast", "stats" };
-	static const fuse_ino_t dinos[] = { INO_ROOT, INO_ROOT, INO_DISK, INO_FAST, INO_STATS };
+	static const char *const dnames[] = { ".", "..", "disk", "fast", "stats", "stall" };
+	static const fuse_ino_t dinos[] = { INO_ROOT, INO_ROOT, INO_DISK, INO_FAST, INO_STATS,
+					    INO_STALL };
 	char buf[1024];
 	size_t n = 0;
 
@@ -818,7 +904,7 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	for (off_t i = off; i >= 0 && i < 5; i++) {
+	for (off_t i = off; i >= 0 && i < (off_t)(sizeof(dinos) / sizeof(dinos[0])); i++) {
 		struct stat st;
 		size_t need;
 
@@ -881,7 +967,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: hddemu --model MODEL --backing FILE [options] MOUNTDIR\n"
 		"  serve MOUNTDIR/disk through FUSE with the timing of a disk model, one request\n"
-		"  at a time; MOUNTDIR/fast and MOUNTDIR/stats control and observe it\n"
+		"  at a time; MOUNTDIR/fast, MOUNTDIR/stats and MOUNTDIR/stall control and\n"
+		"  observe it\n"
 		"  --model MODEL     the disk model:");
 	for (; *m; m++)
 		fprintf(f, " %s", *m);
