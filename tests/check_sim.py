@@ -29,12 +29,12 @@ if r:
         check(f"seek_gb has {key}", key in r["seek_gb"])
     check("6r2w for 120 s: no miss", r["rt_requests"] > 4000 and r["deadline_misses"] == 0)
 
-# a 2-s stall of the disk at 12 streams (20 s in): the mixer works the backlog off in order and keeps
+# a 2-s stall of the disk at 12 streams (40 s in): the mixer works the backlog off in order and keeps
 # deadlines again (the old mixer served it by deadline, a seek each, and missed 46 % of the
 # rest of the run for good)
-st = run("--workload", "12r0w", "--duration", "150", "--stall", "20s:2s", "--json")
+st = run("--workload", "12r0w", "--duration", "150", "--stall", "40s:2s", "--json")
 if st:
-    print(f"12r0w, a 2-s stall at 30 s: {st['deadline_misses']} of {st['rt_requests']} missed, "
+    print(f"12r0w, a 2-s stall at 40 s: {st['deadline_misses']} of {st['rt_requests']} missed, "
           f"{st['overload']} overload decisions")
     check("a stall: the mixer went on in order", st["overload"] > 0)
     check("a stall: deadlines kept again (< 1 % missed)",
