@@ -30,7 +30,7 @@ if r:
     check("6r2w for 120 s: no miss", r["rt_requests"] > 4000 and r["deadline_misses"] == 0)
 
 # a 2-s stall of the disk at 12 streams (40 s in): the mixer works the backlog off in order and keeps
-# deadlines again (the old mixer served it by deadline, a seek each, and missed 46 % of the
+# deadlines again (the old mixer served it by deadline, a seek each, and missed 39 % of the
 # rest of the run for good)
 st = run("--workload", "12r0w", "--duration", "150", "--stall", "40s:2s", "--json")
 if st:
