@@ -108,6 +108,12 @@ struct avfs_sched_conf {
 	 * (same direction and class: a stream's next buffers) up to this many bytes, 0 = one
 	 * request a command; at most AVFS_SCHED_COALESCE_MAX requests */
 	uint32_t coalesce;
+	/* traffic mixer: in the reduced C-SCAN window a command carries its followers whatever
+	 * they are due, as long as the request due first that it leaves can spare the time
+	 * (true), or only those the window takes, due before t_d + m (false, the default: the
+	 * admission model counts the mixer so; docs/DESIGN.md, "Coalescing in the reduced
+	 * window") */
+	bool reduced_carry;
 	/* traffic mixer, hold = batch: the order of a released batch's requests in the normal
 	 * (C-SCAN) window — false: by LBA from the cursor; true: of the first satf_window runs
 	 * in that order (a run: requests that follow each other on the disk, which one command

@@ -1144,12 +1144,13 @@ static void batch_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 		n = next_ge_dl(t->batch->root, t->cursor, lim);
 		if (!n)
 			n = next_ge_dl(t->batch->root, 0, lim);
-		/* its command carries what follows it on the disk whatever that is due, as long
-		 * as the request due first that it does not carry can spare the time
-		 * (others_budget): a stream's next buffers left behind here come due soon after,
-		 * each with a seek of its own (docs/DESIGN.md, "Coalescing in the reduced
-		 * window") */
-		issue_in(t, n, t->batch, now, cmd, INT64_MAX, INT64_MAX, true);
+		/* its command carries what the window takes that follows it on the disk — or,
+		 * with reduced-carry, whatever that is due, as long as the request due first
+		 * that it does not carry can spare the time (others_budget): a stream's next
+		 * buffers left behind here come due soon after, each with a seek of its own
+		 * (docs/DESIGN.md, "Coalescing in the reduced window") */
+		issue_in(t, n, t->batch, now, cmd, t->c.reduced_carry ? INT64_MAX : lim - 1,
+			 INT64_MAX, true);
 		return;
 	}
 	/* the normal case: C-SCAN over the whole batch */
@@ -1265,7 +1266,8 @@ static void sweep_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 		int64_t lim = d->dl + t->c.margin_ns;
 
 		n = next_ge_dl(t->batch->root, 0, lim);
-		issue_in(t, n, t->batch, now, cmd, INT64_MAX, INT64_MAX, true);	/* as a batch's */
+		issue_in(t, n, t->batch, now, cmd, t->c.reduced_carry ? INT64_MAX : lim - 1,
+			 INT64_MAX, true);	/* as a batch's */
 		return;
 	}
 	issue(t, n, t->batch, now, cmd);	/* the sweep goes on */

@@ -49,6 +49,8 @@ static const struct avfs_sched_setting_info settings[] = {
 	  "decision (4)" },
 	{ "coalesce", "bytes", "0 or 4K..64M", "tm: a command carries the adjacent pending "
 	  "requests up to this, 0 = off (4M)" },
+	{ "reduced-carry", "on/off", "on, off", "tm: in the reduced window a command carries "
+	  "its followers whatever they are due, as the others can spare (off)" },
 	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },
 	{ "jit", "on/off", "on, off", "just-in-time seek where the rotation is predictable (off)" },
 	{ "jit-offset", "time", "0..5ms", "JIT: arrive this much early (1ms)" },
@@ -124,6 +126,8 @@ known:
 	} else if (!strcmp(name, "satf-window")) {
 		RANGE(b >= 2 && b <= 64);
 		c->satf_window = (unsigned)b;
+	} else if (!strcmp(name, "reduced-carry")) {
+		RANGE(!either(value, "on", "off", &c->reduced_carry));
 	} else if (!strcmp(name, "coalesce")) {
 		RANGE(b == 0 || (b >= 4096 && b <= (64u << 20) && b % 4096 == 0));
 		c->coalesce = (uint32_t)b;

@@ -398,11 +398,11 @@ static void test_mixer_coalesce_bounds(void **state)
 	avfs_sched_destroy(&s);
 }
 
-/* In the reduced C-SCAN window a command carries what follows its request on the disk
- * whatever that is due — a stream's next buffer due long after t_d + m — as long as the
- * request due first that it does not carry (o, far away) can spare the time; when o cannot
- * (due right after it), the follower stays. The old mixer never took a follower due at or
- * after t_d + m there. */
+/* reduced-carry = on: in the reduced C-SCAN window a command carries what follows its
+ * request on the disk whatever that is due — a stream's next buffer due long after t_d + m —
+ * as long as the request due first that it does not carry (o, far away) can spare the time;
+ * when o cannot (due right after it), the follower stays. Off (the default) the window never
+ * takes a follower due at or after t_d + m. */
 static void test_mixer_reduced_window_carries(void **state)
 {
 	struct avfs_sched_conf c;
@@ -412,8 +412,12 @@ static void test_mixer_reduced_window_carries(void **state)
 	struct avfs_io a, f, o;
 
 	(void)state;
-	for (int spare = 1; spare >= 0; spare--) {
+	for (int k = 0; k < 3; k++) {
+		bool carry = k < 2, spare = k != 1;
+
 		avfs_sched_conf_default(&c);
+		assert_false(c.reduced_carry);
+		c.reduced_carry = carry;
 		s = mk(&c);
 		a = rt(100 * GB, 524288, t + 300 * MS);			/* reduced window */
 		f = rt(100 * GB + 524288, 524288, t + 2000 * MS);	/* its stream's next */
@@ -426,7 +430,7 @@ static void test_mixer_reduced_window_carries(void **state)
 		avfs_sched_next(&s, t, &cmd);
 		assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
 		assert_ptr_equal(cmd.io, &a);
-		assert_int_equal(cmd.len, spare ? 2 * 524288 : 524288);
+		assert_int_equal(cmd.len, carry && spare ? 2 * 524288 : 524288);
 		assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
 		avfs_sched_destroy(&s);
 	}
