@@ -536,7 +536,18 @@ int avfs_fsio_sync(struct avfs_fsio *io)
 
 	if (err || !p)
 		return err;
-	err = avfs_fsio_run(io->d, p);
+	if (p->after_ckpt) {	/* the lazy checkpoint's (fs.h): the log is reused */
+		struct avfs_plan *ck;
+
+		err = avfs_fs_checkpoint(io->fs, &ck);
+		if (!err && ck) {
+			err = avfs_fsio_run(io->d, ck);
+			avfs_fs_plan_done(io->fs, ck, err);
+			avfs_plan_free(ck);
+		}
+	}
+	if (!err)
+		err = avfs_fsio_run(io->d, p);
 	avfs_fs_plan_done(io->fs, p, err);
 	avfs_plan_free(p);
 	if (!err) {
