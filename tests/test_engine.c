@@ -132,6 +132,7 @@ struct env {
 	struct avfs_fs *fs;
 	uint64_t f;		/* fs tests: a regular file, empty at the start */
 	uint64_t data_off, data_end;	/* fs tests: the data region's device bytes */
+	uint64_t journal_off, journal_end;	/* ... and the journal's */
 	uint8_t *buf;		/* 8 MiB, page aligned: raw requests' memory */
 	int64_t now;
 };
@@ -185,6 +186,8 @@ static struct env *env_new(const struct avfs_engine_conf *c, bool fs)
 		v->fs = v->io->fs;
 		v->data_off = sb.data_off;
 		v->data_end = sb.data_off + sb.data_blocks * BS;
+		v->journal_off = sb.journal_start * AVFS_MBLOCK;
+		v->journal_end = (sb.journal_start + sb.journal_blocks) * AVFS_MBLOCK;
 		v->d.data = avfs_memdisk_data(v->disk);
 		assert_int_equal(avfs_fs_mknod(v->fs, AVFS_ROOT_INO, "f", S_IFREG | 0644, 0, 0,
 					       v->now, &v->f), 0);
@@ -667,6 +670,91 @@ static void test_engine_commit_survives_crash(void **state)
 	for (size_t i = 0; i < sizeof(got); i++)
 		if (got[i] != (i < 3000 ? 0 : pat(i, 2)))
 			fail_msg("byte %zu is %#x", i, got[i]);
+	engine_start(v, &c);
+	env_free(v);
+}
+
+/* fs tests: command i writes into the journal (its log or its superblocks). */
+static bool in_journal(const struct env *v, long i)
+{
+	return cmd_off(v, i) >= v->journal_off && cmd_off(v, i) < v->journal_end;
+}
+
+/* The lazy checkpoint (fs.h): a commit writes only the journal, the homes wait; a checkpoint
+ * writes them home and to the backup region (the superblock's home copy with FUA before its
+ * backup), one at a time, and a commit's write goes before its write still waiting (with one
+ * best-effort command per be_age under a saturating real-time load, a commit behind the
+ * checkpoint would take a floor period more per write). Its last write moves the journal's
+ * tail (FUA): a crash then replays only the commit that came after it. */
+static void test_engine_checkpoint_after_commits(void **state)
+{
+	struct avfs_engine_conf c = conf(false, 1, 0);
+	struct env *v = env_new(&c, true);
+	struct avfs_mount_report rep;
+	long w1, fl, jw, sb_home = -1, sb_backup = -1;
+	uint64_t g, bsuper = avfs_fs_backup_super_off(DEV);
+	struct avfs_stat st;
+	size_t n0;
+	char why[256];
+
+	(void)state;
+	file_write(v, 0, 10000, 3);
+	avfs_engine_commit(v->e, v->now);
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	/* the commit: its data, a FLUSH, the journal; nothing home */
+	for (size_t i = 0; i < v->d.n; i++)
+		if (v->d.c[i].r.op == AVFS_DISK_WRITE && !is_data(v, (long)i))
+			assert_true(in_journal(v, (long)i));
+	assert_int_equal(avfs_engine_checkpoints(v->e), 0);
+
+	/* the checkpoint's first write on the device (depth 1); a commit comes meanwhile */
+	n0 = v->d.n;
+	avfs_engine_checkpoint(v->e, v->now);
+	assert_int_equal(v->d.n, n0 + 1);
+	w1 = (long)n0;
+	assert_int_equal(v->d.c[w1].r.op, AVFS_DISK_WRITE);
+	assert_false(is_data(v, w1) || in_journal(v, w1));
+	assert_int_equal(avfs_fs_mknod(v->fs, AVFS_ROOT_INO, "g", S_IFREG | 0644, 0, 0, v->now,
+				       &g), 0);
+	avfs_engine_commit(v->e, v->now);
+	assert_int_equal(v->d.n, n0 + 1);	/* its FLUSH waits for the slot */
+	complete(v, w1, v->now + MS);
+	fl = w1 + 1;
+	assert_int_equal(v->d.c[fl].r.op, AVFS_DISK_FLUSH);
+	assert_int_equal(v->d.n, (size_t)fl + 1);	/* the checkpoint's next write waits */
+	complete(v, fl, v->now + MS);
+	/* the commit's journal write goes first */
+	jw = fl + 1;
+	assert_true(v->d.n > (size_t)jw);
+	assert_int_equal(v->d.c[jw].r.op, AVFS_DISK_WRITE);
+	assert_true(in_journal(v, jw));
+	assert_int_equal(v->d.c[jw].r.flags, AVFS_DISK_FUA);
+	complete(v, jw, v->now + MS);
+	assert_int_equal(v->d.commits, 2);
+	drain(v);
+	assert_int_equal(avfs_engine_checkpoints(v->e), 1);
+	for (size_t i = n0; i < v->d.n; i++) {
+		if (v->d.c[i].r.op == AVFS_DISK_WRITE && cmd_off(v, (long)i) == 0)
+			sb_home = (long)i;
+		if (v->d.c[i].r.op == AVFS_DISK_WRITE && cmd_off(v, (long)i) == bsuper)
+			sb_backup = (long)i;
+	}
+	assert_true(sb_home >= 0 && sb_backup > sb_home);
+	assert_int_equal(v->d.c[sb_home].r.flags, AVFS_DISK_FUA);
+	/* the tail moved: its journal superblock, the last write, FUA */
+	assert_true(in_journal(v, (long)v->d.n - 1));
+	assert_int_equal(v->d.c[v->d.n - 1].r.flags, AVFS_DISK_FUA);
+
+	/* a crash: the second commit replays, the first is home */
+	avfs_engine_free(v->e);
+	avfs_fsio_abandon(v->io);
+	assert_int_equal(avfs_fsio_mount(v->disk, 0, &v->io, &rep, why, sizeof(why)), 0);
+	v->fs = v->io->fs;
+	assert_int_equal(rep.replayed_txn, 1);
+	assert_int_equal(avfs_fs_getattr(v->fs, v->f, &st), 0);
+	assert_int_equal(st.size, 10000);
+	assert_int_equal(avfs_fs_lookup(v->fs, AVFS_ROOT_INO, "g", &g), 0);
 	engine_start(v, &c);
 	env_free(v);
 }
@@ -2052,6 +2140,7 @@ int main(void)
 		cmocka_unit_test(test_engine_flush_takes_a_slot),
 		cmocka_unit_test(test_engine_fua_last_chunk_only),
 		cmocka_unit_test(test_engine_commit_flush_after_data),
+		cmocka_unit_test(test_engine_checkpoint_after_commits),
 		cmocka_unit_test(test_engine_commit_survives_crash),
 		cmocka_unit_test(test_engine_commit_waits_for_rmw_write),
 		cmocka_unit_test(test_engine_commit_when_dirty_waits_for_its_write),
