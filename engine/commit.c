@@ -150,7 +150,7 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 		c->qn--;
 	} while (err && c->qn);
 	c->i = 0;
-	c->busy = c->flushing = c->ck_ready = false;
+	c->busy = c->flushing = c->ck_ready = c->flush_after = c->post_flush = false;
 	c->t0 = now;	/* the next plan begins now */
 	if (err) {
 		told(e, err);
@@ -190,13 +190,20 @@ static void write_done(struct avfs_engine *e, struct avfs_ereq *q, int res, int6
 	free(q);
 	e->cm.out = NULL;
 	e->cm.busy = false;
-	op_done(e, res, now);
+	if (res >= 0 && e->cm.flush_after) {
+		e->cm.flush_after = false;
+		e->cm.post_flush = true;
+		step(e, now);
+	} else {
+		op_done(e, res, now);
+	}
 	ck_kick(e, now);	/* a checkpoint's write may go now */
 }
 
 static void flush_done(struct avfs_engine *e, int res, int64_t now)
 {
 	e->cm.flushing = false;
+	e->cm.post_flush = false;
 	op_done(e, res, now);
 	ck_kick(e, now);	/* ... or its FLUSH */
 }
@@ -237,6 +244,13 @@ static void step(struct avfs_engine *e, int64_t now)
 	if (!c->qn || c->busy || c->flushing)
 		return;
 	p = c->q[c->qhead].plan;
+	if (c->post_flush) {	/* (flush_after) */
+		if (e->ck.flushing)
+			return;	/* one FLUSH at a time: stepped again when the checkpoint's ends */
+		c->flushing = true;
+		dsp_flush(e, flush_done, now);
+		return;
+	}
 	if (c->i == 0 && p->after_ckpt && !c->ck_ready) {
 		/* it writes where transactions before it are: they go home first (every one
 		 * of them is durable now, being ahead of it) */
@@ -281,6 +295,7 @@ static void step(struct avfs_engine *e, int64_t now)
 	q->done = write_done;
 	c->busy = true;
 	c->out = q;
+	c->flush_after = o->fua && e->c.sched.chunk && o->len > e->c.sched.chunk;
 	ck_yield(e);	/* a checkpoint's write still waiting goes after this one */
 	err = dsp_submit(e, q, now);
 	if (err) {

@@ -97,6 +97,9 @@ struct avfs_commit {
 	bool busy;		/* a write of the head plan is out */
 	bool flushing;
 	bool ck_ready;		/* the head plan reuses log space (after_ckpt): checkpointed */
+	bool flush_after;	/* the write out is a chunked FUA one: FUA went on its last chunk
+				 * only (mixer.c), so a FLUSH follows it ... */
+	bool post_flush;	/* ... now, before the plan's next operation */
 	struct avfs_ereq *out;	/* the plan's write that is out (busy) */
 	uint64_t done;		/* commits on disk */
 	uint64_t unflushed;	/* data writes completed since the last FLUSH was issued: a commit

@@ -759,6 +759,47 @@ static void test_engine_checkpoint_after_commits(void **state)
 	env_free(v);
 }
 
+/* A commit's transaction write cut into semi-preemptible chunks carries FUA on its last chunk
+ * only (mixer.c, papers/003): a FLUSH follows it, and the commit is done only after that. */
+static void test_engine_commit_chunked_flush(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 4096);
+	struct env *v = env_new(&c, true);
+	size_t nflush = 0, njournal = 0;
+	uint64_t g;
+
+	(void)state;
+	for (int k = 0; k < 8; k++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "g%d", k);
+		assert_int_equal(avfs_fs_mknod(v->fs, AVFS_ROOT_INO, name, S_IFREG | 0644, 0, 0,
+					       v->now, &g), 0);
+	}
+	avfs_engine_commit(v->e, v->now);
+	for (int guard = 0; guard < 1000; guard++) {
+		long i = oldest(v);
+
+		if (i < 0)
+			break;
+		if (v->d.c[i].r.op == AVFS_DISK_FLUSH && ++nflush == 2) {
+			/* after the chunks, the last of them FUA: not done yet */
+			assert_true(i > 0 && in_journal(v, i - 1));
+			assert_int_equal(v->d.c[i - 1].r.flags, AVFS_DISK_FUA);
+			assert_int_equal(v->d.ncommitted, 0);
+		}
+		if (v->d.c[i].r.op == AVFS_DISK_WRITE && in_journal(v, i) && ++njournal > 1 &&
+		    nflush == 1)
+			assert_int_equal(v->d.c[i - 1].r.flags, 0);	/* an earlier chunk: no FUA */
+		complete(v, i, v->now + MS);
+	}
+	assert_int_equal(nflush, 2);
+	assert_true(njournal > 1);
+	assert_int_equal(v->d.commits, 1);
+	drain(v);
+	env_free(v);
+}
+
 /* A data write still waiting for its read-modify-write read holds the commit's FLUSH too: the
  * FLUSH comes only once the read, then the write, are complete. */
 static void test_engine_commit_waits_for_rmw_write(void **state)
@@ -2141,6 +2182,7 @@ int main(void)
 		cmocka_unit_test(test_engine_fua_last_chunk_only),
 		cmocka_unit_test(test_engine_commit_flush_after_data),
 		cmocka_unit_test(test_engine_checkpoint_after_commits),
+		cmocka_unit_test(test_engine_commit_chunked_flush),
 		cmocka_unit_test(test_engine_commit_survives_crash),
 		cmocka_unit_test(test_engine_commit_waits_for_rmw_write),
 		cmocka_unit_test(test_engine_commit_when_dirty_waits_for_its_write),
