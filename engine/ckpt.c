@@ -54,32 +54,30 @@ static void end(struct avfs_engine *e, int err, int64_t now)
 	e->on_ckpt(e, err, now);
 }
 
-static void write_done(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now)
+/* The operation out is done: the next, or the end on failure. */
+static void op_done(struct avfs_engine *e, int res, int64_t now)
 {
-	struct avfs_ckpt *k = &e->ck;
-
-	free(q);
-	k->out = NULL;
 	if (res < 0) {
 		end(e, res, now);
 		return;
 	}
-	k->i++;
+	e->ck.i++;
 	ck_step(e, now);
+}
+
+static void write_done(struct avfs_engine *e, struct avfs_ereq *q, int res, int64_t now)
+{
+	free(q);
+	e->ck.out = NULL;
+	op_done(e, res, now);
 }
 
 static void flush_done(struct avfs_engine *e, int res, int64_t now)
 {
-	struct avfs_ckpt *k = &e->ck;
-
-	k->flushing = false;
-	if (res < 0) {
-		end(e, res, now);
-		return;
-	}
-	k->i++;
-	ck_step(e, now);
-	e->on_ckpt(e, 0, now);	/* a commit may wait for the FLUSH slot */
+	e->ck.flushing = false;
+	op_done(e, res, now);
+	if (res >= 0)
+		e->on_ckpt(e, 0, now);	/* a commit may wait for the FLUSH slot */
 }
 
 static void ck_step(struct avfs_engine *e, int64_t now)
@@ -105,20 +103,11 @@ static void ck_step(struct avfs_engine *e, int64_t now)
 	}
 	if (e->cm.out)
 		return;	/* a commit's write is out: it goes first; kicked when it ends */
-	q = calloc(1, sizeof(*q));
+	q = dsp_meta_req(o, write_done);
 	if (!q) {
 		end(e, -ENOMEM, now);
 		return;
 	}
-	q->io.off = o->off;
-	q->io.len = o->len;
-	q->io.write = true;
-	q->io.fua = o->fua;
-	q->io.flow = AVFS_IO_FLOW_META;
-	q->buf = (uint8_t *)o->buf;
-	q->cls = AVFS_TRACE_META;
-	q->label = -1;
-	q->done = write_done;
 	k->out = q;
 	err = dsp_submit(e, q, now);
 	if (err) {

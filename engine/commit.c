@@ -279,20 +279,11 @@ static void step(struct avfs_engine *e, int64_t now)
 		dsp_flush(e, flush_done, now);
 		return;
 	}
-	q = calloc(1, sizeof(*q));
+	q = dsp_meta_req(o, write_done);
 	if (!q) {
 		plan_end(e, -ENOMEM, now);
 		return;
 	}
-	q->io.off = o->off;
-	q->io.len = o->len;
-	q->io.write = true;
-	q->io.fua = o->fua;
-	q->io.flow = AVFS_IO_FLOW_META;	/* best effort, before the clients' (mixer.c) */
-	q->buf = (uint8_t *)o->buf;
-	q->cls = AVFS_TRACE_META;
-	q->label = -1;
-	q->done = write_done;
 	c->busy = true;
 	c->out = q;
 	c->flush_after = o->fua && e->c.sched.chunk && o->len > e->c.sched.chunk;

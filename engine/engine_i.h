@@ -189,6 +189,11 @@ int dsp_init(struct avfs_engine *e, char *why, size_t whylen);
 void dsp_fini(struct avfs_engine *e);
 /* Into the scheduler (and kick). 0, or -errno (-ETIME: its deadline passed; not kept). */
 int dsp_submit(struct avfs_engine *e, struct avfs_ereq *q, int64_t now);
+/* A metadata write of a plan (a commit's, a checkpoint's) as a best-effort request of the
+ * commits' flow, not yet submitted; NULL: no memory. */
+struct avfs_ereq *dsp_meta_req(const struct avfs_plan_op *o,
+			       void (*done)(struct avfs_engine *e, struct avfs_ereq *q, int res,
+					    int64_t now));
 /* Out of the scheduler again (not dispatched): 0, or -EBUSY / -ENOENT. */
 int dsp_withdraw(struct avfs_engine *e, struct avfs_ereq *q);
 void dsp_kick(struct avfs_engine *e, int64_t now);
