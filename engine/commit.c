@@ -114,7 +114,7 @@ bool cm_durable(const struct avfs_engine *e)
 }
 
 /* The plan at the head failed at its operation c->i: what failed, for the log and for
- * avfs-admin status (the first failure is kept: the file system is read-only from then on). */
+ * avfs-admin status (the first failure only: the file system is read-only from then on). */
 static void note_failure(struct avfs_engine *e, int err)
 {
 	struct avfs_commit *c = &e->cm;
@@ -122,15 +122,16 @@ static void note_failure(struct avfs_engine *e, int err)
 	const struct avfs_plan_op *o = c->i < p->n ? &p->ops[c->i] : NULL;
 	char what[160];
 
+	if (c->failure[0])
+		return;	/* read-only since an earlier failure (a checkpoint's), said then */
 	if (!o)
 		snprintf(what, sizeof(what), "the commit");
 	else if (o->kind == AVFS_PLAN_FLUSH)
 		snprintf(what, sizeof(what), "a FLUSH of the commit");
 	else
 		avfs_fs_describe(e->fs, o->off, o->len, what, sizeof(what));
-	if (!c->failure[0])
-		snprintf(c->failure, sizeof(c->failure), "%s%s failed: %s", o && o->kind ==
-			 AVFS_PLAN_WRITE ? "writing " : "", what, strerror(-err));
+	snprintf(c->failure, sizeof(c->failure), "%s%s failed: %s", o && o->kind ==
+		 AVFS_PLAN_WRITE ? "writing " : "", what, strerror(-err));
 	elog(e, 0, "commit failed: %s%s (%s); the file system is read-only until remounted",
 	     o && o->kind == AVFS_PLAN_WRITE ? "writing " : "", what, strerror(-err));
 }
