@@ -114,7 +114,7 @@ bool cm_durable(const struct avfs_engine *e)
 }
 
 /* The plan at the head failed at its operation c->i: what failed, for the log and for
- * avfs-admin status (the first failure is kept: the file system is read-only from then on). */
+ * avfs-admin status (the first failure only: the file system is read-only from then on). */
 static void note_failure(struct avfs_engine *e, int err)
 {
 	struct avfs_commit *c = &e->cm;
@@ -122,15 +122,16 @@ static void note_failure(struct avfs_engine *e, int err)
 	const struct avfs_plan_op *o = c->i < p->n ? &p->ops[c->i] : NULL;
 	char what[160];
 
+	if (c->failure[0])
+		return;	/* read-only since an earlier failure (a checkpoint's), said then */
 	if (!o)
 		snprintf(what, sizeof(what), "the commit");
 	else if (o->kind == AVFS_PLAN_FLUSH)
 		snprintf(what, sizeof(what), "a FLUSH of the commit");
 	else
 		avfs_fs_describe(e->fs, o->off, o->len, what, sizeof(what));
-	if (!c->failure[0])
-		snprintf(c->failure, sizeof(c->failure), "%s%s failed: %s", o && o->kind ==
-			 AVFS_PLAN_WRITE ? "writing " : "", what, strerror(-err));
+	snprintf(c->failure, sizeof(c->failure), "%s%s failed: %s", o && o->kind ==
+		 AVFS_PLAN_WRITE ? "writing " : "", what, strerror(-err));
 	elog(e, 0, "commit failed: %s%s (%s); the file system is read-only until remounted",
 	     o && o->kind == AVFS_PLAN_WRITE ? "writing " : "", what, strerror(-err));
 }
@@ -150,7 +151,7 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 		c->qn--;
 	} while (err && c->qn);
 	c->i = 0;
-	c->busy = c->flushing = false;
+	c->busy = c->flushing = c->ck_ready = c->flush_after = c->post_flush = false;
 	c->t0 = now;	/* the next plan begins now */
 	if (err) {
 		told(e, err);
@@ -161,6 +162,8 @@ static void plan_end(struct avfs_engine *e, int err, int64_t now)
 		c->max_s = s;
 	c->done++;
 	told(e, 0);
+	if (avfs_fs_checkpoint_due(e->fs))
+		ck_start(e, now);	/* (a failure to start is logged; the next commit tries) */
 	if (c->qn)
 		step(e, now);
 	else if (c->wanted)
@@ -188,13 +191,46 @@ static void write_done(struct avfs_engine *e, struct avfs_ereq *q, int res, int6
 	free(q);
 	e->cm.out = NULL;
 	e->cm.busy = false;
-	op_done(e, res, now);
+	if (res >= 0 && e->cm.flush_after) {
+		e->cm.flush_after = false;
+		e->cm.post_flush = true;
+		step(e, now);
+	} else {
+		op_done(e, res, now);
+	}
+	ck_kick(e, now);	/* a checkpoint's write may go now */
 }
 
 static void flush_done(struct avfs_engine *e, int res, int64_t now)
 {
 	e->cm.flushing = false;
+	e->cm.post_flush = false;
 	op_done(e, res, now);
+	ck_kick(e, now);	/* ... or its FLUSH */
+}
+
+void cm_ckpt_event(struct avfs_engine *e, int err, int64_t now)
+{
+	struct avfs_commit *c = &e->cm;
+
+	if (!err) {
+		step(e, now);	/* a plan waiting for the checkpoint or its FLUSH goes on */
+		if (!c->qn && c->wanted)
+			cm_request(e, now);
+		return;
+	}
+	/* the transactions are in the journal (a remount replays them), but what is home and
+	 * what memory says may differ now: read-only, as after a failed commit */
+	elog(e, 0, "checkpoint failed: %s (%s); the file system is read-only until remounted",
+	     e->ck.what, strerror(-err));
+	if (!c->failure[0])
+		snprintf(c->failure, sizeof(c->failure), "%s failed: %s", e->ck.what,
+			 strerror(-err));
+	if (c->qn)
+		plan_end(e, err, now);	/* the commits queued fail unrun */
+	else
+		told(e, err);
+	space_ready(e, true, now);
 }
 
 /* Run the head plan one operation at a time: its order is the point. */
@@ -209,6 +245,25 @@ static void step(struct avfs_engine *e, int64_t now)
 	if (!c->qn || c->busy || c->flushing)
 		return;
 	p = c->q[c->qhead].plan;
+	if (c->post_flush) {	/* (flush_after) */
+		if (e->ck.flushing)
+			return;	/* one FLUSH at a time: stepped again when the checkpoint's ends */
+		c->flushing = true;
+		dsp_flush(e, flush_done, now);
+		return;
+	}
+	if (c->i == 0 && p->after_ckpt && !c->ck_ready) {
+		/* it writes where transactions before it are: they go home first (every one
+		 * of them is durable now, being ahead of it) */
+		err = ck_start(e, now);
+		if (err > 0)
+			return;	/* stepped again when the checkpoint ends */
+		if (err < 0) {
+			plan_end(e, err, now);
+			return;
+		}
+		c->ck_ready = true;
+	}
 	if (c->i == p->n) {
 		plan_end(e, 0, now);
 		return;
@@ -218,27 +273,22 @@ static void step(struct avfs_engine *e, int64_t now)
 		/* the barrier: the data of the transaction this plan commits is on the device */
 		if (c->writes[c->q[c->qhead].gen % AVFS_CM_QUEUE])
 			return;	/* stepped again as those writes complete */
+		if (e->ck.flushing)
+			return;	/* one FLUSH at a time: stepped again when the checkpoint's ends */
 		c->flushing = true;
 		c->unflushed = 0;	/* this FLUSH covers every data write completed so far */
 		dsp_flush(e, flush_done, now);
 		return;
 	}
-	q = calloc(1, sizeof(*q));
+	q = dsp_meta_req(o, write_done);
 	if (!q) {
 		plan_end(e, -ENOMEM, now);
 		return;
 	}
-	q->io.off = o->off;
-	q->io.len = o->len;
-	q->io.write = true;
-	q->io.fua = o->fua;
-	q->io.flow = AVFS_IO_FLOW_META;	/* best effort, before the clients' (mixer.c) */
-	q->buf = (uint8_t *)o->buf;
-	q->cls = AVFS_TRACE_META;
-	q->label = -1;
-	q->done = write_done;
 	c->busy = true;
 	c->out = q;
+	c->flush_after = o->fua && e->c.sched.chunk && o->len > e->c.sched.chunk;
+	ck_yield(e);	/* a checkpoint's write still waiting goes after this one */
 	err = dsp_submit(e, q, now);
 	if (err) {
 		c->busy = false;

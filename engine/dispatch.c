@@ -116,6 +116,26 @@ int dsp_submit(struct avfs_engine *e, struct avfs_ereq *q, int64_t now)
 	return 0;
 }
 
+struct avfs_ereq *dsp_meta_req(const struct avfs_plan_op *o,
+			       void (*done)(struct avfs_engine *e, struct avfs_ereq *q, int res,
+					    int64_t now))
+{
+	struct avfs_ereq *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->io.off = o->off;
+	q->io.len = o->len;
+	q->io.write = true;
+	q->io.fua = o->fua;
+	q->io.flow = AVFS_IO_FLOW_META;	/* best effort, before the clients' (mixer.c) */
+	q->buf = (uint8_t *)o->buf;
+	q->cls = AVFS_TRACE_META;
+	q->label = -1;
+	q->done = done;
+	return q;
+}
+
 int dsp_withdraw(struct avfs_engine *e, struct avfs_ereq *q)
 {
 	int err;

@@ -251,12 +251,20 @@ int avfs_engine_new(struct avfs_engine **out, const struct avfs_engine_conf *c,
 	e->on_be_idle = wake_parked;
 	e->on_fio_done = finish_fio;
 	e->on_space = fio_space_retry;
+	e->on_ckpt = cm_ckpt_event;
 	err = dsp_init(e, why, whylen);
 	if (!err)
 		err = bw_init(e, why, whylen);
 	if (!err && (err = ra_init(e)) && why)
 		snprintf(why, whylen, "engine: no memory");
 	if (err) {
+		avfs_engine_free(e);
+		return err;
+	}
+	/* commits are their journal writes, the checkpoint after them (fs.h, ckpt.c) */
+	if (fs && (err = avfs_fs_lazy_checkpoint(fs))) {
+		if (why)
+			snprintf(why, whylen, "engine: no memory");
 		avfs_engine_free(e);
 		return err;
 	}
@@ -272,6 +280,7 @@ void avfs_engine_free(struct avfs_engine *e)
 	if (!e)
 		return;
 	cm_fini(e);
+	ck_fini(e);
 	bw_fini(e);
 	dsp_fini(e);
 	/* the device requests still held: the scheduler (which points at them) is gone now */
@@ -280,6 +289,7 @@ void avfs_engine_free(struct avfs_engine *e)
 	ra_fini(e);
 	wb_fini(e);
 	free(e->cm.out);
+	free(e->ck.out);
 	free(e);
 }
 
@@ -299,7 +309,7 @@ void avfs_engine_tick(struct avfs_engine *e, int64_t now)
 
 bool avfs_engine_idle(const struct avfs_engine *e)
 {
-	return !e->nfio && !e->cm.qn && dsp_idle(e);
+	return !e->nfio && !e->cm.qn && !ck_busy(e) && dsp_idle(e);
 }
 
 /* ---- commits ---- */
@@ -335,6 +345,17 @@ uint64_t avfs_engine_commits(const struct avfs_engine *e, unsigned *queued)
 	if (queued)
 		*queued = (unsigned)e->cm.qn;
 	return e->cm.done;
+}
+
+void avfs_engine_checkpoint(struct avfs_engine *e, int64_t now)
+{
+	ck_start(e, now);	/* (a failure to start is logged) */
+	rearm(e);
+}
+
+uint64_t avfs_engine_checkpoints(const struct avfs_engine *e)
+{
+	return e->ck.done;
 }
 
 double avfs_engine_commit_max_s(const struct avfs_engine *e, int64_t now)

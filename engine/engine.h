@@ -215,6 +215,12 @@ bool avfs_engine_durable(const struct avfs_engine *e);
  * that arrives now is durable once commits() exceeds done + queued (the commit it asks for
  * comes after them). */
 uint64_t avfs_engine_commits(const struct avfs_engine *e, unsigned *queued);
+/* Write home every committed metadata image not there yet, in the background behind the
+ * commits' writes (the lazy checkpoint: it also starts by itself once the journal is a
+ * quarter full, and before a commit reuses the journal's space). */
+void avfs_engine_checkpoint(struct avfs_engine *e, int64_t now);
+/* Checkpoints done so far (each moved the journal's tail past every commit before it). */
+uint64_t avfs_engine_checkpoints(const struct avfs_engine *e);
 /* The longest a commit took, s (one still under way counts its age). */
 double avfs_engine_commit_max_s(const struct avfs_engine *e, int64_t now);
 /* Why the file system went read-only: the first commit (metadata write) that failed, as

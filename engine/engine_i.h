@@ -9,6 +9,7 @@
  *   fileio.c    a front-end request into device requests (data plans: reads, zero-fills,
  *               read-modify-writes)
  *   commit.c    ordered commits: generations, the barrier, FLUSH, the plan's writes
+ *   ckpt.c      the lazy checkpoint's plans, in the background, after the commits' writes
  *   dispatch.c  the scheduler and the device: slots, commands, FLUSH, completions
  *   metrics.c, trace.c, wberr.c, wbuf.c   leaves: counting, the trace's text, files' write
  *               errors, write-behind's accounting
@@ -95,6 +96,10 @@ struct avfs_commit {
 	bool wanted;		/* another commit once the queue is empty */
 	bool busy;		/* a write of the head plan is out */
 	bool flushing;
+	bool ck_ready;		/* the head plan reuses log space (after_ckpt): checkpointed */
+	bool flush_after;	/* the write out is a chunked FUA one: FUA went on its last chunk
+				 * only (mixer.c), so a FLUSH follows it ... */
+	bool post_flush;	/* ... now, before the plan's next operation */
 	struct avfs_ereq *out;	/* the plan's write that is out (busy) */
 	uint64_t done;		/* commits on disk */
 	uint64_t unflushed;	/* data writes completed since the last FLUSH was issued: a commit
@@ -105,6 +110,16 @@ struct avfs_commit {
 	int64_t t0;		/* the head plan began */
 	double max_s;
 	char failure[200];	/* the first commit that failed: what and why ("" none) */
+};
+
+/* The checkpoint under way (ckpt.c). */
+struct avfs_ckpt {
+	struct avfs_plan *plan;	/* NULL: none */
+	size_t i;		/* its next operation */
+	struct avfs_ereq *out;	/* its write that is out */
+	bool flushing;		/* its FLUSH is out */
+	uint64_t done;		/* checkpoints done */
+	char what[160];		/* what failed: "writing inode table block 37" */
 };
 
 struct avfs_bw {
@@ -132,6 +147,7 @@ struct avfs_engine {
 	uint64_t block_size;
 	struct avfs_dispatch d;
 	struct avfs_commit cm;
+	struct avfs_ckpt ck;
 	struct avfs_bw bw;
 	struct avfs_metrics m;
 	int64_t armed;		/* the time last given to ops.arm */
@@ -149,6 +165,8 @@ struct avfs_engine {
 	void (*on_fio_done)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
 	/* a write waiting for space may try again (the commits it waited for are done) */
 	void (*on_space)(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+	/* the checkpoint ended (err: failed), or its FLUSH did (a commit may go on) */
+	void (*on_ckpt)(struct avfs_engine *e, int err, int64_t now);
 };
 
 /* A line for the driver's log (ops.log), from any layer. */
@@ -171,6 +189,11 @@ int dsp_init(struct avfs_engine *e, char *why, size_t whylen);
 void dsp_fini(struct avfs_engine *e);
 /* Into the scheduler (and kick). 0, or -errno (-ETIME: its deadline passed; not kept). */
 int dsp_submit(struct avfs_engine *e, struct avfs_ereq *q, int64_t now);
+/* A metadata write of a plan (a commit's, a checkpoint's) as a best-effort request of the
+ * commits' flow, not yet submitted; NULL: no memory. */
+struct avfs_ereq *dsp_meta_req(const struct avfs_plan_op *o,
+			       void (*done)(struct avfs_engine *e, struct avfs_ereq *q, int res,
+					    int64_t now));
 /* Out of the scheduler again (not dispatched): 0, or -EBUSY / -ENOENT. */
 int dsp_withdraw(struct avfs_engine *e, struct avfs_ereq *q);
 void dsp_kick(struct avfs_engine *e, int64_t now);
@@ -203,6 +226,21 @@ const char *cm_failure(const struct avfs_engine *e);
 /* A data write begins (its generation) / ends (may let a waiting commit go on). */
 unsigned cm_write_begin(struct avfs_engine *e);
 void cm_write_end(struct avfs_engine *e, unsigned gen, int64_t now);
+
+/* The checkpoint ended or its FLUSH did (e->on_ckpt): a commit waiting for it goes on; a
+ * failure fails the commits. */
+void cm_ckpt_event(struct avfs_engine *e, int err, int64_t now);
+
+/* ckpt.c */
+void ck_fini(struct avfs_engine *e);
+/* Start a checkpoint of everything durable not yet home (fs.h). 1: one is under way (this
+ * one or an earlier), 0: nothing to do, -errno: it could not start (logged). */
+int ck_start(struct avfs_engine *e, int64_t now);
+bool ck_busy(const struct avfs_engine *e);
+/* A commit's write is about to go: the checkpoint's, if still in the scheduler, steps back. */
+void ck_yield(struct avfs_engine *e);
+/* A commit's write or FLUSH ended: the checkpoint goes on. */
+void ck_kick(struct avfs_engine *e, int64_t now);
 
 /* fileio.c */
 /* Plan f and send its parts (deadline 0: best effort; spare: not counted as best effort

@@ -64,8 +64,17 @@ struct avfs_plan {
 	size_t n, cap;
 	uint8_t **bufs;		/* buffers to free with the plan */
 	size_t nbufs, capbufs;
-	uint64_t tail_pos, tail_seq;	/* journal tail to adopt when the plan is done */
-	bool moves_tail;
+	uint64_t tail_pos, tail_seq;	/* a checkpoint: the journal tail to adopt when done */
+	bool moves_tail;	/* a checkpoint plan (avfs_fs_checkpoint) */
+	uint64_t tail_abs;	/* ... its tail as an absolute log position */
+	/* a commit with the lazy checkpoint on: its blocks and their committed images (in the
+	 * plan's buffers), kept for the checkpoint once the plan is done; the log after it */
+	uint64_t *ck_home;
+	const uint8_t **ck_img;
+	size_t nck;
+	uint64_t end_abs, end_seq;
+	bool after_ckpt;	/* it reuses log space: run it only after a checkpoint of every
+				 * transaction before it (avfs_fs_checkpoint) is done */
 	uint64_t *freed;	/* data blocks to release to the allocator when done */
 	size_t nfreed;
 	uint64_t *sfreed;	/* small-file units to release when done (fs/small.c) */
@@ -186,10 +195,35 @@ bool avfs_fs_commit_due(const struct avfs_fs *fs);
  * *plan is NULL when nothing changed. 0, -EROFS, -ENOMEM (nothing changed: call again). */
 int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **plan);
 /* The driver reports the plan's outcome. 0 on success; on failure the fs turns read-only
- * (-EROFS afterwards) — memory may be ahead of the disk, and only a remount can tell. */
+ * (-EROFS afterwards) — memory may be ahead of the disk, and only a remount can tell. A
+ * checkpoint (avfs_fs_checkpoint) the driver stopped running: -ECANCELED, nothing lost. */
 void avfs_fs_plan_done(struct avfs_fs *fs, struct avfs_plan *plan, int err);
-/* A plan that moves the journal tail to the head (after checkpoints are durable). */
+/* A plan that moves the journal tail to the head: the lazy checkpoint's pending images home
+ * first (no checkpoint plan may be out: -EBUSY). */
 int avfs_fs_journal_reset(struct avfs_fs *fs, struct avfs_plan **plan);
+
+/* ---- the lazy checkpoint (jbd2's; fs/checkpoint.c) ----
+ *
+ * Off (the default), a commit's plan writes the journal and then checkpoints the committed
+ * blocks home and to the backup region at once. On, a commit's plan is a FLUSH (the data it
+ * makes reachable durable: ordered mode) and the transaction — descriptors, images and commit
+ * record, whose CRC replay verifies — as one FUA write (two when it wraps the log's end): the
+ * commit is durable when that write is. The committed images are kept, the latest per block,
+ * and avfs_fs_checkpoint writes them home later, a block changed by several transactions
+ * once, before the journal's tail moves past them. A commit whose transaction would not fit
+ * the log (plan->after_ckpt) runs only after a checkpoint of everything before it. Blocks
+ * freed by a transaction are reusable once its commit is done (its record stays in the log
+ * until its checkpoint is). */
+
+/* Turn it on (after the recovery plan, before the first commit). 0 or -ENOMEM. */
+int avfs_fs_lazy_checkpoint(struct avfs_fs *fs);
+/* The log holds a quarter of its size or more that a checkpoint would free. */
+bool avfs_fs_checkpoint_due(const struct avfs_fs *fs);
+/* The plan that writes every durable committed image not yet home (home, then backup) and
+ * then moves the journal's tail past them: one at a time (-EBUSY while one is out). *plan
+ * NULL when there is nothing to do. Its outcome goes to avfs_fs_plan_done. 0, -EBUSY,
+ * -ENOMEM, -EROFS. */
+int avfs_fs_checkpoint(struct avfs_fs *fs, struct avfs_plan **plan);
 
 /* ---- inodes and directories (inode numbers; FUSE low-level style) ---- */
 

@@ -8,6 +8,7 @@
  *   fsio.c  fsck.c                    the synchronous driver; the checker
  *   mkfs.c                            a fresh format
  *   mount.c                           open/close, load, finish, the recovery plan
+ *   checkpoint.c                      the lazy checkpoint's plans
  *   journal.c                         commit, replay, the tail
  *   namei.c                           namespace operations
  *   lifetime.c  attr.c  dataplan.c    inode death and orphans; attributes; data plans
@@ -79,6 +80,15 @@ struct avfs_fs {
 	uint64_t tail_seq;
 	uint64_t jepoch;
 	bool jsuper_both;	/* the journal was discarded: the next anchor goes to both copies */
+	/* the lazy checkpoint (checkpoint.c; fs.h): off unless lazy */
+	bool lazy;
+	uint8_t **cimg;		/* [nmeta] a block's latest durable committed image, not yet home */
+	struct avfs_bitmap ckpt;	/* the blocks that have one */
+	struct avfs_bitmap ck_again;	/* ... committed again while a checkpoint is out */
+	bool ck_out;		/* a checkpoint plan is out */
+	uint64_t lpos;		/* the head as an absolute log position (log blocks ever written) */
+	uint64_t dpos, dseq;	/* position and sequence after the last durable transaction */
+	uint64_t jtail;		/* the tail the journal superblock on disk names (absolute) */
 	uint64_t mhint, ihint;
 	struct dirindex **dix;	/* [ninodes + 1] */
 	uint32_t *opens;	/* [ninodes + 1] open handles per inode (avfs_fs_open_ref), memory
@@ -343,5 +353,11 @@ int fs_plan_jsuper(struct avfs_fs *fs, struct avfs_plan *p, uint64_t tail, uint6
  * (want_b), consecutive blocks coalesced; NULL wants all. */
 int fs_plan_homes(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, size_t n,
 		  const struct avfs_bitmap *want_p, const struct avfs_bitmap *want_b);
+/* The same from the images src[m] (the lazy checkpoint's: fs->cimg). */
+int fs_plan_images(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, size_t n,
+		   const struct avfs_bitmap *want_p, const struct avfs_bitmap *want_b,
+		   uint8_t *const *src);
+/* The log index of absolute log position x (fs->lpos is the head's). */
+uint64_t fs_log_index(const struct avfs_fs *fs, uint64_t x);
 
 #endif

@@ -529,6 +529,20 @@ int64_t avfs_fsio_free_orphans(struct avfs_fsio *io)
 	return avfs_fs_rdonly(io->fs) ? -EROFS : free_orphans(io, false);
 }
 
+/* Run the lazy checkpoint's plan (fs.h), if there is anything to write. 0 or -errno. */
+static int checkpoint(struct avfs_fsio *io)
+{
+	struct avfs_plan *ck;
+	int err = avfs_fs_checkpoint(io->fs, &ck);
+
+	if (err || !ck)
+		return err;
+	err = avfs_fsio_run(io->d, ck);
+	avfs_fs_plan_done(io->fs, ck, err);
+	avfs_plan_free(ck);
+	return err;
+}
+
 int avfs_fsio_sync(struct avfs_fsio *io)
 {
 	struct avfs_plan *p;
@@ -536,15 +550,18 @@ int avfs_fsio_sync(struct avfs_fsio *io)
 
 	if (err || !p)
 		return err;
-	err = avfs_fsio_run(io->d, p);
+	if (p->after_ckpt)	/* it reuses the log: what is there goes home first */
+		err = checkpoint(io);
+	if (!err)
+		err = avfs_fsio_run(io->d, p);
 	avfs_fs_plan_done(io->fs, p, err);
 	avfs_plan_free(p);
-	if (!err) {
-		io->commits++;
-		if (io->on_commit)
-			io->on_commit(io->on_commit_arg, io->commits);
-	}
-	return err;
+	if (err)
+		return err;
+	io->commits++;
+	if (io->on_commit)
+		io->on_commit(io->on_commit_arg, io->commits);
+	return avfs_fs_checkpoint_due(io->fs) ? checkpoint(io) : 0;
 }
 
 int avfs_fsio_maybe_commit(struct avfs_fsio *io)

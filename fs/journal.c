@@ -189,6 +189,7 @@ static int replay_from(struct avfs_fs *fs, const uint8_t *log, uint64_t pos, uin
 		return 0;
 	fs->head = pos;
 	fs->used = scanned;
+	fs->lpos = scanned;	/* (absolute positions start at the tail) */
 	/* skip the sequence number a torn transaction may have used, so its remains can never
 	 * pass for the next transaction */
 	fs->next_seq = seq + 1;
@@ -325,6 +326,11 @@ bool avfs_fs_replayed(const struct avfs_fs *fs, uint64_t m)
 	return m < fs->nmeta && avfs_bitmap_test(&fs->replayed, m);
 }
 
+uint64_t fs_log_index(const struct avfs_fs *fs, uint64_t x)
+{
+	return (fs->head + fs->log_blocks - (fs->lpos - x) % fs->log_blocks) % fs->log_blocks;
+}
+
 int fs_plan_jsuper(struct avfs_fs *fs, struct avfs_plan *p, uint64_t tail, uint64_t seq)
 {
 	uint8_t *img = fs_plan_buf(p, AVFS_MBLOCK);
@@ -350,6 +356,13 @@ int fs_plan_jsuper(struct avfs_fs *fs, struct avfs_plan *p, uint64_t tail, uint6
 int fs_plan_homes(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, size_t n,
 		  const struct avfs_bitmap *want_p, const struct avfs_bitmap *want_b)
 {
+	return fs_plan_images(fs, p, ms, n, want_p, want_b, fs->blocks);
+}
+
+int fs_plan_images(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, size_t n,
+		   const struct avfs_bitmap *want_p, const struct avfs_bitmap *want_b,
+		   uint8_t *const *src)
+{
 	for (int pass = 0; pass < 2; pass++) {
 		size_t i = 0;
 
@@ -373,7 +386,7 @@ int fs_plan_homes(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, s
 			if (!buf)
 				return -ENOMEM;
 			for (size_t k = i; k <= j; k++)
-				memcpy(buf + (k - i) * AVFS_MBLOCK, fs->blocks[ms[k]], AVFS_MBLOCK);
+				memcpy(buf + (k - i) * AVFS_MBLOCK, src[ms[k]], AVFS_MBLOCK);
 			off = pass == 0 ? ms[i] * AVFS_MBLOCK : avfs_fs_backup_off(&fs->sb, ms[i]);
 			/* the superblock's home copy with FUA: its backup is written only once it is
 			 * durable, so that one power cut never tears both copies (a torn superblock
@@ -387,22 +400,43 @@ int fs_plan_homes(struct avfs_fs *fs, struct avfs_plan *p, const uint64_t *ms, s
 	return 0;
 }
 
+static int bits_of(const struct avfs_bitmap *b, uint64_t **out);
+
 int avfs_fs_journal_reset(struct avfs_fs *fs, struct avfs_plan **out)
 {
 	struct avfs_plan *p;
 
+	uint64_t *ms = NULL;
+	int err;
+
 	*out = NULL;
 	if (avfs_fs_rdonly(fs))
 		return -EROFS;
+	if (fs->ck_out)
+		return -EBUSY;
 	p = fs_plan_new();
-	if (!p || fs_plan_flush(p) || fs_plan_jsuper(fs, p, fs->head, fs->next_seq) ||
+	/* the lazy checkpoint's images not yet home go first (none when it is off) */
+	err = !p ? -ENOMEM : bits_of(&fs->ckpt, &ms);
+	if (!err)
+		err = fs_plan_images(fs, p, ms, fs->ckpt.nset, NULL, NULL, fs->cimg);
+	if (err || fs_plan_flush(p) || fs_plan_jsuper(fs, p, fs->head, fs->next_seq) ||
 	    fs_plan_flush(p)) {
 		avfs_plan_free(p);
+		free(ms);
 		return -ENOMEM;
 	}
+	for (uint64_t i = 0; i < fs->ckpt.nset; i++) {
+		free(fs->cimg[ms[i]]);
+		fs->cimg[ms[i]] = NULL;
+	}
+	for (uint64_t i = 0, k = fs->ckpt.nset; i < k; i++)
+		avfs_bitmap_clear(&fs->ckpt, ms[i]);
+	free(ms);
 	fs->tail = fs->head;
 	fs->tail_seq = fs->next_seq;
 	fs->used = 0;
+	fs->dpos = fs->jtail = fs->lpos;
+	fs->dseq = fs->next_seq;
 	*out = p;
 	return 0;
 }
@@ -435,6 +469,7 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 	struct avfs_super *sb;
 	struct avfs_plan *p = NULL;
 	uint64_t n, ndesc, total, seq, *ms = NULL, *freed = NULL;
+	const uint8_t **img = NULL;
 	/* where the journal stands: put back if the plan cannot be made */
 	uint64_t tail = fs->tail, tail_seq = fs->tail_seq, used = fs->used, jepoch = fs->jepoch;
 	uint8_t *jbuf;
@@ -466,9 +501,12 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 		goto fail;
 	if (fs->used + total > fs->log_blocks) {
 		/* the checkpoints of earlier transactions were written right after their commit;
-		 * once they are durable the whole log is free again */
-		if (fs_plan_flush(p) || fs_plan_jsuper(fs, p, fs->head, fs->next_seq) ||
-		    fs_plan_flush(p))
+		 * once they are durable the whole log is free again. Lazy: the driver runs a
+		 * checkpoint of all of them first, which moves the tail here */
+		if (fs->lazy)
+			p->after_ckpt = true;
+		else if (fs_plan_flush(p) || fs_plan_jsuper(fs, p, fs->head, fs->next_seq) ||
+			 fs_plan_flush(p))
 			goto fail;
 		fs->tail = fs->head;
 		fs->tail_seq = fs->next_seq;
@@ -476,7 +514,7 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 	}
 	seq = fs->next_seq;
 	jbuf = fs_plan_buf(p, total * AVFS_MBLOCK);
-	if (!jbuf)
+	if (!jbuf || (fs->lazy && !(img = malloc(n * sizeof(*img)))))
 		goto fail;
 	{
 		uint64_t k = 0, at = 0;
@@ -497,6 +535,8 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 				jd->home[i] = m;
 				fs_seal(fs, fs->blocks[m]);
 				memcpy(jbuf + (at + 1 + i) * AVFS_MBLOCK, fs->blocks[m], AVFS_MBLOCK);
+				if (img)
+					img[k + i] = jbuf + (at + 1 + i) * AVFS_MBLOCK;
 			}
 			fs_seal(fs, db);
 			crc = avfs_crc32c(crc, db, (1 + cnt) * AVFS_MBLOCK);
@@ -516,32 +556,50 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 			fs_seal(fs, cb);
 		}
 	}
-	/* descriptors and images (wrapping at the end of the log), a flush that also makes the
-	 * transaction's data durable (ordered mode), then the commit record with FUA */
-	{
+	if (fs->lazy) {
+		/* a FLUSH that makes the transaction's data durable (ordered mode), then the whole
+		 * transaction with FUA: replay takes it only if the commit record's CRC over the
+		 * descriptors and images holds, so a torn write is no commit (jbd2's async commit,
+		 * its data flushed first). The checkpoint comes later (checkpoint.c) */
+		uint64_t first = fs->head % fs->log_blocks;
+		uint64_t run1 = fs->log_blocks - first < total ? fs->log_blocks - first : total;
+
+		if (fs_plan_flush(p) ||
+		    fs_plan_write(p, (fs->log_start + first) * AVFS_MBLOCK, jbuf,
+				  (uint32_t)(run1 * AVFS_MBLOCK), true, false) ||
+		    (total > run1 && fs_plan_write(p, fs->log_start * AVFS_MBLOCK,
+						   jbuf + run1 * AVFS_MBLOCK,
+						   (uint32_t)((total - run1) * AVFS_MBLOCK), true,
+						   false)))
+			goto fail;
+	} else {
+		/* descriptors and images (wrapping at the end of the log), a flush that also
+		 * makes the transaction's data durable (ordered mode), then the commit record with
+		 * FUA; then the checkpoint: the committed images home and to the backup region */
 		uint64_t first = fs->head % fs->log_blocks, body = total - 1;
 		uint64_t run1 = fs->log_blocks - first < body ? fs->log_blocks - first : body;
 		uint64_t cpos = (fs->head + body) % fs->log_blocks;
 
 		if (fs_plan_write(p, (fs->log_start + first) * AVFS_MBLOCK, jbuf,
-				  (uint32_t)(run1 * AVFS_MBLOCK), false, false))
-			goto fail;
-		if (body > run1 && fs_plan_write(p, fs->log_start * AVFS_MBLOCK,
-						 jbuf + run1 * AVFS_MBLOCK,
-						 (uint32_t)((body - run1) * AVFS_MBLOCK), false, false))
-			goto fail;
-		if (fs_plan_flush(p) ||
+				  (uint32_t)(run1 * AVFS_MBLOCK), false, false) ||
+		    (body > run1 && fs_plan_write(p, fs->log_start * AVFS_MBLOCK,
+						  jbuf + run1 * AVFS_MBLOCK,
+						  (uint32_t)((body - run1) * AVFS_MBLOCK), false,
+						  false)) ||
+		    fs_plan_flush(p) ||
 		    fs_plan_write(p, (fs->log_start + cpos) * AVFS_MBLOCK,
 				  jbuf + body * AVFS_MBLOCK, AVFS_MBLOCK, true, false))
 			goto fail;
+		err = fs_plan_homes(fs, p, ms, n, NULL, NULL);
+		if (err)
+			goto fail;
 	}
-	/* checkpoint: the committed images to their homes and the backup region */
-	err = fs_plan_homes(fs, p, ms, n, NULL, NULL);
-	if (err)
-		goto fail;
 	fs->head = (fs->head + total) % fs->log_blocks;
 	fs->used += total;
+	fs->lpos += total;
 	fs->next_seq++;
+	p->end_abs = fs->lpos;
+	p->end_seq = fs->next_seq;
 	for (size_t i = 0; i < n; i++)
 		avfs_bitmap_clear(&fs->dirty, ms[i]);
 	p->nfreed = fs->pfree.nset;
@@ -549,7 +607,13 @@ int avfs_fs_commit(struct avfs_fs *fs, int64_t now_ns, struct avfs_plan **out)
 		avfs_bitmap_clear(&fs->pfree, freed[i]);
 	p->freed = freed;
 	fs_small_commit(fs, p);
-	free(ms);
+	if (fs->lazy) {
+		p->ck_home = ms;
+		p->ck_img = img;
+		p->nck = n;
+	} else {
+		free(ms);
+	}
 	*out = p;
 	return 0;
 fail:
@@ -559,6 +623,7 @@ fail:
 	fs->jepoch = jepoch;
 	avfs_plan_free(p);
 	free(ms);
+	free(img);
 	free(freed);
 	return err;
 }
@@ -567,10 +632,59 @@ void avfs_fs_plan_done(struct avfs_fs *fs, struct avfs_plan *p, int err)
 {
 	if (!p)
 		return;
+	if (err == -ECANCELED && p->moves_tail) {
+		/* a checkpoint not run to its end (its driver stopped): what it had to write stays
+		 * for the next one; whatever reached the disk was a committed image */
+		fs->ck_out = false;
+		for (uint64_t m = avfs_bitmap_find_set(&fs->ck_again, 0, fs->nmeta);
+		     m != UINT64_MAX; m = avfs_bitmap_find_set(&fs->ck_again, m + 1, fs->nmeta))
+			avfs_bitmap_clear(&fs->ck_again, m);
+		return;
+	}
 	if (err) {
 		fs->broken = true;
+		fs->ck_out = false;
 		fs_why(fs, "a metadata write failed (%d): read-only until remounted", err);
 		return;
+	}
+	if (p->moves_tail) {
+		/* a checkpoint: its images are home and the journal superblock names its tail */
+		fs->ck_out = false;
+		for (size_t i = 0; i < p->nck; i++)
+			if (!avfs_bitmap_test(&fs->ck_again, p->ck_home[i])) {
+				avfs_bitmap_clear(&fs->ckpt, p->ck_home[i]);
+				free(fs->cimg[p->ck_home[i]]);
+				fs->cimg[p->ck_home[i]] = NULL;
+			}
+		for (uint64_t m = avfs_bitmap_find_set(&fs->ck_again, 0, fs->nmeta);
+		     m != UINT64_MAX; m = avfs_bitmap_find_set(&fs->ck_again, m + 1, fs->nmeta))
+			avfs_bitmap_clear(&fs->ck_again, m);
+		if (p->tail_abs > fs->jtail)
+			fs->jtail = p->tail_abs;
+		if (p->tail_abs > fs->lpos - fs->used) {	/* (a wrap may have moved it past) */
+			fs->used = fs->lpos - p->tail_abs;
+			fs->tail = p->tail_pos;
+			fs->tail_seq = p->tail_seq;
+		}
+		return;
+	}
+	/* a lazy commit is durable: its images wait for the checkpoint, the latest per block */
+	for (size_t i = 0; i < p->nck; i++) {
+		uint64_t m = p->ck_home[i];
+
+		if (!fs->cimg[m] && posix_memalign((void **)&fs->cimg[m], 64, AVFS_MBLOCK)) {
+			fs->broken = true;	/* cannot be kept: the log may not be reused */
+			fs_why(fs, "no memory for a committed image: read-only until remounted");
+			return;
+		}
+		memcpy(fs->cimg[m], p->ck_img[i], AVFS_MBLOCK);
+		avfs_bitmap_set(&fs->ckpt, m);
+		if (fs->ck_out)
+			avfs_bitmap_set(&fs->ck_again, m);
+	}
+	if (p->nck) {
+		fs->dpos = p->end_abs;
+		fs->dseq = p->end_seq;
 	}
 	/* blocks freed by a transaction can be reused only once it is on disk: before, a crash
 	 * would leave the old owner pointing at new data; small-file units first (a freed pool

@@ -68,6 +68,12 @@ void avfs_fs_close(struct avfs_fs *fs)
 	avfs_bitmap_free(&fs->replayed);
 	avfs_bitmap_free(&fs->rewrite_p);
 	avfs_bitmap_free(&fs->rewrite_b);
+	if (fs->cimg)
+		for (uint64_t m = 0; m < fs->nmeta; m++)
+			free(fs->cimg[m]);
+	free(fs->cimg);
+	avfs_bitmap_free(&fs->ckpt);
+	avfs_bitmap_free(&fs->ck_again);
 	fs_small_close(fs);
 	while (fs->nspare)
 		free(fs->spare[--fs->nspare]);

@@ -19,6 +19,8 @@ void avfs_plan_free(struct avfs_plan *p)
 	free(p->ops);
 	free(p->freed);
 	free(p->sfreed);
+	free(p->ck_home);
+	free(p->ck_img);
 	free(p);
 }
 

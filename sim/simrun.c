@@ -701,6 +701,7 @@ static void finish_metrics(struct run *r)
 	res->split.write_rot_ns -= r->split0.write_rot_ns;
 	res->commits = avfs_engine_commits(r->e, NULL);
 	res->commit_max_s = avfs_engine_commit_max_s(r->e, r->end);
+	res->checkpoints = avfs_engine_checkpoints(r->e);
 	for (unsigned i = 0; i < res->nstreams; i++) {
 		const struct sstream *ss = &r->ss[i];
 		struct avfs_simrun_stream_res *sr = ss->res;

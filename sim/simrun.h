@@ -170,6 +170,7 @@ struct avfs_simrun_result {
 	uint64_t deleted_files;
 	uint64_t commits;	/* metadata commits done (best-effort writes through the scheduler) */
 	double commit_max_s;	/* the longest one, or the age of one still in flight at the end */
+	uint64_t checkpoints;	/* checkpoints done (committed metadata written home) */
 	/* o->streams: one entry per stream (malloc'ed; avfs_simrun_result_free) */
 	struct avfs_simrun_stream_res *streams;
 	unsigned nstreams;

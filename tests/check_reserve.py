@@ -37,7 +37,8 @@ if r:
     check("reserve: the file system's default allocator, ZRR in runs", r.get("alloc") == "zrr-run")
     for s in r["seeds"]:
         for key in ("seed", "requested", "admitted", "admitted_rate_bps", "admission_load",
-                    "disk_utilization", "rt_requests", "misses", "commit_max_s", "admitted_failed",
+                    "disk_utilization", "rt_requests", "misses", "commit_max_s", "commits",
+                    "checkpoints", "admitted_failed",
                     "max_streams", "max_rate_bps", "max_misses_full_duration",
                     "ratio_streams", "ratio_rate", "refused", "first_refusal",
                     "admitted_fahrrad", "sweep_round_ms", "sweep_need", "sweep_limit", "sweep"):
@@ -48,7 +49,11 @@ if r:
         check(f"seed {s['seed']}: a set was admitted and ran", s["admitted"] > 0 and s["rt_requests"] > 0)
         check(f"seed {s['seed']}: the admitted set misses no deadline",
               s["misses"] == 0 and s["admitted_failed"] is None)
-        check(f"seed {s['seed']}: metadata commits go on beside the admitted set", s["commit_max_s"] < 30)
+        # a commit is its journal write (the checkpoint after it, lazily): under a load that
+        # leaves best effort one command per be_age (2 s) it takes a few floor periods, not
+        # one per home and backup write (seed 1 took 16.9 s so)
+        check(f"seed {s['seed']}: metadata commits go on beside the admitted set, each within "
+              f"8 s ({s['commit_max_s']} s)", s["commit_max_s"] < 8)
         check(f"seed {s['seed']}: load within the limit, the limit within 1 - u_BE",
               s["admission_load"] == s["sweep_need"] and
               s["sweep_need"] <= s["sweep_limit"] <= 0.98)

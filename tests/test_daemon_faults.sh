@@ -5,10 +5,12 @@
 # mount succeeds from the backup region; a data write failing — write(2) and the file's size
 # agree (a short write), fsync reports EIO once per open file description, then 0 (also for a
 # write answered early by write-behind, issue 16); a metadata
-# write failing — the commit fails, the file system turns read-only (EROFS to writers), the log
-# and avfs-admin status name the block; remounted on the mended disk, everything committed is
-# there and fsck.avfs finds nothing; a best-effort write answered early (write-behind-be,
-# issue 18) that fails on the device: fsync reports EIO once.
+# write failing — a commit's (the journal) fails, the file system turns read-only (EROFS to
+# writers), the log and avfs-admin status name the block; remounted on the mended disk,
+# everything committed is there and fsck.avfs finds nothing; a checkpoint's write failing (an
+# inode table block's home, at the unmount's last checkpoint) loses nothing committed; a
+# best-effort write answered early (write-behind-be, issue 18) that fails on the device:
+# fsync reports EIO once.
 # Needs root and /dev/fuse (else SKIP); AVFSD, MKFS, FSCK, ADMIN, FAULTFS from the environment.
 . "$(dirname "${BASH_SOURCE[0]}")/daemon_env.sh"
 avfs_require
@@ -46,7 +48,7 @@ fault() {	# fault read|write|rw OFF LEN | fault none
 IMG=$AVFS_T/base.img
 avfs_mkfs --size $SIZE --block-size 64K || exit 1
 # geometry from the superblock (fs/format.h: struct avfs_super)
-read -r DATA_OFF DATA_END ITABLE <<<"$(python3 - "$IMG" <<'PY'
+read -r DATA_OFF DATA_END ITABLE JLOG JLOG_END <<<"$(python3 - "$IMG" <<'PY'
 import struct, sys
 b = open(sys.argv[1], "rb").read(4096)
 journal_start, journal_blocks = struct.unpack_from("<QQ", b, 104)
@@ -54,7 +56,8 @@ itable_start, = struct.unpack_from("<Q", b, 168)
 data_off, data_blocks = struct.unpack_from("<QQ", b, 200)
 block_shift, = struct.unpack_from("<I", b, 80)
 assert journal_start == 1 and journal_blocks >= 64, (journal_start, journal_blocks)
-print(data_off, data_off + (data_blocks << block_shift), itable_start)
+print(data_off, data_off + (data_blocks << block_shift), itable_start,
+      (journal_start + 2) * 4096, (journal_start + journal_blocks) * 4096)
 PY
 )"
 "$FAULTFS" --size $SIZE "$FFS" 2>"$AVFS_T/faultfs.log" &
@@ -152,20 +155,22 @@ check "... its failure on the device: fsync EIO once, then 0" \
 	grep -q "fsync $(python3 -c 'import errno; print(errno.EIO)') 0" "$AVFS_T/wb.out"
 fault none
 
-# 3. a metadata write fails (the inode table's home copies): read-only, the block named
-fault write $((ITABLE * 4096)) $((4 * 4096))
+# 3. a commit's write fails (the journal, where a commit writes: the homes come later, in
+# the checkpoint): read-only, the block named
+sync -f "$MNT"
+fault write $JLOG $((JLOG_END - JLOG))
 touch "$MNT/late" 2>/dev/null
 sync -f "$MNT" 2>/dev/null
 check "a failed commit: sync reports it" sh -c "! sync -f '$MNT/late'"
 check "... writers get EROFS" sh -c "touch '$MNT/x' 2>&1 | grep -q 'Read-only file system'"
-check "... the log names the block" grep -q "commit failed: writing .*inode table.*read-only" "$LOG"
+check "... the log names the block" grep -q "commit failed: writing .*journal.*read-only" "$LOG"
 "$ADMIN" --socket "$SOCK" status --json >"$AVFS_T/status.json"
 check "... avfs-admin status: read_only and the failure" python3 -c "
 import json, sys
 s = json.load(open('$AVFS_T/status.json'))
-assert s['read_only'] is True and 'inode table' in s['failure'], s
+assert s['read_only'] is True and 'journal' in s['failure'], s
 "
-"$ADMIN" --socket "$SOCK" status | grep -q "^state .*read-only: writing .*inode table"
+"$ADMIN" --socket "$SOCK" status | grep -q "^state .*read-only: writing .*journal"
 check "... and its text says so" test $? = 0
 # (into a file first: a process substitution's head could still hold the file open when
 # fusermount3 runs below, and the unmount would fail EBUSY)
@@ -174,15 +179,32 @@ check "... readers still read" cmp -n 1048576 "$AVFS_T/head.out" <(python3 -c "i
 timeout 30 fusermount3 -u "$MNT"
 avfs_wait_exit 30
 check "... unmounted, avfsd exits 1" test $? = 1
-check "... saying what is lost" grep -q "stopped read-only (writing .*inode table" "$LOG"
+check "... saying what is lost" grep -q "stopped read-only (writing .*journal" "$LOG"
 cp "$LOG" "$AVFS_T/ro.log"
 fault none
 
-# the disk mended: the journal replays what the failed commit had committed; fsck clean
+# the disk mended: what was committed before is there, the failed commit's file is not
 : >"$LOG"
 check "mended: avfsd mounts again" avfs_start
-check "... the files are there" test -s "$MNT/rec" -a -e "$MNT/late"
+check "... the files are there" test -s "$MNT/rec"
+check "... not the failed commit's" test ! -e "$MNT/late"
 check "... and writable" touch "$MNT/after"
+
+# 3b. a checkpoint's write fails (the inode table's home copies, at the unmount's last
+# checkpoint): the commit before it is durable (its homes wait), avfsd exits 1, and a
+# remount replays the commit
+fault write $((ITABLE * 4096)) $((4 * 4096))
+touch "$MNT/late2"
+check "a commit while the homes fail: sync says durable" sync -f "$MNT/late2"
+timeout 30 fusermount3 -u "$MNT"
+avfs_wait_exit 30
+check "... the checkpoint fails: avfsd exits 1" test $? = 1
+check "... saying so" grep -Eq "final commit failed|checkpoint failed: writing .*inode table" "$LOG"
+cp "$LOG" "$AVFS_T/ro2.log"
+fault none
+: >"$LOG"
+check "mended: avfsd mounts again" avfs_start
+check "... the committed file is there (replayed)" test -e "$MNT/late2" -a -e "$MNT/after"
 
 # 4. best-effort write-behind (the default, issue 18): a plain write is answered once in the
 # daemon's memory; when it then fails on the device, fsync says EIO once, then 0

@@ -464,6 +464,7 @@ struct seed_res {
 	uint64_t rt_requests, misses;
 	uint64_t kmax_misses;	/* the largest zero-miss prefix run for the full duration */
 	double commit_max_s;	/* the admitted run's longest metadata commit */
+	uint64_t commits, checkpoints;	/* ... its commits and checkpoints */
 	struct avfs_simdisk_split split;	/* where the admitted run's disk time went */
 	double run_s;		/* its length */
 	unsigned search_full;	/* search runs that ended on a full file system */
@@ -614,6 +615,8 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		sr->misses = res.deadline_misses - res.nospace;
 		sr->margin_min_ms = res.margin_min_ms;
 		sr->commit_max_s = res.commit_max_s;
+		sr->commits = res.commits;
+		sr->checkpoints = res.checkpoints;
 		sr->split = res.split;
 		sr->run_s = res.sim_s;
 		avfs_simrun_result_free(&res);
@@ -776,6 +779,8 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 	json_object_object_add(o, "misses", json_object_new_uint64(s->misses));
 	json_object_object_add(o, "margin_min_ms", avfs_json_double(s->margin_min_ms, "%.1f"));
 	json_object_object_add(o, "commit_max_s", avfs_json_double(s->commit_max_s, "%.2f"));
+	json_object_object_add(o, "commits", json_object_new_uint64(s->commits));
+	json_object_object_add(o, "checkpoints", json_object_new_uint64(s->checkpoints));
 	json_object_object_add(o, "admitted_failed", why_or_null(s->adm_fail));
 	json_object_object_add(o, "max_streams", json_object_new_int64(s->kmax));
 	json_object_object_add(o, "max_rate_bps", avfs_json_double(s->kmax_rate * 8, "%.0f"));
