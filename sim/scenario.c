@@ -222,13 +222,25 @@ static int set_time(int64_t *dst, const char *v, int64_t lo, int64_t hi, char *r
 	return 0;
 }
 
-/* Seconds: a time with its unit, or a plain number of seconds (as avfs-sim --duration). */
+/* Seconds: a time with its unit, or a plain number of seconds (as avfs-sim --duration).
+ * Seconds with the unit "s" are read as the number they are, as a plain number is, so that the
+ * canonical form ("1.2333333333333334s") reads back as the same value (avfs_parse_time keeps
+ * whole ns only). */
 static int set_seconds(double *dst, const char *v, double lo, double hi, char *r)
 {
+	size_t n = strlen(v);
+	char num[64];
 	int64_t t;
 	double x;
 
-	if (!avfs_parse_number(v, &x))
+	if (n >= 2 && n < sizeof(num) && v[n - 1] == 's' && (isdigit((unsigned char)v[n - 2]) ||
+							     v[n - 2] == '.')) {
+		memcpy(num, v, n - 1);
+		num[n - 1] = 0;
+	} else {
+		num[0] = 0;
+	}
+	if (!avfs_parse_number(num[0] ? num : v, &x))
 		;
 	else if (!avfs_parse_time(v, &t))
 		x = (double)t / NS;

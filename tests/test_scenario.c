@@ -172,6 +172,31 @@ static void test_scenario_defaults(void **state)
 	avfs_scenario_free(&s);
 }
 
+/* A duration of any number of seconds reads back from the canonical form as the same value
+ * (fuzz_scenario found "1.2333...": its canonical "1.2333333333333334s" read back through
+ * whole ns as 1.233333333); "500ms" and "2s" as before. */
+static void test_scenario_duration_round_trip(void **state)
+{
+	static const char *const in[] = { "1.23333333333333333333", "1.2333333333333334s",
+					  "500ms", "2s", "3600" };
+	static const double want[] = { 1.2333333333333334, 1.2333333333333334, 0.5, 2, 3600 };
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct avfs_scenario a, b;
+		char text[256], canon[1024], why[256] = "";
+
+		snprintf(text, sizeof(text), "duration = %s\n[stream a]\nrate = 19.39Mbit\n", in[i]);
+		assert_int_equal(parse(text, &a, why, sizeof(why)), 0);
+		assert_true(a.duration_s == want[i]);
+		avfs_scenario_format(&a, canon, sizeof(canon));
+		assert_int_equal(parse(canon, &b, why, sizeof(why)), 0);
+		assert_true(b.duration_s == a.duration_s);
+		avfs_scenario_free(&a);
+		avfs_scenario_free(&b);
+	}
+}
+
 /* Comments anywhere, blank lines, tabs, CRLF line ends, no newline at the end. */
 static void test_scenario_spacing(void **state)
 {
@@ -404,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_scenario_full_file),
 		cmocka_unit_test(test_scenario_defaults),
 		cmocka_unit_test(test_scenario_spacing),
+		cmocka_unit_test(test_scenario_duration_round_trip),
 		cmocka_unit_test(test_scenario_per_round),
 		cmocka_unit_test(test_scenario_canonical),
 		cmocka_unit_test(test_scenario_bad_files),
