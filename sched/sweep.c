@@ -169,7 +169,7 @@ static double own_round(const struct avfs_sweep_stream *s, double w)
  * its sweep. Fills the shares, visits, commands and util of out, and *var (the variance a
  * second). */
 static void terms(const struct avfs_sweep_conf *c, const struct avfs_sweep_stream *s, size_t n,
-		  double t, bool spread, struct avfs_sweep_result *out, double *var)
+		  double t, double tv, bool spread, struct avfs_sweep_result *out, double *var)
 {
 	const struct avfs_sweep_disk *d = &c->disk;
 	double tr = c->model.tr_ns / NS, full = d->full_ns / NS, track = d->track_ns / NS;
@@ -191,7 +191,7 @@ static void terms(const struct avfs_sweep_conf *c, const struct avfs_sweep_strea
 		bool detour = ti < t, by_request = detour && ti < margin;
 
 		avfs_sweep_inv_rate(c, &s[i], &inv, &v_inv);
-		vis = fmin(rps * ppr, 1 / (detour ? ti : t) + s[i].rate / place);
+		vis = fmin(rps * ppr, 1 / (detour ? ti : tv) + s[i].rate / place);
 		if (k > AVFS_SCHED_COALESCE_MAX)
 			k = AVFS_SCHED_COALESCE_MAX;
 		if (k >= 2)
@@ -217,8 +217,8 @@ static void terms(const struct avfs_sweep_conf *c, const struct avfs_sweep_strea
 		*var += s[i].rate * (double)c->block_size * v_inv;
 	}
 	out->visits = swept + 2 * out->detours + out->urgent;
-	out->seek = full / t + swept * track +
-		    (full - track) * avfs_sweep_seek_sum(swept * t, spread) / t +
+	out->seek = full / tv + swept * track +
+		    (full - track) * avfs_sweep_seek_sum(swept * tv, spread) / tv +
 		    (2 * out->detours + out->urgent) * full;
 	out->rot = swept * tr / 2 + (2 * out->detours + out->urgent) * tr;
 	*var += out->visits * tr * tr / 12;
@@ -232,7 +232,7 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	const struct avfs_sweep_disk *d = &c->disk;
 	double tr = m->tr_ns / NS, full = d->full_ns / NS;
 	double dmin = slowest(c), big = (double)c->cmd_max;
-	double pmin = INFINITY, var, wbe, e_be, u_be, t, margin = c->margin_ns / NS;
+	double pmin = INFINITY, var, wbe, e_be, u_be, t, tv, margin = c->margin_ns / NS;
 	double gap = INFINITY;	/* the longest the mixer goes between batches, unsaturated */
 	/* a round's positionings at places independent and uniform over the stroke: files spread
 	 * over many zones, no layout known (a known one may be anywhere, evenly spaced at worst),
@@ -271,8 +271,15 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	 * round of its arrival, so the hold lets it go at once, and the mixer serves short
 	 * batches and windows rather than one sweep a round (more positionings than 1/T a
 	 * stream, measured: sweep.h) — the evenly spaced bound there */
-	terms(c, s, n, t, spread && t >= margin, out, &var);
+	/* rounds the mixer gathers (T ≥ m): the hold lets a batch go once the request due first
+	 * comes within m of its deadline (less its place in the batch), so a request that just
+	 * missed one batch is held up to p_min − m for the next — the batches come that far
+	 * apart while the disk has time to spare, and each visits a stream once with all it
+	 * asked for since (sweep.h, "gathered") */
+	tv = t >= margin ? fmax(t, pmin - margin) : t;
+	terms(c, s, n, t, tv, spread && t >= margin, out, &var);
 	out->round_ns = t * NS;
+	out->gather_ns = tv * NS;
 	/* longer rounds with the shorter-period streams served out of them: the least need.
 	 * Below m the streams whose requests are due soonest start the batches, and the mixer
 	 * does not gather longer than `gap` before one (the hold), whatever the others' rounds */
@@ -284,16 +291,17 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 			tj = fmax(t, fmin(tj, gap));
 		if (!(tj > t))
 			continue;
-		terms(c, s, n, tj, spread && tj >= margin, &r, &vj);
+		terms(c, s, n, tj, tj, spread && tj >= margin, &r, &vj);
 		if (r.util + c->k * vj / margin < out->util + c->k * var / margin) {
 			*out = r;
-			out->round_ns = tj * NS;
+			out->round_ns = out->gather_ns = tj * NS;
 			var = vj;
 		}
 	}
 	out->margin = c->k * var / margin;
-	/* a best-effort command's overrun once a round of the set's shortest */
-	out->be = c->be_isolation ? e_be / t : 0;
+	/* a best-effort command's overrun once a batch: a round of the set's shortest, or the
+	 * rounds the hold gathers (with detours too: the hold is over every request) */
+	out->be = c->be_isolation ? e_be / tv : 0;
 	out->need = out->util + out->margin + out->be;
 	out->verdict = out->need > out->limit ? AVFS_SWEEP_TIME : AVFS_SWEEP_OK;
 }

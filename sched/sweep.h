@@ -166,6 +166,8 @@ enum avfs_sweep_verdict {
 struct avfs_sweep_result {
 	enum avfs_sweep_verdict verdict;
 	double round_ns;	/* T */
+	double gather_ns;	/* the round the swept streams are visited once in: T, or with
+				 * T ≥ m the hold's max(T, p_min − m) */
 	double period_min_ns;	/* p_min */
 	double visits;		/* V: positionings a second (a detour's two) */
 	double detours;		/* visits a second by detour from the sweep (its round_ns) */
