@@ -169,6 +169,7 @@ static json_object *status(const struct avfsd_admin_view *v, struct avfs_engine 
 	json_object_object_add(a, "default_io", json_object_new_int64(ac->default_io));
 	/* the round model over the admitted set, whichever test decides */
 	json_object_object_add(r, "round_ms", jd(sw.round_ns / 1e6));
+	json_object_object_add(r, "gather_ms", jd(sw.gather_ns / 1e6));
 	json_object_object_add(r, "visits_per_s", jd(sw.visits));
 	json_object_object_add(r, "detours_per_s", jd(sw.detours));
 	json_object_object_add(r, "urgent_per_s", jd(sw.urgent));

@@ -13,10 +13,21 @@
  *                                            requests; W the longest command (full-stroke seek,
  *                                            a turn, the largest command at the slowest rate:
  *                                            a request, a best-effort one, or a coalesced one)
- *   visits       v_i = min(r_i / s_i, 1/T + r_i / L)   a stream's pending requests are one run
- *                                            on disk (one positioning) per round, plus one for
- *                                            each place L = run · B it enters (ZRR: another
+ *   visits       v_i = min(r_i / s_i, 1/T_g + r_i / L)   a stream's pending requests are one
+ *                                            run on disk (one positioning) per round, plus one
+ *                                            for each place L = run · B it enters (ZRR: another
  *                                            zone every data block B, in runs every run blocks)
+ *   gathered     T_g = max(T, p_min − m) where T ≥ m, else T: the hold lets a batch go once
+ *                    the request due first comes within m of its deadline (less its place in
+ *                    the batch), so a request that just missed a batch waits up to p_min − m
+ *                    for the next, and the next visits each stream once with all it asked for
+ *                    since. Counted per stream in `avfs-sim reserve` traces (seeds 21–60,
+ *                    600 s): where p_min − m > T the disk made 0.84–1.01× the positionings
+ *                    T_g counts, 0.6–0.7× what T did (the request due first waits less than
+ *                    p_min − m where it lies late in the batch, but the reduced and EDF
+ *                    windows then serve its stream out of the batch's order, and the others
+ *                    wait the longer rounds). The returns, the seek per positioning and a
+ *                    best-effort command's overrun (e_BE below) go once a round of T_g too
  *   detours      with T ≥ m the sweep may take a longer round T' = T_j = (p_j − W) / 2 of one
  *                    of the set's streams: each stream whose own round T_i < T' is visited out
  *                    of the sweep's order instead, v_i = min(r_i/s_i, 1/T_i + r_i/L) a second
@@ -43,7 +54,8 @@
  *                    zero-miss prefix at 1.21–1.96 (median 1.35) where its T < m, against
  *                    1.03–1.20 (1.13) where T ≥ m (`avfs-sim reserve`, seeds 21–60, where
  *                    25 of 40 have T < m); by request 1.13–1.57 (1.27)
- *   seek         S   = full / T + V · track + (full − track) · Σ√(n) / T   (V = Σ v_i, n = V·T;
+ *   seek         S   = full / T_g + V · track + (full − track) · Σ√(n) / T_g
+ *                    (V = Σ v_i, n = V·T_g;
  *                    the swept visits and T' with detours, plus 2 · full a detour and
  *                    full an urgent request)
  *                    every round one return and n seeks whose distances add up to at most one
@@ -82,14 +94,14 @@
  *   u + e_BE / T + K · σ² / m  ≤  1 − u_BE'
  *
  * e_BE = full + T_r − T_k − T_r/2: a best-effort command the mixer starts under hold, because
- * its estimate ends before the hold time, can end that much later, once a round (of the
- * set's T, also with detours); u_BE' =
+ * its estimate ends before the hold time, can end that much later, once a hold: a round of
+ * T_g (also with detours: the hold is over the detoured streams' requests too); u_BE' =
  * max(u_BE, W_BE / be_age) with isolation: the best effort that the mixer puts first once every
  * be_age; σ² = the variance per second of the work above (rotational latencies, zone rates):
  * with this drift, a backlog of the mixer's margin m has a probability below e^(−2K).
  *
  * What the model leaves out, measured rather than modelled (docs/DESIGN.md): the mixer's hold
- * gathers longer batches than T when the periods allow (fewer positionings: the model is
+ * gathers batches longer than T_g when the periods allow (fewer positionings: the model is
  * conservative there, less so with detours); with T < m, the batches a stream due within m
  * starts more often than once a round of T (more positionings than V counts where such a
  * stream asks often, seeds 1 and 4 of `avfs-sim reserve`: the model keeps T there, as the

@@ -201,24 +201,30 @@ static void test_admit_sweep_by_hand(void **state)
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
 	assert_near(k.wcrt_ns / MS, 52.927439, 1e-5);
 	assert_near(k.round_ns / MS, 730.6309, 1e-3);
-	assert_near(k.visits, 1.946547, 1e-6);
-	assert_near(k.seek, 0.0444274, 1e-7);
-	assert_near(k.rot, 0.0081106, 1e-7);
+	/* T ≥ m: the hold gathers rounds of p − m = 1.014189 s, and a round is one return of a
+	 * full stroke, the visits (one a round and one a block) a track and their share of
+	 * the stroke each, half a turn each, the transfer at the linear model's mean rate, and
+	 * a best-effort overrun of 17 + 8.333 − 8.5 − 4.167 ms once such a round */
+	assert_near(k.gather_ns / MS, 1014.1892, 1e-3);
+	assert_near(k.visits, 1 / 1.0141892 + 2423750.0 / (4 * MIB), 1e-6);
+	assert_near(k.visits, 1.563876, 1e-6);
+	assert_near(k.seek, 0.0332560, 1e-7);
+	assert_near(k.rot, 0.0065162, 1e-7);
 	assert_near(k.xfer, 0.0462716, 1e-7);
 	assert_near(k.cmds, 0.0009246, 1e-7);
 	assert_near(k.turns, 0, 0);
-	assert_near(k.util, 0.0997342, 1e-7);
-	assert_near(k.margin, 0.0025588, 1e-7);
-	assert_near(k.be, 0.0173366, 1e-7);
-	assert_near(k.need, 0.1196296, 1e-7);
+	assert_near(k.util, 0.0869683, 1e-7);
+	assert_near(k.margin, 0.0025145, 1e-7);
+	assert_near(k.be, 0.0124895, 1e-7);
+	assert_near(k.need, 0.1019722, 1e-7);
 	assert_near(k.limit, 0.9735363, 1e-7);
 	assert_near(avfs_admit_load(a), 0, 0);
 	assert_near(avfs_admit_limit(a), 0.9735363, 1e-7);
 	while (avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0)
 		n++;
-	assert_int_equal(n, 13);
-	assert_near(avfs_admit_load(a), 0.9141, 1e-4);
-	assert_true(strstr(why, "rounds of 731 ms need 97.8 %, 97.4 % is free") != NULL);
+	assert_int_equal(n, 14);
+	assert_near(avfs_admit_load(a), 0.9156, 1e-4);
+	assert_true(strstr(why, "rounds of 731 ms need 97.7 %, 97.4 % is free") != NULL);
 	assert_near(left.util, 0.9735363 - avfs_admit_load(a), 1e-6);
 	/* the same stream fits at a lower rate (and not one byte/s above it), and not at all with
 	 * any buffer: the round is the other streams' */
@@ -232,7 +238,7 @@ static void test_admit_sweep_by_hand(void **state)
 	avfs_admit_destroy(a);
 
 	/* coalescing up to 4 MiB: a visit's requests take one command more than their bytes / C
-	 * at most, 1.946547 + 4.622936 / 8 a second, each 0.2 ms of overhead; W, the round and
+	 * at most, 1.563876 + 4.622936 / 8 a second, each 0.2 ms of overhead; W, the round and
 	 * the rest stay (a coalesced command is part of its round) */
 	c = sweep_250g();
 	r.rate = 2423750;
@@ -240,13 +246,13 @@ static void test_admit_sweep_by_hand(void **state)
 	assert_int_equal(avfs_admit_create(&a, &c), 0);
 	assert_int_equal(avfs_admit_sweep(a, &r, &k), 0);
 	assert_near(k.wcrt_ns / MS, 52.927439, 1e-5);
-	assert_near(k.visits, 1.946547, 1e-6);
-	assert_near(k.commands, 1.946547 + 2423750.0 / (512 << 10) / 8, 1e-6);
+	assert_near(k.visits, 1.563876, 1e-6);
+	assert_near(k.commands, 1.563876 + 2423750.0 / (512 << 10) / 8, 1e-6);
 	assert_near(k.cmds, k.commands * 0.0002, 1e-9);
-	assert_near(k.util, 0.0997342 - 0.0009246 + k.cmds, 1e-7);
+	assert_near(k.util, 0.0869683 - 0.0009246 + k.cmds, 1e-7);
 	while (avfs_admit_add(a, &r, &left, why, sizeof(why)) > 0)
 		n++;
-	assert_int_equal(n, 14);	/* one more than one request a command */
+	assert_int_equal(n, 15);	/* one more than one request a command */
 	avfs_admit_destroy(a);
 
 	/* ZRR in runs of 4 blocks (16 MiB): a stream enters another zone every run, not every
@@ -255,7 +261,7 @@ static void test_admit_sweep_by_hand(void **state)
 	c.run = 4;
 	assert_int_equal(avfs_admit_create(&a, &c), 0);
 	assert_int_equal(avfs_admit_sweep(a, &r, &kr), 0);
-	assert_near(kr.visits, 1 / (kr.round_ns / 1e9) + 2423750.0 / (16 * MIB), 1e-9);
+	assert_near(kr.visits, 1 / (kr.gather_ns / 1e9) + 2423750.0 / (16 * MIB), 1e-9);
 	assert_near(kr.visits, k.visits - 2423750.0 / (4 * MIB) + 2423750.0 / (16 * MIB), 1e-9);
 	assert_true(kr.need < k.need);
 	assert_near(kr.margin, k.margin - (k.visits - kr.visits) * (60.0 / 7200) * (60.0 / 7200) /
@@ -383,8 +389,8 @@ static void test_admit_sweep_layout(void **state)
 			n[v]++;
 		avfs_admit_destroy(a);
 	}
-	assert_int_equal(n[0], 14);
-	assert_int_equal(n[1], 14);	/* (the zones are faster than linear in the LBA: less
+	assert_int_equal(n[0], 15);
+	assert_int_equal(n[1], 15);	/* (the zones are faster than linear in the LBA: less
 					 * transfer time, not one stream more here) */
 	assert_true(n[2] < n[0] && n[2] >= 10);
 	assert_int_equal(n[3], n[2]);	/* not ZRR: the slowest zone, as for the inner file */
@@ -457,9 +463,9 @@ static void test_admit_sweep_seek_spread(void **state)
 		assert_int_equal(k[v].verdict, AVFS_SWEEP_OK);
 	}
 	{
-		double t = k[0].round_ns / 1e9, n = k[0].visits * t, full = 0.017, track = 0.0017;
+		double t = k[0].gather_ns / 1e9, n = k[0].visits * t, full = 0.017, track = 0.0017;
 
-		assert_near(k[1].round_ns, k[0].round_ns, 0);
+		assert_near(k[1].gather_ns, k[0].gather_ns, 0);
 		assert_near(k[1].visits, k[0].visits, 0);
 		assert_near(k[0].seek, full / t + k[0].visits * track +
 			    (full - track) * avfs_sweep_seek_sum(n, true) / t, 1e-12);
@@ -482,30 +488,38 @@ static void test_admit_sweep_seek_spread(void **state)
 		n = q.visits * t;
 		assert_true(t < 0.5);
 		assert_near(q.seek, 0.017 / t + q.visits * 0.0017 + 0.0153 * sqrt(n) / t, 1e-12);
-		sc.margin_ns = 250e6;	/* a shorter margin: gathered, the expectation */
+		assert_near(q.gather_ns, q.round_ns, 0);
+		sc.margin_ns = 250e6;	/* a shorter margin: gathered, the expectation, and
+					 * rounds of p − m = 0.399 s */
 		avfs_sweep_eval(&sc, &st, 1, &q);
+		assert_near(q.round_ns / 1e9, t, 1e-12);
+		t = q.gather_ns / 1e9;
+		assert_near(t, (2.0 * MIB - (512 << 10)) / 2423750.0 - 0.25, 1e-9);
+		n = q.visits * t;
 		assert_near(q.seek, 0.017 / t + q.visits * 0.0017 +
 			    0.0153 * avfs_sweep_seek_sum(n, true) / t, 1e-12);
 	}
 }
 
-/* One HD stream with 4 MiB of buffer (p 1.514 s), n − 1 with 16 MiB (p 6.706 s), 512 KiB
- * requests; isolation on, best-effort commands of 1 MiB. */
-static void short_long_set(struct avfs_sweep_stream *st, int n, struct avfs_sweep_conf *sc)
+/* One HD stream with `first` MiB of buffer (4: p 1.514 s), n − 1 with 16 MiB (p 6.706 s),
+ * 512 KiB requests; isolation on, best-effort commands of 1 MiB. */
+static void short_long_set(struct avfs_sweep_stream *st, int n, struct avfs_sweep_conf *sc,
+			   double first)
 {
 	for (int i = 0; i < n; i++)
 		st[i] = (struct avfs_sweep_stream){ .rate = 2423750,
-						    .buffer = (i ? 16.0 : 4.0) * MIB,
+						    .buffer = (i ? 16.0 : first) * MIB,
 						    .io = 512 << 10 };
 	sc->be_isolation = true;
 	sc->cmd_max = 1 << 20;
 }
 
 /* A stream whose own round is shorter than the others' is detoured to: the sweep takes the
- * round that needs least — here the long-period streams' own, with the short-period one
- * visited out of the sweep's order at its own round, two positionings of a full stroke and a
- * full turn each — where the mixer gathers rounds (T ≥ m); below m see
- * test_admit_sweep_by_request. */
+ * round that needs least — here (a 3.5 MiB buffer: p 1.298 s) the long-period streams' own,
+ * with the short-period one visited out of the sweep's order at its own round, two
+ * positionings of a full stroke and a full turn each — where the mixer gathers rounds
+ * (T ≥ m); below m see test_admit_sweep_by_request. With a 4 MiB buffer the rounds the hold
+ * gathers for all (p − m = 1.014 s) need less: no detours. */
 static void test_admit_sweep_detours(void **state)
 {
 	enum { N = 9 };
@@ -515,11 +529,11 @@ static void test_admit_sweep_detours(void **state)
 	double w, t0, tb, sw, full = 0.017, track = 0.0017, tr = 60.0 / 7200, r = 2423750;
 
 	(void)state;
-	short_long_set(st, N, &sc);
+	short_long_set(st, N, &sc, 3.5);
 	avfs_sweep_eval(&sc, st, N, &k);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
 	w = k.wcrt_ns / 1e9;
-	t0 = ((4.0 * MIB - (512 << 10)) / r - w) / 2;
+	t0 = ((3.5 * MIB - (512 << 10)) / r - w) / 2;
 	tb = ((16.0 * MIB - (512 << 10)) / r - w) / 2;
 	assert_near(k.round_ns / 1e9, tb, 1e-9);
 	assert_near(k.detours, 1 / t0 + r / (4.0 * MIB), 1e-9);	/* the first one's visits */
@@ -529,12 +543,22 @@ static void test_admit_sweep_detours(void **state)
 		    (full - track) * avfs_sweep_seek_sum(sw * tb, true) / tb +
 		    2 * k.detours * full, 1e-12);
 	assert_near(k.rot, sw * tr / 2 + 2 * k.detours * tr, 1e-12);
-	assert_near(k.be, (0.017 + tr - 0.0085 - tr / 2) / t0, 1e-9);	/* the shortest round's */
+	/* a best-effort overrun once a batch: the hold's, p − m of the short one (the hold is
+	 * over its requests too) */
+	assert_near(k.be, (0.017 + tr - 0.0085 - tr / 2) / ((3.5 * MIB - (512 << 10)) / r - 0.5),
+		    1e-9);
 
 	/* the margin above the set's round: no detours (test_admit_sweep_by_request) */
 	sc.margin_ns = 800e6;
 	avfs_sweep_eval(&sc, st, N, &g);
 	assert_near(g.detours, 0, 0);
+	/* with 4 MiB the rounds the hold gathers for all, p − m, need less than detours */
+	sc.margin_ns = 500e6;
+	short_long_set(st, N, &sc, 4.0);
+	avfs_sweep_eval(&sc, st, N, &g);
+	assert_near(g.detours, 0, 0);
+	assert_near(g.round_ns / 1e9, ((4.0 * MIB - (512 << 10)) / r - w) / 2, 1e-9);
+	assert_near(g.gather_ns / 1e9, (4.0 * MIB - (512 << 10)) / r - 0.5, 1e-9);
 }
 
 /* Below the margin the mixer serves a stream whose own round is shorter than m request by
@@ -556,7 +580,7 @@ static void test_admit_sweep_by_request(void **state)
 	(void)state;
 	/* joins: the short one's own round 0.74 s; m = 800 ms: T < m, and the hold goes at most
 	 * a + p − m = 0.93 s after a batch's start */
-	short_long_set(st, N, &sc);
+	short_long_set(st, N, &sc, 4.0);
 	sc.margin_ns = 800e6;
 	avfs_sweep_eval(&sc, st, N, &k);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
