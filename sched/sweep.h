@@ -23,7 +23,7 @@
  *                    for the next, and the next visits each stream once with all it asked for
  *                    since. Counted per stream in `avfs-sim reserve` traces (seeds 21–60,
  *                    600 s): where p_min − m > T the disk made 0.84–1.01× the positionings
- *                    T_g counts, 0.6–0.7× what T did (the request due first waits less than
+ *                    T_g counts, 0.61–0.74× what T did (the request due first waits less than
  *                    p_min − m where it lies late in the batch, but the reduced and EDF
  *                    windows then serve its stream out of the batch's order, and the others
  *                    wait the longer rounds). The returns, the seek per positioning and a
