@@ -12,6 +12,9 @@
 #include "sweep.h"
 
 #define NS 1e9
+/* E √|U − V| for U, V independent and uniform on [0, 1]: a seek between two random places in
+ * units of the concave curve's √ term (a detour's expected seek, sweep.h) */
+#define DETOUR_SEEK (8.0 / 15)
 
 int avfs_sweep_disk_named(struct avfs_sweep_disk *d, const char *name, uint64_t bytes)
 {
@@ -162,8 +165,8 @@ static double own_round(const struct avfs_sweep_stream *s, double w)
  * round is shorter are served out of the round, the others once a round. A short stream whose
  * own round is at least m is served by detours from the sweep (its requests come due before
  * the sweep returns: the mixer's EDF and reduced windows, and joins, take them out of order),
- * each visit two positionings of a full stroke and a full turn (there and back: Theorem 3's
- * 2S). One whose own round is below m, the mixer serves request by request (sweep.h): if its
+ * each visit two positionings there and back (Theorem 3's 2S) at their expectation: a seek
+ * between two uniform places and half a turn. One whose own round is below m, the mixer serves request by request (sweep.h): if its
  * requests are due within m of their arrival, each one at once, one positioning of a full
  * stroke and a full turn (`urgent`); else they join the batch under way and are visited within
  * its sweep. Fills the shares, visits, commands and util of out, and *var (the variance a
@@ -219,8 +222,8 @@ static void terms(const struct avfs_sweep_conf *c, const struct avfs_sweep_strea
 	out->visits = swept + 2 * out->detours + out->urgent;
 	out->seek = full / tv + swept * track +
 		    (full - track) * avfs_sweep_seek_sum(swept * tv, spread) / tv +
-		    (2 * out->detours + out->urgent) * full;
-	out->rot = swept * tr / 2 + (2 * out->detours + out->urgent) * tr;
+		    2 * out->detours * (track + (full - track) * DETOUR_SEEK) + out->urgent * full;
+	out->rot = (swept + 2 * out->detours) * tr / 2 + out->urgent * tr;
 	*var += out->visits * tr * tr / 12;
 	out->util = out->seek + out->rot + out->xfer + out->turns + out->cmds;
 }

@@ -33,7 +33,12 @@
  *                    of the sweep's order instead, v_i = min(r_i/s_i, 1/T_i + r_i/L) a second
  *                    (its requests come due before the sweep returns: the mixer's EDF and
  *                    reduced windows and joins serve them first), each visit two positionings
- *                    of a full stroke and a full turn (there and back: Theorem 3's 2·S); the
+ *                    there and back (Theorem 3's 2·S) at their expectation: the sweep is
+ *                    anywhere when the stream's request comes due, so a seek over the distance
+ *                    of two places independent and uniform over the stroke, track + (full −
+ *                    track)·8/15 under the concave curve (E √|U − V| = 8/15), and half a turn
+ *                    (the worst case, a full stroke and a full turn each, admitted 0.008–0.015
+ *                    less of the maxima with 0 misses either way, docs/DESIGN.md); the
  *                    rest once a round of T'. The T' of least u + margin is taken (T itself
  *                    among them). A set's positionings at its zero-miss maximum were 1.8× what
  *                    one round of T for all counted (`avfs-sim reserve`, seeds 1–20): the
@@ -56,8 +61,8 @@
  *                    25 of 40 have T < m); by request 1.13–1.57 (1.27)
  *   seek         S   = full / T_g + V · track + (full − track) · Σ√(n) / T_g
  *                    (V = Σ v_i, n = V·T_g;
- *                    the swept visits and T' with detours, plus 2 · full a detour and
- *                    full an urgent request)
+ *                    the swept visits and T' with detours, plus two expected seeks a
+ *                    detour and full an urgent request)
  *                    every round one return and n seeks whose distances add up to at most one
  *                    stroke: by the concavity of t(d) = track + (full − track)·√(d / L), which
  *                    bounds the disk's curve, they cost at most n · t(L / n), Σ√(n) = √n
@@ -71,8 +76,8 @@
  *                    hold lets it go at once and the mixer serves short batches and windows,
  *                    not one sweep a round: there it made up to 1.4× the positionings V
  *                    counts (docs/DESIGN.md), and the bound stays
- *   rotation     R   = V · T_r / 2          (variance V · T_r² / 12; a detour's two: 2 · T_r;
- *                                            an urgent request's: T_r)
+ *   rotation     R   = V · T_r / 2          (variance V · T_r² / 12, a detour's two too; an
+ *                                            urgent request's: T_r)
  *   transfer     X   = Σ r_i · E_i[1/d]     (variance Σ r_i · B · Var_i[1/d], per data block
  *                                            even in runs: ZRR's zones in order swing a
  *                                            stream's rate over n·B/2 bytes, runs taken from

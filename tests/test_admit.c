@@ -516,10 +516,10 @@ static void short_long_set(struct avfs_sweep_stream *st, int n, struct avfs_swee
 
 /* A stream whose own round is shorter than the others' is detoured to: the sweep takes the
  * round that needs least — here (a 3.5 MiB buffer: p 1.298 s) the long-period streams' own,
- * with the short-period one visited out of the sweep's order at its own round, two
- * positionings of a full stroke and a full turn each — where the mixer gathers rounds
- * (T ≥ m); below m see test_admit_sweep_by_request. With a 4 MiB buffer the rounds the hold
- * gathers for all (p − m = 1.014 s) need less: no detours. */
+ * with the short-period one visited out of the sweep's order at its own round, two expected
+ * positionings each (from anywhere on the stroke and back) — where the mixer gathers rounds
+ * (T ≥ m); below m see test_admit_sweep_by_request. Streams of one period are never detoured
+ * to: they are visited once a round the hold gathers, p − m. */
 static void test_admit_sweep_detours(void **state)
 {
 	enum { N = 9 };
@@ -539,10 +539,12 @@ static void test_admit_sweep_detours(void **state)
 	assert_near(k.detours, 1 / t0 + r / (4.0 * MIB), 1e-9);	/* the first one's visits */
 	sw = (N - 1) * (1 / tb + r / (4.0 * MIB));
 	assert_near(k.visits, sw + 2 * k.detours, 1e-9);
+	/* each detour two seeks between uniform places (E √|U − V| = 8/15 of the curve's √
+	 * term) and two half turns */
 	assert_near(k.seek, full / tb + sw * track +
 		    (full - track) * avfs_sweep_seek_sum(sw * tb, true) / tb +
-		    2 * k.detours * full, 1e-12);
-	assert_near(k.rot, sw * tr / 2 + 2 * k.detours * tr, 1e-12);
+		    2 * k.detours * (track + (full - track) * 8 / 15), 1e-12);
+	assert_near(k.rot, (sw + 2 * k.detours) * tr / 2, 1e-12);
 	/* a best-effort overrun once a batch: the hold's, p − m of the short one (the hold is
 	 * over its requests too) */
 	assert_near(k.be, (0.017 + tr - 0.0085 - tr / 2) / ((3.5 * MIB - (512 << 10)) / r - 0.5),
@@ -552,13 +554,16 @@ static void test_admit_sweep_detours(void **state)
 	sc.margin_ns = 800e6;
 	avfs_sweep_eval(&sc, st, N, &g);
 	assert_near(g.detours, 0, 0);
-	/* with 4 MiB the rounds the hold gathers for all, p − m, need less than detours */
+	/* all of them with 4 MiB: one period, no detour; the rounds the hold gathers, p − m */
 	sc.margin_ns = 500e6;
 	short_long_set(st, N, &sc, 4.0);
+	for (int i = 1; i < N; i++)
+		st[i].buffer = 4.0 * MIB;
 	avfs_sweep_eval(&sc, st, N, &g);
 	assert_near(g.detours, 0, 0);
 	assert_near(g.round_ns / 1e9, ((4.0 * MIB - (512 << 10)) / r - w) / 2, 1e-9);
 	assert_near(g.gather_ns / 1e9, (4.0 * MIB - (512 << 10)) / r - 0.5, 1e-9);
+	assert_near(g.visits, N * (1 / (g.gather_ns / 1e9) + r / (4.0 * MIB)), 1e-9);
 }
 
 /* Below the margin the mixer serves a stream whose own round is shorter than m request by
