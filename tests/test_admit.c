@@ -172,17 +172,18 @@ static void test_admit_busy_and_left(void **state)
  * reads) on the derived mechanics (track 1.7 ms, full stroke 17 ms, 200 µs a command; rates
  * linear 70..38 MB/s: E[1/d] = ln(70/38) / 32e6 = 1 / 52.38 MB/s, Var[1/d] = 1.1477e-17):
  *   W = 17 + 8.3333 + 1 MiB / 38 MB/s (27.5941) = 52.9274 ms (a 1 MiB best-effort command)
- *   p = 1.5141892 s, T = (p − W) / 2 = 730.6309 ms
- *   V = min(4.6229, 1/T + r/B = 1.368680 + 0.577867) = 1.946547 positionings/s
- *   seek = 0.017/T + V·0.0017 + 0.0153·Σ√/T with n = V·T = 1.4222074 places a round, spread
- *   (ZRR): Σ√ = n·Γ(n+1)Γ(3/2)/Γ(n+3/2) = 0.8524373 (evenly spaced: √n = 1.1925634) = 0.0444274;
- *   rotation V·T_r/2 = 0.0081106
- *   transfer r·E[1/d] = 0.0462716; commands 4.6229 · 200 µs = 0.0009246; u = 0.0997342
- *   σ² = r·B·Var + V·T_r²/12 = 1.27940e-4; margin 10 σ² / 0.5 s = 0.0025588
- *   e_BE / T = (17 + 8.3333 − 8.5 − 4.1667) ms / T = 0.0173366; need 0.1196296
+ *   p = 1.5141892 s, T = (p − W) / 2 = 730.6309 ms ≥ m: the hold gathers T_g = p − m =
+ *   1.0141892 s
+ *   V = min(4.6229, 1/T_g + r/B = 0.986009 + 0.577867) = 1.563876 positionings/s
+ *   seek = 0.017/T_g + V·0.0017 + 0.0153·Σ√/T_g with n = V·T_g = 1.5860665 places a round,
+ *   spread (ZRR): Σ√ = n·Γ(n+1)Γ(3/2)/Γ(n+3/2) = 0.9170923 (evenly spaced: √n = 1.2593913)
+ *   = 0.0332560; rotation V·T_r/2 = 0.0065162
+ *   transfer r·E[1/d] = 0.0462716; commands 4.6229 · 200 µs = 0.0009246; u = 0.0869683
+ *   σ² = r·B·Var + V·T_r²/12 = 1.25725e-4; margin 10 σ² / 0.5 s = 0.0025145
+ *   e_BE / T_g = (17 + 8.3333 − 8.5 − 4.1667) ms / T_g = 0.0124895; need 0.1019722
  *   limit 1 − max(0.02, 52.9274 ms / 2 s) = 0.9735363
- * Each more stream adds its own share and seeks of the shared sweep: 13 need 0.9141, the
- * 14th 0.97834: refused, saying the rounds and the share. */
+ * Each more stream adds its own share and seeks of the shared sweep: 14 need 0.9156, the
+ * 15th 0.977: refused, saying the rounds and the share. */
 static void test_admit_sweep_by_hand(void **state)
 {
 	struct avfs_admit_conf c = sweep_250g();

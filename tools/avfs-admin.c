@@ -276,10 +276,12 @@ static int cmd_query(int argc, char **argv)
 		       json_object_get_boolean(avfs_json_get(o, "admission.isolation")) ?
 		       "on" : "off");
 		if (avfs_json_num(o, "admission.sweep.round_ms") > 0)
-			printf("              rounds of %.0f ms, %.1f positionings/s (%.1f visits/s "
-			       "by detour, %.1f requests/s at once): seek %.1f %%, rotation %.1f %%, "
-			       "transfer %.1f %%, write turns %.1f %%, margin %.1f %%\n",
+			printf("              rounds of %.0f ms (gathered %.0f ms), %.1f positionings/s "
+			       "(%.1f visits/s by detour, %.1f requests/s at once): seek %.1f %%, "
+			       "rotation %.1f %%, transfer %.1f %%, write turns %.1f %%, margin "
+			       "%.1f %%\n",
 			       avfs_json_num(o, "admission.sweep.round_ms"),
+			       avfs_json_num(o, "admission.sweep.gather_ms"),
 			       avfs_json_num(o, "admission.sweep.visits_per_s"),
 			       avfs_json_num(o, "admission.sweep.detours_per_s"),
 			       avfs_json_num(o, "admission.sweep.urgent_per_s"),
