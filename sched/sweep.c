@@ -162,11 +162,12 @@ static double own_round(const struct avfs_sweep_stream *s, double w)
 }
 
 /* The terms of the set with the sweep's rounds of t (≥ the set's round): the streams whose own
- * round is shorter are served out of the round, the others once a round. A short stream whose
- * own round is at least m is served by detours from the sweep (its requests come due before
- * the sweep returns: the mixer's EDF and reduced windows, and joins, take them out of order),
- * each visit two positionings there and back (Theorem 3's 2S) at their expectation: a seek
- * between two uniform places and half a turn. One whose own round is below m, the mixer serves request by request (sweep.h): if its
+ * round is shorter are served out of the round, the others once a round of tv ≥ t (the round
+ * the hold gathers). A short stream whose own round is at least m is served by detours from
+ * the sweep (its requests come due before the sweep returns: the mixer's EDF and reduced
+ * windows, and joins, take them out of order), each visit two positionings there and back
+ * (Theorem 3's 2S) at their expectation: a seek between two uniform places and half a turn.
+ * One whose own round is below m, the mixer serves request by request (sweep.h): if its
  * requests are due within m of their arrival, each one at once, one positioning of a full
  * stroke and a full turn (`urgent`); else they join the batch under way and are visited within
  * its sweep. Fills the shares, visits, commands and util of out, and *var (the variance a
