@@ -50,6 +50,8 @@ struct avfs_fio {
 	bool keep_late;		/* with a deadline: failed by it (-ETIME) in the scheduler, it goes
 				 * again as best effort (late, not lost), as a file write without
 				 * a client deadline always does */
+	bool prefetch;		/* read ahead of a client (rahead.c): nobody waits for it yet; its
+				 * deadline is the one the client's read of it will carry */
 	uint64_t flow;		/* best effort: whose it is, for the mixer's turns between clients
 				 * (struct avfs_io's flow: the FUSE front end names the file),
 				 * 0: nobody named */

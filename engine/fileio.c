@@ -135,6 +135,7 @@ static struct avfs_ereq *part_new(struct avfs_fio *f, uint64_t off, uint64_t len
 	q->io.write = write;
 	q->io.deadline = deadline;
 	q->io.flow = f->flow;
+	q->io.prefetch = f->prefetch;
 	q->spare = spare;
 	q->f = f;
 	q->cls = f->cls;

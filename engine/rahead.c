@@ -290,6 +290,7 @@ bool ra_read(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	p->waiters = f;
 	if (p->f.sched_deadline > f->deadline && !fio_withdraw(e, &p->f, now)) {
 		p->f.deadline = f->deadline;
+		p->f.prefetch = false;	/* a client waits for it now */
 		fio_start(e, &p->f, f->deadline, false, now);
 	}
 	return true;
@@ -330,6 +331,7 @@ struct avfs_fio *ra_next(struct avfs_engine *e)
 	/* the deadline the client's own read of it will carry, at the pace it reads */
 	p->f.deadline = w->dl + (int64_t)((double)(p->off - w->last_off) * w->ns_per_byte);
 	p->f.label = w->label;
+	p->f.prefetch = true;
 	p->f.done = fetched;
 	p->f.arg = p;
 	for (pp = &w->pieces; *pp; pp = &(*pp)->next)

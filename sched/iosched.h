@@ -29,6 +29,9 @@ struct avfs_io {
 	 * one greedy flow whose next request always lies ahead of the head cannot hold it;
 	 * AVFS_IO_FLOW_META (the file system's commits) goes before the others. */
 	uint64_t flow;
+	/* read ahead of a client that does not wait for it yet (the engine's read-ahead): a
+	 * command may carry it early, as its client's read would be (prefetch-carry) */
+	bool prefetch;
 	/* Set by the policy when a command carries more than this request (coalescing): the next
 	 * request of the same command, which starts where this one ends on the device; NULL
 	 * otherwise. The caller reads the chain when the command completes: done() has then
@@ -114,6 +117,12 @@ struct avfs_sched_conf {
 	 * admission model counts the mixer so; docs/DESIGN.md, "Coalescing in the reduced
 	 * window") */
 	bool reduced_carry;
+	/* traffic mixer: a command picked by the EDF or reduced window carries the read-ahead
+	 * (io->prefetch) that follows it whatever it is due, as long as the request due first
+	 * that it leaves can spare the time (true, the default), or only what the window takes
+	 * (false). Read-ahead is the engine's, for unreserved deadline readers only, so a
+	 * reserved set — what admission counts — is served alike either way */
+	bool prefetch_carry;
 	/* traffic mixer, hold = batch: the order of a released batch's requests in the normal
 	 * (C-SCAN) window — false: by LBA from the cursor; true: of the first satf_window runs
 	 * in that order (a run: requests that follow each other on the disk, which one command

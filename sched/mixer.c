@@ -919,7 +919,8 @@ static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_
 		struct node *s = follower(t, n, cmd->off + cmd->len, tr, &from);
 		double need;
 
-		if (!s || cmd->len + s->io->len > cap || s->dl > t->join_lim)
+		if (!s || cmd->len + s->io->len > cap ||
+		    (s->dl > t->join_lim && !(t->c.prefetch_carry && s->io->prefetch)))
 			break;
 		need = avfs_svc_time(&t->c.model, cmd->off, cmd->len + s->io->len,
 				     cmd->off == t->last_end);

@@ -436,6 +436,58 @@ static void test_mixer_reduced_window_carries(void **state)
 	}
 }
 
+/* prefetch-carry = on: in the reduced window (and the EDF one) a command carries a follower
+ * that is read ahead (io->prefetch: nobody waits for it yet) whatever it is due, as long as
+ * the request due first that it does not carry can spare the time — and only such a follower:
+ * a client's own later request stays, as with reduced-carry off. */
+static void test_mixer_prefetch_carry(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+	struct avfs_io a, f, o;
+
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		bool on = k & 1, piece = k & 2;
+
+		avfs_sched_conf_default(&c);
+		assert_true(c.prefetch_carry);	/* the default */
+		c.prefetch_carry = on;
+		s = mk(&c);
+		a = rt(100 * GB, 524288, t + 300 * MS);			/* reduced window */
+		f = rt(100 * GB + 524288, 524288, t + 2000 * MS);	/* what follows it */
+		f.prefetch = piece;
+		o = rt(150 * GB, 524288, t + 400 * MS);		/* can spare f's transfer */
+		assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
+		assert_int_equal(avfs_sched_submit(&s, &f, 0), 0);
+		assert_int_equal(avfs_sched_submit(&s, &o, 0), 0);
+		avfs_sched_next(&s, t, &cmd);
+		assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+		assert_ptr_equal(cmd.io, &a);
+		assert_int_equal(cmd.len, on && piece ? 2 * 524288 : 524288);
+		assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
+		avfs_sched_destroy(&s);
+	}
+	/* o due right after a: it cannot spare f's transfer, so f stays */
+	avfs_sched_conf_default(&c);
+	c.prefetch_carry = true;
+	s = mk(&c);
+	a = rt(100 * GB, 524288, t + 300 * MS);
+	f = rt(100 * GB + 524288, 524288, t + 2000 * MS);
+	f.prefetch = true;
+	o = rt(150 * GB, 524288, t + 135 * MS);
+	assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
+	assert_int_equal(avfs_sched_submit(&s, &f, 0), 0);
+	assert_int_equal(avfs_sched_submit(&s, &o, 0), 0);
+	avfs_sched_next(&s, t, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+	assert_ptr_equal(cmd.io, &a);
+	assert_int_equal(cmd.len, 524288);
+	avfs_sched_destroy(&s);
+}
+
 /* A sweep (hold = sweep, coalescing up to `coalesce` if not 0) that has started with a: a is
  * submitted at 0 and dispatched at t, its command in *cmd. */
 static struct avfs_sched sweep_from(struct avfs_sched_conf *c, uint32_t coalesce,
@@ -1368,6 +1420,7 @@ int main(void)
 		cmocka_unit_test(test_mixer_sweep_turn_runs),
 		cmocka_unit_test(test_mixer_overload_goes_in_order),
 		cmocka_unit_test(test_mixer_reduced_window_carries),
+		cmocka_unit_test(test_mixer_prefetch_carry),
 		cmocka_unit_test(test_mixer_windows),
 	};
 
