@@ -398,94 +398,67 @@ static void test_mixer_coalesce_bounds(void **state)
 	avfs_sched_destroy(&s);
 }
 
-/* reduced-carry = on: in the reduced C-SCAN window a command carries what follows its
- * request on the disk whatever that is due — a stream's next buffer due long after t_d + m —
- * as long as the request due first that it does not carry (o, far away) can spare the time;
- * when o cannot (due right after it), the follower stays. Off (the default) the window never
- * takes a follower due at or after t_d + m. */
-static void test_mixer_reduced_window_carries(void **state)
+/* The bytes of the command the reduced window starts with a (due in 300 ms) under c, when f
+ * follows it on the disk (due in 2 s: its stream's next; read ahead or not) and o, elsewhere,
+ * is due in o_ms: with a's command and f's transfer o would keep less than e + its own service
+ * time unless it is due late enough. */
+static uint32_t reduced_pick_len(const struct avfs_sched_conf *c, bool piece, int64_t o_ms)
 {
-	struct avfs_sched_conf c;
-	struct avfs_sched s;
+	struct avfs_sched s = mk(c);
 	struct avfs_sched_cmd cmd;
 	const int64_t t = 10000 * MS;
 	struct avfs_io a, f, o;
 
-	(void)state;
-	for (int k = 0; k < 3; k++) {
-		bool carry = k < 2, spare = k != 1;
-
-		avfs_sched_conf_default(&c);
-		assert_false(c.reduced_carry);
-		c.reduced_carry = carry;
-		s = mk(&c);
-		a = rt(100 * GB, 524288, t + 300 * MS);			/* reduced window */
-		f = rt(100 * GB + 524288, 524288, t + 2000 * MS);	/* its stream's next */
-		/* o: due after a; with a's command and f's transfer it would keep less than
-		 * e + its own service time unless it is due late enough */
-		o = rt(150 * GB, 524288, t + (spare ? 400 : 135) * MS);
-		assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
-		assert_int_equal(avfs_sched_submit(&s, &f, 0), 0);
-		assert_int_equal(avfs_sched_submit(&s, &o, 0), 0);
-		avfs_sched_next(&s, t, &cmd);
-		assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
-		assert_ptr_equal(cmd.io, &a);
-		assert_int_equal(cmd.len, carry && spare ? 2 * 524288 : 524288);
-		assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
-		avfs_sched_destroy(&s);
-	}
-}
-
-/* prefetch-carry = on: in the reduced window (and the EDF one) a command carries a follower
- * that is read ahead (io->prefetch: nobody waits for it yet) whatever it is due, as long as
- * the request due first that it does not carry can spare the time — and only such a follower:
- * a client's own later request stays, as with reduced-carry off. */
-static void test_mixer_prefetch_carry(void **state)
-{
-	struct avfs_sched_conf c;
-	struct avfs_sched s;
-	struct avfs_sched_cmd cmd;
-	const int64_t t = 10000 * MS;
-	struct avfs_io a, f, o;
-
-	(void)state;
-	for (int k = 0; k < 4; k++) {
-		bool on = k & 1, piece = k & 2;
-
-		avfs_sched_conf_default(&c);
-		assert_true(c.prefetch_carry);	/* the default */
-		c.prefetch_carry = on;
-		s = mk(&c);
-		a = rt(100 * GB, 524288, t + 300 * MS);			/* reduced window */
-		f = rt(100 * GB + 524288, 524288, t + 2000 * MS);	/* what follows it */
-		f.prefetch = piece;
-		o = rt(150 * GB, 524288, t + 400 * MS);		/* can spare f's transfer */
-		assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
-		assert_int_equal(avfs_sched_submit(&s, &f, 0), 0);
-		assert_int_equal(avfs_sched_submit(&s, &o, 0), 0);
-		avfs_sched_next(&s, t, &cmd);
-		assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
-		assert_ptr_equal(cmd.io, &a);
-		assert_int_equal(cmd.len, on && piece ? 2 * 524288 : 524288);
-		assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
-		avfs_sched_destroy(&s);
-	}
-	/* o due right after a: it cannot spare f's transfer, so f stays */
-	avfs_sched_conf_default(&c);
-	c.prefetch_carry = true;
-	s = mk(&c);
 	a = rt(100 * GB, 524288, t + 300 * MS);
 	f = rt(100 * GB + 524288, 524288, t + 2000 * MS);
-	f.prefetch = true;
-	o = rt(150 * GB, 524288, t + 135 * MS);
+	f.prefetch = piece;
+	o = rt(150 * GB, 524288, t + o_ms * MS);
 	assert_int_equal(avfs_sched_submit(&s, &a, 0), 0);
 	assert_int_equal(avfs_sched_submit(&s, &f, 0), 0);
 	assert_int_equal(avfs_sched_submit(&s, &o, 0), 0);
 	avfs_sched_next(&s, t, &cmd);
 	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
 	assert_ptr_equal(cmd.io, &a);
-	assert_int_equal(cmd.len, 524288);
+	assert_true(avfs_sched_done(&s, &cmd, t + 30 * MS, (int)cmd.len));
 	avfs_sched_destroy(&s);
+	return cmd.len;
+}
+
+/* reduced-carry = on: in the reduced C-SCAN window a command carries what follows its
+ * request on the disk whatever that is due — a stream's next buffer due long after t_d + m —
+ * as long as the request due first that it does not carry (o, far away) can spare the time;
+ * when o cannot (due right after it), the follower stays. Off (the default) the window never
+ * takes a follower due at or after t_d + m (one read ahead aside: test_mixer_prefetch_carry). */
+static void test_mixer_reduced_window_carries(void **state)
+{
+	struct avfs_sched_conf c;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	assert_false(c.reduced_carry);
+	assert_int_equal(reduced_pick_len(&c, false, 400), 524288);
+	c.reduced_carry = true;
+	assert_int_equal(reduced_pick_len(&c, false, 400), 2 * 524288);
+	assert_int_equal(reduced_pick_len(&c, false, 135), 524288);
+}
+
+/* prefetch-carry (on by default): in the reduced window (and the EDF one) a command carries a
+ * follower that is read ahead (io->prefetch: nobody waits for it yet) whatever it is due, as
+ * long as the request due first that it does not carry can spare the time (o due in 400 ms,
+ * not in 135 ms) — and only such a follower: a client's own later request stays, as with
+ * reduced-carry off. */
+static void test_mixer_prefetch_carry(void **state)
+{
+	struct avfs_sched_conf c;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	assert_true(c.prefetch_carry);
+	assert_int_equal(reduced_pick_len(&c, true, 400), 2 * 524288);
+	assert_int_equal(reduced_pick_len(&c, false, 400), 524288);
+	assert_int_equal(reduced_pick_len(&c, true, 135), 524288);
+	c.prefetch_carry = false;
+	assert_int_equal(reduced_pick_len(&c, true, 400), 524288);
 }
 
 /* A sweep (hold = sweep, coalescing up to `coalesce` if not 0) that has started with a: a is
