@@ -457,7 +457,7 @@ struct seed_res {
 	uint64_t seed;
 	unsigned asked, admitted, kmax, search_runs;
 	unsigned admitted_other;	/* what the other test would have admitted (not run) */
-	double round_ms, gather_ms, need, limit;	/* the sweep model over the admitted set */
+	double round_ms, need, limit;	/* the sweep model over the admitted set */
 	struct avfs_sweep_result sweep;	/* all of its figures */
 	double admitted_rate, kmax_rate;	/* bytes/s */
 	double load, util, margin_min_ms;
@@ -601,7 +601,6 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	avfs_admit_sweep(a, NULL, &sweep);
 	sr->sweep = sweep;
 	sr->round_ms = sweep.round_ns / 1e6;
-	sr->gather_ms = sweep.gather_ns / 1e6;
 	sr->need = sweep.need;
 	sr->limit = sweep.limit;
 	snprintf(why, sizeof(why), "seed%" PRIu64, seed);
@@ -725,7 +724,7 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 	json_object_object_add(o, "admitted", json_object_new_int64(s->admitted));
 	json_object_object_add(o, other_key(c), json_object_new_int64(s->admitted_other));
 	json_object_object_add(o, "sweep_round_ms", avfs_json_double(s->round_ms, "%.1f"));
-	json_object_object_add(o, "sweep_gather_ms", avfs_json_double(s->gather_ms, "%.1f"));
+	json_object_object_add(o, "sweep_gather_ms", avfs_json_double(s->sweep.gather_ns / 1e6, "%.1f"));
 	json_object_object_add(o, "sweep_need", avfs_json_double(s->need, "%.4f"));
 	json_object_object_add(o, "sweep_limit", avfs_json_double(s->limit, "%.4f"));
 	{
