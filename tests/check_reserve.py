@@ -42,7 +42,7 @@ if r:
                     "max_streams", "max_rate_bps", "max_misses_full_duration",
                     "ratio_streams", "ratio_rate", "refused", "first_refusal",
                     "admitted_fahrrad", "sweep_round_ms", "sweep_gather_ms", "sweep_need",
-                    "sweep_limit", "sweep"):
+                    "sweep_limit", "sweep", "measured", "max_sweep", "max_measured", "be_mib_s"):
             check(f"seed {s.get('seed')} has {key}", key in s)
         print(f"seed {s['seed']}: admitted {s['admitted']} of {s['requested']} "
               f"(load {s['admission_load']:.3f}), {s['rt_requests']} RT requests, "
@@ -94,6 +94,12 @@ if r:
         fr = s["first_refusal"]
         check(f"seed {s['seed']}: the first refusal is -EBUSY with a reason",
               fr is not None and fr["error"] == "-EBUSY" and fr["why"] != "")
+        ms = s["max_sweep"]
+        check(f"seed {s['seed']}: the maximum's round model and its run's split "
+              f"(need {ms and ms['need']}, {s['max_measured'] and s['max_measured']['positionings_per_s']} "
+              f"positionings/s)",
+              ms is not None and ms["need"] > 0 and s["max_measured"]["transfer"] > 0 and
+              s["be_mib_s"] == 0)
     check("reserve summary: no miss", r["summary"]["misses"] == 0)
     check("the round model admits more than Fahrrad's test on these seeds",
           r["summary"]["admitted_mean"] > r["summary"]["admitted_fahrrad_mean"])
@@ -109,6 +115,22 @@ if q:
     print(f"one stream per uid: admitted {s['admitted']}, refused {s['refused']}")
     check("a quota of one stream per uid refuses with -EDQUOT (four uids: at most 4)",
           s["refused"]["edquot"] > 0 and s["admitted"] <= 4 and s["misses"] == 0)
+
+# greedy best-effort readers beside the admitted set: admission keeps their floor, so the set
+# still meets every deadline, and the readers get what is left
+be = run("reserve", "--seeds", "1", "--duration", "120", "--search-duration", "0", "--be", "2",
+         "--json")
+if be:
+    s = be["seeds"][0]
+    print(f"--be 2: admitted {s['admitted']}, {s['misses']} misses, the readers "
+          f"{s['be_mib_s']} MiB/s, the disk {s['disk_utilization']} busy")
+    check("--be 2: said in the json", be.get("be_readers") == 2)
+    check("--be 2: the admitted set misses nothing beside two greedy readers",
+          s["misses"] == 0 and s["admitted_failed"] is None and s["rt_requests"] > 0)
+    check("--be 2: the readers move data, the disk is busy",
+          s["be_mib_s"] > 1 and s["disk_utilization"] > 0.95)
+    check("--be 2: admission does not know of them (the same set as without)",
+          r is None or s["admitted"] == r["seeds"][0]["admitted"])
 
 # the test it replaced, run for comparison: its count beside is the round model's
 f = run("reserve", "--seeds", "1", "--first-seed", "2", "--duration", "60", "--search-duration",
@@ -280,7 +302,9 @@ for bad in (["reserve", "--isolation", "maybe"], ["reserve", "--scenario", "all"
             ["reserve", "--seeds", "1", "--disk", "nope"],
             ["isolation", "--scenario", "all", "--set", "hold=lazy"], ["reserve", "--set", "hold"],
             ["reserve", "--set", "nope=1"], ["reserve", "--search-duration", "-1"],
-            ["reserve", "--duration", "0"], ["isolation", "--scenario", "all",
+            ["reserve", "--duration", "0"], ["reserve", "--be", "-1"], ["reserve", "--be", "65"],
+            ["reserve", "--be", "two"], ["isolation", "--scenario", "all", "--be", "1"],
+            ["isolation", "--scenario", "all",
                                              "--search-duration", "0"]):
     p = subprocess.run([sim, *bad], capture_output=True, text=True)
     check(f"bad input {bad}: exit 2 with a message", p.returncode == 2 and p.stderr.strip() != "")

@@ -47,6 +47,7 @@ struct cli {
 	uint32_t quota_streams;
 	const char *scenario;
 	const char *trace;	/* prefix of the runs' request traces (docs/TRACE.md), or NULL */
+	unsigned be;		/* greedy best-effort readers beside every run (--be) */
 };
 
 static uint64_t rnd(uint64_t *x)	/* splitmix64 */
@@ -126,7 +127,7 @@ static void usage_reserve(FILE *f)
 		"                        [--test sweep|fahrrad] [--k K] [--service RATE:BUFFER:IO[:write]]\n"
 		"                        [--place files|inner|spread] [--alloc zrr-run|zrr|contig]\n"
 		"                        [--quota-rate R --quota-streams N] [--fill 0.8] [--trace PREFIX]\n"
-		"                        [--set NAME=VALUE] [--json]\n"
+		"                        [--be N] [--set NAME=VALUE] [--json]\n"
 		"\n"
 		"For each seed: a random sequence of reservation requests (2-40 Mbit/s, buffers 2-32 MiB,\n"
 		"requests of 256 KiB, 512 KiB or 1 MiB, 70 %% playback / 30 %% recording, files placed by\n"
@@ -158,6 +159,9 @@ static void usage_reserve(FILE *f)
 		"  --alloc A            the allocator of the file system: zrr-run (default), zrr, contig\n"
 		"  --quota-rate R       a quota for every uid (bits/s, K/M/G); requests come from 4 uids\n"
 		"  --quota-streams N    at most N streams per uid\n"
+		"  --be N               N greedy best-effort readers (sequential, 1 MiB requests) beside\n"
+		"                       every run, the admitted one and the search's: what admission\n"
+		"                       keeps for best effort (isolation) is then used, not idle\n"
 		"  --trace PREFIX       each seed's admitted run traced to PREFIX.seedN.csv (docs/TRACE.md;\n"
 		"                       the stream column is the admitted stream's index)\n"
 		"  --set NAME=VALUE     a scheduler setting (avfs-sim --help lists them), for the runs\n"
@@ -243,6 +247,7 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 		{ "place", required_argument, NULL, 'P' },
 		{ "alloc", required_argument, NULL, 'A' },
 		{ "set", required_argument, NULL, 'x' },
+		{ "be", required_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -354,6 +359,12 @@ static int parse(int argc, char **argv, struct cli *c, bool reserve)
 			}
 			break;
 		}
+		case 'b':
+			if (!reserve || avfs_parse_scaled(optarg, 1000, &v) || v < 0 || v > 64 ||
+			    v != floor(v))
+				goto bad;
+			c->be = (unsigned)v;
+			break;
 		case 'j': c->json = true; break;
 		case 'h':
 			(reserve ? usage_reserve : usage_isolation)(stdout);
@@ -461,12 +472,17 @@ struct seed_res {
 	struct avfs_sweep_result sweep;	/* all of its figures */
 	double admitted_rate, kmax_rate;	/* bytes/s */
 	double load, util, margin_min_ms;
+	double be_mib_s;	/* what the --be readers got in the admitted run */
 	uint64_t rt_requests, misses;
 	uint64_t kmax_misses;	/* the largest zero-miss prefix run for the full duration */
 	double commit_max_s;	/* the admitted run's longest metadata commit */
 	uint64_t commits, checkpoints;	/* ... its commits and checkpoints */
 	struct avfs_simdisk_split split;	/* where the admitted run's disk time went */
 	double run_s;		/* its length */
+	struct avfs_sweep_result kmax_sweep;	/* the round model of the largest zero-miss
+						 * prefix (admission ignored) */
+	struct avfs_simdisk_split kmax_split;	/* where its clean search run's disk time went */
+	double kmax_run_s;	/* that run's length */
 	unsigned search_full;	/* search runs that ended on a full file system */
 	char adm_fail[160];	/* why the admitted run ended early ("" if it did not) */
 	char kmax_fail[160];	/* why the full-duration run of the maximum ended early */
@@ -487,11 +503,17 @@ static int run_set(const struct cli *c, const struct avfs_simrun_stream *st, uns
 		   size_t faillen)
 {
 	struct avfs_simrun_opts o = c->o;
+	const struct avfs_simrun_be greedy = { .kind = AVFS_BE_GREEDY, .count = c->be,
+					       .io = 1u << 20 };
 	char why[256] = "", path[4096];
 	int err;
 
 	o.streams = st;
 	o.nstreams = n;
+	if (c->be) {
+		o.bes = &greedy;
+		o.nbes = 1;
+	}
 	o.duration_s = duration;
 	if (c->trace && tag) {
 		snprintf(path, sizeof(path), "%s.%s.csv", c->trace, tag);
@@ -530,7 +552,7 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	struct avfs_simrun_stream *all = calloc(n, sizeof(*all)), *adm = calloc(n, sizeof(*adm));
 	struct avfs_admit_conf conf, oconf;
 	struct avfs_admit *a = NULL, *other = NULL, *pre = NULL;
-	struct avfs_sweep_result sweep;
+	struct avfs_sweep_result sweep, *prefix = NULL;
 	struct avfs_simrun_result res;
 	char why[256] = "";
 	unsigned lo, hi;
@@ -583,7 +605,8 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	}
 	/* the model's need of every prefix, to set beside the search's zero-miss maximum */
 	sr->prefix_need = calloc(n, sizeof(*sr->prefix_need));
-	if (!sr->prefix_need || avfs_admit_create(&pre, &conf)) {
+	prefix = calloc(n, sizeof(*prefix));
+	if (!sr->prefix_need || !prefix || avfs_admit_create(&pre, &conf)) {
 		err = 1;
 		goto out;
 	}
@@ -596,6 +619,7 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 			goto out;
 		}
 		sr->prefix_need[i] = pr.verdict == AVFS_SWEEP_SHORT ? INFINITY : pr.need;
+		prefix[i] = pr;
 	}
 	sr->load = avfs_admit_load(a);
 	avfs_admit_sweep(a, NULL, &sweep);
@@ -614,6 +638,7 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		sr->rt_requests = res.rt_requests;
 		sr->misses = res.deadline_misses - res.nospace;
 		sr->margin_min_ms = res.margin_min_ms;
+		sr->be_mib_s = res.nbes ? res.bes[0].mib_s : 0;
 		sr->commit_max_s = res.commit_max_s;
 		sr->commits = res.commits;
 		sr->checkpoints = res.checkpoints;
@@ -636,14 +661,18 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 			goto out;
 		sr->search_runs++;
 		sr->search_full += err == -ENOSPC || (!err && res.nospace);
-		if (!err && res.deadline_misses == 0)
+		if (!err && res.deadline_misses == 0) {
 			lo = k;
-		else
+			sr->kmax_split = res.split;
+			sr->kmax_run_s = res.sim_s;
+		} else
 			hi = k;
 		if (!err)
 			avfs_simrun_result_free(&res);
 	}
 	sr->kmax = lo;
+	if (lo)
+		sr->kmax_sweep = prefix[lo - 1];
 	for (unsigned i = 0; i < lo; i++)
 		sr->kmax_rate += (double)req[i].rate;
 	/* does what the shorter search found hold for the whole duration? */
@@ -663,6 +692,7 @@ out:
 	avfs_admit_destroy(a);
 	avfs_admit_destroy(other);
 	avfs_admit_destroy(pre);
+	free(prefix);
 	free(req);
 	free(all);
 	free(adm);
@@ -715,6 +745,54 @@ static const char *other_key(const struct cli *c)
 	return c->test == AVFS_ADMIT_SWEEP ? "admitted_fahrrad" : "admitted_sweep";
 }
 
+/* The round model's terms of a set (sweep.h). */
+static json_object *sweep_json(const struct avfs_sweep_result *r)
+{
+	json_object *w = json_object_new_object();
+	const struct {
+		const char *key;
+		double v;
+	} f[] = {
+		{ "round_ms", r->round_ns / 1e6 }, { "gather_ms", r->gather_ns / 1e6 },
+		{ "visits_per_s", r->visits }, { "detours_per_s", r->detours },
+		{ "urgent_per_s", r->urgent }, { "commands_per_s", r->commands },
+		{ "seek", r->seek }, { "rotation", r->rot }, { "transfer", r->xfer },
+		{ "write_turns", r->turns }, { "overheads", r->cmds }, { "margin", r->margin },
+		{ "best_effort", r->be }, { "need", r->need }, { "wcrt_ms", r->wcrt_ns / 1e6 },
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		json_object_object_add(w, f[i].key, avfs_json_double(f[i].v, "%.4f"));
+	return w;
+}
+
+/* The same terms as a run's disk spent them over run_s seconds (the simulated drive's
+ * components of every read and write). */
+static json_object *split_json(const struct avfs_simdisk_split *p, double run_s)
+{
+	json_object *w = json_object_new_object();
+	double t = run_s > 0 ? run_s * 1e9 : 1, sec = t / 1e9;
+	const struct {
+		const char *key;
+		double v;
+	} f[] = {
+		{ "positionings_per_s", (double)p->seeks / sec },
+		{ "waits_per_s", (double)p->waits / sec },
+		{ "commands_per_s", (double)p->commands / sec },
+		{ "seek", p->seek_ns / t },
+		{ "rotation", (p->rot_ns - p->write_rot_ns) / t },
+		{ "write_rotation", p->write_rot_ns / t },
+		{ "transfer", p->xfer_ns / t },
+		{ "overheads", p->overhead_ns / t },
+		{ "seek_ms_per_positioning", p->seeks ? p->seek_ns / 1e6 / (double)p->seeks : 0 },
+		{ "rotation_ms_per_wait", p->waits ? p->rot_ns / 1e6 / (double)p->waits : 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		json_object_object_add(w, f[i].key, avfs_json_double(f[i].v, "%.4f"));
+	return w;
+}
+
 static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 {
 	json_object *o = json_object_new_object(), *fr = NULL;
@@ -727,51 +805,8 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 	json_object_object_add(o, "sweep_gather_ms", avfs_json_double(s->sweep.gather_ns / 1e6, "%.1f"));
 	json_object_object_add(o, "sweep_need", avfs_json_double(s->need, "%.4f"));
 	json_object_object_add(o, "sweep_limit", avfs_json_double(s->limit, "%.4f"));
-	{
-		json_object *w = json_object_new_object();
-		const struct {
-			const char *key;
-			double v;
-		} f[] = {
-			{ "visits_per_s", s->sweep.visits }, { "detours_per_s", s->sweep.detours },
-			{ "urgent_per_s", s->sweep.urgent },
-			{ "commands_per_s", s->sweep.commands },
-			{ "seek", s->sweep.seek }, { "rotation", s->sweep.rot },
-			{ "transfer", s->sweep.xfer }, { "write_turns", s->sweep.turns },
-			{ "overheads", s->sweep.cmds }, { "margin", s->sweep.margin },
-			{ "best_effort", s->sweep.be }, { "wcrt_ms", s->sweep.wcrt_ns / 1e6 },
-		};
-
-		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-			json_object_object_add(w, f[i].key, avfs_json_double(f[i].v, "%.4f"));
-		json_object_object_add(o, "sweep", w);
-	}
-	{
-		/* the same terms as the admitted run's disk spent them (the simulated drive's
-		 * components of every read and write) */
-		json_object *w = json_object_new_object();
-		const struct avfs_simdisk_split *p = &s->split;
-		double t = s->run_s > 0 ? s->run_s * 1e9 : 1, sec = t / 1e9;
-		const struct {
-			const char *key;
-			double v;
-		} f[] = {
-			{ "positionings_per_s", (double)p->seeks / sec },
-			{ "waits_per_s", (double)p->waits / sec },
-			{ "commands_per_s", (double)p->commands / sec },
-			{ "seek", p->seek_ns / t },
-			{ "rotation", (p->rot_ns - p->write_rot_ns) / t },
-			{ "write_rotation", p->write_rot_ns / t },
-			{ "transfer", p->xfer_ns / t },
-			{ "overheads", p->overhead_ns / t },
-			{ "seek_ms_per_positioning", p->seeks ? p->seek_ns / 1e6 / (double)p->seeks : 0 },
-			{ "rotation_ms_per_wait", p->waits ? p->rot_ns / 1e6 / (double)p->waits : 0 },
-		};
-
-		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-			json_object_object_add(w, f[i].key, avfs_json_double(f[i].v, "%.4f"));
-		json_object_object_add(o, "measured", w);
-	}
+	json_object_object_add(o, "sweep", sweep_json(&s->sweep));
+	json_object_object_add(o, "measured", split_json(&s->split, s->run_s));
 	json_object_object_add(o, "admitted_rate_bps", avfs_json_double(s->admitted_rate * 8,
 									  "%.0f"));
 	json_object_object_add(o, "admission_load", avfs_json_double(s->load, "%.4f"));
@@ -779,11 +814,17 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 	json_object_object_add(o, "rt_requests", json_object_new_uint64(s->rt_requests));
 	json_object_object_add(o, "misses", json_object_new_uint64(s->misses));
 	json_object_object_add(o, "margin_min_ms", avfs_json_double(s->margin_min_ms, "%.1f"));
+	json_object_object_add(o, "be_mib_s", avfs_json_double(s->be_mib_s, "%.2f"));
 	json_object_object_add(o, "commit_max_s", avfs_json_double(s->commit_max_s, "%.2f"));
 	json_object_object_add(o, "commits", json_object_new_uint64(s->commits));
 	json_object_object_add(o, "checkpoints", json_object_new_uint64(s->checkpoints));
 	json_object_object_add(o, "admitted_failed", why_or_null(s->adm_fail));
 	json_object_object_add(o, "max_streams", json_object_new_int64(s->kmax));
+	/* the largest zero-miss prefix as the round model sees it and as its clean search run
+	 * spent the disk (the set admission would have to take to admit all it can) */
+	json_object_object_add(o, "max_sweep", s->kmax ? sweep_json(&s->kmax_sweep) : NULL);
+	json_object_object_add(o, "max_measured",
+			       s->kmax ? split_json(&s->kmax_split, s->kmax_run_s) : NULL);
 	json_object_object_add(o, "max_rate_bps", avfs_json_double(s->kmax_rate * 8, "%.0f"));
 	json_object_object_add(o, "max_misses_full_duration",
 			       json_object_new_uint64(s->kmax_misses));
@@ -821,7 +862,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 			 .search_s = -1 };
 	struct seed_res *sr;
 	double sum_rs = 0, sum_rr = 0, min_rs = INFINITY, min_rr = INFINITY, sum_util = 0;
-	double sum_adm = 0, sum_k = 0, sum_load = 0, commit_max = 0, sum_other = 0;
+	double sum_adm = 0, sum_k = 0, sum_load = 0, commit_max = 0, sum_other = 0, sum_be = 0;
 	uint64_t misses = 0;
 	unsigned refused[3] = { 0, 0, 0 }, nratio = 0, adm_failed = 0, kmax_failed = 0;
 	int err;
@@ -853,6 +894,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 		sum_k += sr[i].kmax;
 		sum_util += sr[i].util;
 		sum_load += sr[i].load;
+		sum_be += sr[i].be_mib_s;
 		for (int k = 0; k < 3; k++)
 			refused[k] += sr[i].refused[k];
 		if (sr[i].kmax) {
@@ -886,6 +928,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 			{ "ratio_rate_min", "%.4f", min_rr },
 			{ "disk_utilization_mean", "%.4f", sum_util / c.seeds },
 			{ "admission_load_mean", "%.4f", sum_load / c.seeds },
+			{ "be_mib_s_mean", "%.2f", sum_be / c.seeds },
 		};
 
 		json_object_object_add(o, "disk", json_object_new_string(c.o.disk));
@@ -894,6 +937,7 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 				       avfs_json_double(c.search_s, "%.0f"));
 		json_object_object_add(o, "requests", json_object_new_int64(c.requests));
 		json_object_object_add(o, "isolation", json_object_new_boolean(c.isolation));
+		json_object_object_add(o, "be_readers", json_object_new_int64(c.be));
 		json_object_object_add(o, "test", json_object_new_string(
 				       c.test == AVFS_ADMIT_SWEEP ? "sweep" : "fahrrad"));
 		json_object_object_add(o, "place", json_object_new_string(
@@ -970,6 +1014,9 @@ int avfs_sim_cmd_reserve(int argc, char **argv)
 	       sum_other / c.seeds, sum_k / c.seeds, ratio(sum_rs, nratio), min_rs,
 	       ratio(sum_rr, nratio), min_rr, sum_load / c.seeds, sum_util / c.seeds * 100,
 	       refused[0], refused[1], refused[2]);
+	if (c.be)
+		printf("%u greedy best-effort readers beside every run: %.2f MiB/s on average in "
+		       "the admitted runs\n", c.be, sum_be / c.seeds);
 	for (unsigned i = 0; i < c.seeds; i++) {
 		const struct seed_res *s = &sr[i];
 
