@@ -237,7 +237,6 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	double tr = m->tr_ns / NS, full = d->full_ns / NS;
 	double dmin = slowest(c), big = (double)c->cmd_max;
 	double pmin = INFINITY, var, wbe, e_be, u_be, t, tv, margin = c->margin_ns / NS;
-	double gap = INFINITY;	/* the longest the mixer goes between batches, unsaturated */
 	/* a round's positionings at places independent and uniform over the stroke: files spread
 	 * over many zones, no layout known (a known one may be anywhere, evenly spaced at worst),
 	 * and rounds the mixer gathers (see the round's check below) */
@@ -256,10 +255,6 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 		double p = period(&s[i]);
 
 		pmin = fmin(pmin, p);
-		/* the hold lets a batch go once a request is within m of its deadline (less the
-		 * batch's estimate): the next of stream i comes within s_i / r_i of a batch's
-		 * start and is within m of its deadline p_i − m later, at once if p_i < m */
-		gap = fmin(gap, s[i].io / s[i].rate + fmax(0, p - margin));
 		spread = spread && !(s[i].d_mean > 0);
 		big = fmax(big, c->chunk && c->chunk < s[i].io ? c->chunk : s[i].io);
 	}
@@ -285,14 +280,14 @@ void avfs_sweep_eval(const struct avfs_sweep_conf *c, const struct avfs_sweep_st
 	out->round_ns = t * NS;
 	out->gather_ns = tv * NS;
 	/* longer rounds with the shorter-period streams served out of them: the least need.
-	 * Below m the streams whose requests are due soonest start the batches, and the mixer
-	 * does not gather longer than `gap` before one (the hold), whatever the others' rounds */
+	 * Below m too: there the hold lets batches go sooner while the disk has time to spare
+	 * (more positionings, on time the disk has), but a loaded disk runs them back to back,
+	 * each with what came during the one before, so the round is what its work takes
+	 * (sweep.h, "by request") */
 	for (size_t j = 0; j < n; j++) {
 		double tj = own_round(&s[j], out->wcrt_ns / NS), vj;
 		struct avfs_sweep_result r = *out;
 
-		if (t < margin)
-			tj = fmax(t, fmin(tj, gap));
 		if (!(tj > t))
 			continue;
 		terms(c, s, n, tj, tj, spread && tj >= margin, &r, &vj);

@@ -280,14 +280,14 @@ static void test_admit_sweep_by_hand(void **state)
 	avfs_admit_destroy(a);
 }
 
-/* A stream whose short period would shorten everyone's rounds is refused with the buffer that
+/* A stream whose short period costs more than the disk has left is refused with the buffer that
  * would take it; a period no longer than the longest command is refused for that; writes pay
  * a turn a request; a removed stream gives its share back. */
 static void test_admit_sweep_refusals(void **state)
 {
 	struct avfs_admit_conf c = sweep_250g();
 	struct avfs_service_req slow = { .rate = 1000000, .buffer = 32 * MIB, .io = MIB };
-	struct avfs_service_req fast = { .rate = 5000000, .buffer = MIB + (512 << 10),
+	struct avfs_service_req fast = { .rate = 7000000, .buffer = MIB + (512 << 10),
 					 .io = 512 << 10 };
 	struct avfs_sweep_result k, kw;
 	struct avfs_admit_left left;
@@ -301,9 +301,10 @@ static void test_admit_sweep_refusals(void **state)
 	for (int i = 0; i < 12; i++)
 		assert_true(avfs_admit_add(a, &slow, &left, why, sizeof(why)) > 0);
 	load = avfs_admit_load(a);
-	/* p = 1 MiB / 5 MB/s = 210 ms: rounds of 78 ms for all thirteen */
+	/* p = 1 MiB / 7 MB/s = 150 ms < m: each of its requests at once and alone, 13.4 a
+	 * second of a full stroke and a turn, beside the others' own rounds of 16.2 s */
 	assert_int_equal(avfs_admit_add(a, &fast, &left, why, sizeof(why)), -EBUSY);
-	assert_true(strstr(why, "rounds of 78 ms") != NULL);
+	assert_true(strstr(why, "rounds of 16226 ms") != NULL);
 	assert_true(strstr(why, "fits with a") != NULL);
 	assert_true(left.buffer > fast.buffer);
 	fast.buffer = left.buffer - 1;
@@ -568,62 +569,62 @@ static void test_admit_sweep_detours(void **state)
 }
 
 /* Below the margin the mixer serves a stream whose own round is shorter than m request by
- * request, and the hold starts a batch at the latest when the next request of some stream
- * comes within m of its deadline: gap = min_i (s_i/r_i + max(0, p_i − m)) after the last one.
- * So the others go once a round of min(their own round, gap) (never less than T); the short
- * one's requests, when due only after m, join the batch under way and are visited in its
- * sweep at their own round; when due within m of their arrival, each goes at once and alone,
- * one positioning of a full stroke and a full turn. */
+ * request, and the others in rounds of their own (loaded, the disk runs batches back to back,
+ * whatever the hold's gap). The short one's requests, when due only after m, join the batch
+ * under way and are visited in its sweep at their own round; when due within m of their
+ * arrival, each goes at once and alone, one positioning of a full stroke and a full turn. */
 static void test_admit_sweep_by_request(void **state)
 {
 	enum { N = 9 };
 	struct avfs_sweep_stream st[N];
 	struct avfs_sweep_conf sc = sweep_conf_250g();
 	struct avfs_sweep_result k, one;
-	double w, t0, gap, sw, v0, a = (512 << 10) / 2423750.0, r = 2423750, l = 4.0 * MIB;
+	double w, t0, tl, sw, v0, a = (512 << 10) / 2423750.0, r = 2423750, l = 4.0 * MIB;
 	double full = 0.017, track = 0.0017, tr = 60.0 / 7200;
 
 	(void)state;
-	/* joins: the short one's own round 0.74 s; m = 800 ms: T < m, and the hold goes at most
-	 * a + p − m = 0.93 s after a batch's start */
+	/* joins: the short one's own round 0.74 s; m = 800 ms: T < m; the others' own round */
 	short_long_set(st, N, &sc, 4.0);
 	sc.margin_ns = 800e6;
 	avfs_sweep_eval(&sc, st, N, &k);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
 	w = k.wcrt_ns / 1e9;
 	t0 = ((4.0 * MIB - (512 << 10)) / r - w) / 2;
-	gap = a + (4.0 * MIB - (512 << 10)) / r - 0.8;
-	assert_true(t0 < 0.8 && gap > t0);
-	assert_near(k.round_ns / 1e9, gap, 1e-9);
+	tl = ((16.0 * MIB - (512 << 10)) / r - w) / 2;
+	assert_true(t0 < 0.8 && tl > 0.8);
+	assert_near(k.round_ns / 1e9, tl, 1e-9);
+	assert_near(k.gather_ns, k.round_ns, 0);
 	assert_near(k.detours, 0, 0);
 	assert_near(k.urgent, 0, 0);
 	v0 = 1 / t0 + r / l;	/* the short one, within the sweep at its own round */
-	sw = (N - 1) * (1 / gap + r / l) + v0;
+	sw = (N - 1) * (1 / tl + r / l) + v0;
 	assert_near(k.visits, sw, 1e-9);
-	assert_near(k.seek, full / gap + sw * track +
-		    (full - track) * avfs_sweep_seek_sum(sw * gap, true) / gap, 1e-12);
+	assert_near(k.seek, full / tl + sw * track +
+		    (full - track) * avfs_sweep_seek_sum(sw * tl, true) / tl, 1e-12);
 	assert_near(k.rot, sw * tr / 2, 1e-12);
 	assert_near(k.be, (0.017 + tr - 0.0085 - tr / 2) / t0, 1e-9);	/* the shortest round's */
-	/* the same streams without the short one: their own round, not the hold's gap */
+	/* the same streams without the short one: the same rounds */
 	avfs_sweep_eval(&sc, st + 1, N - 1, &one);
-	assert_near(one.round_ns / 1e9, ((16.0 * MIB - (512 << 10)) / r - w) / 2, 1e-9);
+	assert_near(one.round_ns / 1e9, tl, 1e-9);
 
 	/* urgent: the short one with 1 MiB of buffer, p = a = 0.216 s < m = 500 ms, beside four
-	 * of the others: each of its requests at once; a batch at least every a */
+	 * of the others: each of its requests at once */
 	sc.margin_ns = 500e6;
 	st[0].buffer = 1.0 * MIB;
 	avfs_sweep_eval(&sc, st, 5, &k);
 	assert_int_equal(k.verdict, AVFS_SWEEP_OK);
-	gap = a;
-	assert_near(k.round_ns / 1e9, gap, 1e-9);
+	assert_near(k.round_ns / 1e9, tl, 1e-9);
 	assert_near(k.urgent, r / (512 << 10), 1e-9);	/* every request */
 	assert_near(k.detours, 0, 0);
-	sw = 4 * fmin(r / (512 << 10), 1 / gap + r / l);
+	sw = 4 * fmin(r / (512 << 10), 1 / tl + r / l);
 	assert_near(k.visits, sw + k.urgent, 1e-9);
-	assert_near(k.seek, full / gap + sw * track + (full - track) * sqrt(sw * gap) / gap +
-		    k.urgent * full, 1e-12);
+	assert_near(k.seek, full / tl + sw * track +
+		    (full - track) * avfs_sweep_seek_sum(sw * tl, true) / tl + k.urgent * full,
+		    1e-12);
 	assert_near(k.rot, sw * tr / 2 + k.urgent * tr, 1e-12);
 	assert_near(k.commands, 5 * r / (512 << 10), 1e-9);	/* no coalescing here */
+	assert_near(k.be, (0.017 + tr - 0.0085 - tr / 2) / ((a - w) / 2), 1e-9);
+	(void)a;
 }
 
 /* A device without mechanics (the ssd model: T_r = T_k = 0, 500 MB/s) costs transfer and
