@@ -1,8 +1,8 @@
 # benchlib.sh — sourced by the benchmarks that run hddemu and other children (peer-compare.sh,
-# recorder.sh, guest-jit.sh, parity.sh): the tools' paths, usage from the script's header,
-# options and their checks, the facilities they need, mounts, and waiting for and stopping
-# children without hanging on a stuck one. The sourcing script defines bad() (a usage error:
-# message, exit 2) and sets BENCH_NAME (messages).
+# reserve-rt.sh, recorder.sh, guest-jit.sh, parity.sh): the tools' paths, usage from the
+# script's header, options and their checks, the facilities they need, mounts, and waiting for
+# and stopping children without hanging on a stuck one. The sourcing script defines bad() (a
+# usage error: message, exit 2) and sets BENCH_NAME (messages).
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 

@@ -1,13 +1,13 @@
 # hddlib.sh — sourced by the benchmarks that compare file systems on one hddemu disk
-# (peer-compare.sh, recorder.sh): the work directory under /var/tmp and its cleanup on exit, a
-# configuration's emulated disk on a loop device, ext4 or avfsd made and mounted on it, bounded
-# commands, and the teardown that undoes it all in reverse. It measures nothing. Source it
-# after benchlib.sh and the checks of the arguments, with these set: BENCH_NAME (messages, the
-# work directory's name), MODEL, SIZE and SIZE_BYTES, TRACE, KEEP, the tools HDDEMU
-# HDDEMU_ATTACH AVFSD MKFS, and optionally BENCH_RESTORE (a command cleanup runs before the
-# teardown). It sets W (work directory), HMNT (hddemu's mount), FMNT (the file system's), IMG
-# (backing file), SOCK (avfsd's socket) and RES (results, a directory per configuration);
-# while a configuration runs the sourcing script sets CUR (its name) and LOG.
+# (peer-compare.sh, recorder.sh, reserve-rt.sh): the work directory under /var/tmp and its
+# cleanup on exit, a configuration's emulated disk on a loop device, ext4 or avfsd made and
+# mounted on it and filled, bounded commands, and the teardown that undoes it all in reverse. It
+# measures nothing. Source it after benchlib.sh and the checks of the arguments, with these set:
+# BENCH_NAME (messages, the work directory's name), MODEL, SIZE and SIZE_BYTES, TRACE, KEEP, the
+# tools HDDEMU HDDEMU_ATTACH AVFSD MKFS, and optionally BENCH_RESTORE (a command cleanup runs
+# before the teardown). It sets W (work directory), HMNT (hddemu's mount), FMNT (the file
+# system's), IMG (backing file), SOCK (avfsd's socket) and RES (results, a directory per
+# configuration); while a configuration runs the sourcing script sets CUR (its name) and LOG.
 
 T0=$(date +%s)
 say() { printf '%s [%4ds] %s\n' "$BENCH_NAME" $(($(date +%s) - T0)) "$*" >&2; }
@@ -172,6 +172,20 @@ fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
 
 fs_bytes() {	# fs_bytes: "size used" of the mounted file system, bytes
 	df -B1 --output=size,used "$FMNT" | tail -n1
+}
+
+fill_to() {	# fill_to BYTES: fallocate fill files until BYTES are taken by them (FILLED
+		# bytes so far, in NFILL files fill-NNNN: the caller zeroes both first)
+	local chunk
+	while [ "$FILLED" -lt "$1" ]; do
+		chunk=$(($1 - FILLED))
+		[ $chunk -gt $((16 << 30)) ] && chunk=$((16 << 30))
+		chunk=$(((chunk + (1 << 20) - 1) >> 20 << 20))
+		run 600 "$LOG" fallocate -l "$chunk" "$FMNT/fill-$(printf %04d $NFILL)" ||
+			{ fail "fallocate of $chunk bytes failed (fill $FILLED of $1)"; return 1; }
+		FILLED=$((FILLED + chunk))
+		NFILL=$((NFILL + 1))
+	done
 }
 
 write_zeros() {	# write_zeros FILE BYTES (a multiple of 4 MiB), O_DIRECT, synced

@@ -173,18 +173,6 @@ case $CONFIGS in *avfsd*) need_built "$AVFSD" "$MKFS" "$ADMIN" ;; esac
 # which hddemu keeps as holes in the backing file yet times as data.
 FILLED=0
 NFILL=0
-fill_to() {	# fill_to BYTES: fallocate fill files until BYTES are taken by them
-	local chunk
-	while [ "$FILLED" -lt "$1" ]; do
-		chunk=$(($1 - FILLED))
-		[ $chunk -gt $((16 << 30)) ] && chunk=$((16 << 30))
-		chunk=$(((chunk + (1 << 20) - 1) >> 20 << 20))
-		run 600 "$LOG" fallocate -l "$chunk" "$FMNT/fill-$(printf %04d $NFILL)" ||
-			{ fail "fallocate of $chunk bytes failed (fill $FILLED of $1)"; return 1; }
-		FILLED=$((FILLED + chunk))
-		NFILL=$((NFILL + 1))
-	done
-}
 
 populate() {
 	local size used target pos i p

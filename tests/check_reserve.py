@@ -100,6 +100,10 @@ if r:
               f"positionings/s)",
               ms is not None and ms["need"] > 0 and s["max_measured"]["transfer"] > 0 and
               s["be_mib_s"] == 0)
+        rq = s.get("requests") or []
+        check(f"seed {s['seed']}: the requests in order, admission's answer to each",
+              len(rq) == s["requested"] and sum(x["admitted"] for x in rq) == s["admitted"]
+              and all(x["rate_bps"] > 0 and x["buffer"] > x["io"] for x in rq))
     check("reserve summary: no miss", r["summary"]["misses"] == 0)
     check("the round model admits more than Fahrrad's test on these seeds",
           r["summary"]["admitted_mean"] > r["summary"]["admitted_fahrrad_mean"])

@@ -493,6 +493,8 @@ struct seed_res {
 	char first_why[200];
 	double *prefix_need;	/* the round model's need of the first k requests, k = 1..asked
 				 * (admission ignored, as the search runs them) */
+	struct avfs_service_req *req;	/* the requests, in order (asked of them) */
+	bool *admitted_req;	/* admission's answer to each */
 };
 
 /* Run streams[0..n) for duration s, traced to PREFIX.tag.csv with --trace and a tag: 0, the
@@ -570,6 +572,13 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 	if (err)
 		goto out;
 	sequence(c, seed, n, req);
+	sr->req = malloc(n * sizeof(*sr->req));
+	sr->admitted_req = calloc(n, sizeof(*sr->admitted_req));
+	if (!sr->req || !sr->admitted_req) {
+		err = 1;
+		goto out;
+	}
+	memcpy(sr->req, req, n * sizeof(*req));
 	for (unsigned i = 0; i < n; i++)
 		if (place_of(c->place, &req[i], i) >= 0)
 			raw_layout(&conf, place_of(c->place, &req[i], i), &req[i]);
@@ -591,6 +600,7 @@ static int reserve_seed(const struct cli *c, uint64_t seed, struct seed_res *sr)
 		sr->admitted_other += avfs_admit_add(other, &req[i], NULL, NULL, 0) > 0;
 		all[i] = spec_of(&req[i], place_of(c->place, &req[i], i));
 		if (id > 0) {
+			sr->admitted_req[i] = true;
 			adm[sr->admitted++] = all[i];
 			sr->admitted_rate += (double)req[i].rate;
 			continue;
@@ -701,8 +711,11 @@ out:
 
 static void free_seeds(struct seed_res *sr, unsigned n)
 {
-	for (unsigned i = 0; sr && i < n; i++)
+	for (unsigned i = 0; sr && i < n; i++) {
 		free(sr[i].prefix_need);
+		free(sr[i].req);
+		free(sr[i].admitted_req);
+	}
 	free(sr);
 }
 
@@ -845,6 +858,20 @@ static json_object *seed_json(const struct cli *c, const struct seed_res *s)
 				       json_object_new_uint64(s->first_left_rate * 8));
 	}
 	json_object_object_add(o, "first_refusal", fr);
+	if (s->req) {
+		/* the requests in order and admission's answer to each (a real-time run of the
+		 * same sequence: bench/reserve-rt.sh) */
+		json_object *rq = json_object_new_array();
+
+		for (unsigned i = 0; i < s->asked; i++) {
+			json_object *e = service_json(&s->req[i]);
+
+			json_object_object_add(e, "admitted",
+					       json_object_new_boolean(s->admitted_req[i]));
+			json_object_array_add(rq, e);
+		}
+		json_object_object_add(o, "requests", rq);
+	}
 	if (s->prefix_need) {
 		json_object *pn = json_object_new_array();
 
