@@ -7,6 +7,14 @@ avfs_skip() {	# avfs_skip REASON: exit 77 (meson: SKIP) with a one-line reason
 	exit 77
 }
 
+avfs_need_hddemu() {	# the benchmarks on hddemu (bench/hddlib.sh): root, /dev/fuse, losetup
+			# and $HDDEMU built, else SKIP saying which is missing
+	[ "$(id -u)" = 0 ] || avfs_skip "needs root (FUSE mounts, loop devices)"
+	[ -c /dev/fuse ] || avfs_skip "no /dev/fuse"
+	command -v losetup >/dev/null || avfs_skip "no losetup"
+	[ -x "${HDDEMU:-}" ] || avfs_skip "hddemu is not built (${HDDEMU:-HDDEMU unset})"
+}
+
 PASS=0
 FAILS=0
 check() {	# check NAME CMD...: runs CMD, ok when it exits 0

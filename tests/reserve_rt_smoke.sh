@@ -10,10 +10,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/checks.sh"
 : "${HDDEMU:=$HERE/../build/tools/hddemu}"
-[ "$(id -u)" = 0 ] || avfs_skip "needs root (FUSE mounts, loop devices)"
-[ -c /dev/fuse ] || avfs_skip "no /dev/fuse"
-command -v losetup >/dev/null || avfs_skip "no losetup"
-[ -x "$HDDEMU" ] || avfs_skip "hddemu is not built ($HDDEMU)"
+avfs_need_hddemu
 export HDDEMU
 
 T=$(mktemp -d /var/tmp/reserve-rt-smoke-XXXXXX) || exit 1
