@@ -4,10 +4,11 @@
 # mounted on it and filled, bounded commands, and the teardown that undoes it all in reverse. It
 # measures nothing. Source it after benchlib.sh and the checks of the arguments, with these set:
 # BENCH_NAME (messages, the work directory's name), MODEL, SIZE and SIZE_BYTES, TRACE, KEEP, the
-# tools HDDEMU HDDEMU_ATTACH AVFSD MKFS, and optionally BENCH_RESTORE (a command cleanup runs
-# before the teardown). It sets W (work directory), HMNT (hddemu's mount), FMNT (the file
-# system's), IMG (backing file), SOCK (avfsd's socket) and RES (results, a directory per
-# configuration); while a configuration runs the sourcing script sets CUR (its name) and LOG.
+# tools HDDEMU HDDEMU_ATTACH AVFSD MKFS, and optionally AVFSD_ARGS (avfsd's extra options) and
+# BENCH_RESTORE (a command cleanup runs before the teardown). It sets W (work directory), HMNT
+# (hddemu's mount), FMNT (the file system's), IMG (backing file), SOCK (avfsd's socket) and RES
+# (results, a directory per configuration); while a configuration runs the sourcing script sets
+# CUR (its name) and LOG.
 
 T0=$(date +%s)
 say() { printf '%s [%4ds] %s\n' "$BENCH_NAME" $(($(date +%s) - T0)) "$*" >&2; }
@@ -161,7 +162,8 @@ fs_make() {	# fs_make KIND: make and mount the file system on $LOOP (fast mode)
 		run 1800 "$LOG" "$MKFS" -f --disk-model "$MODEL" ${AVFS_MKFS_ARGS:-} "$LOOP" ||
 			{ fail "mkfs.avfs failed"; return 1; }
 		rm -f "$SOCK"
-		"$AVFSD" --foreground --socket "$SOCK" "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
+		# shellcheck disable=SC2086 # AVFSD_ARGS: several options, split on purpose
+		"$AVFSD" --foreground --socket "$SOCK" ${AVFSD_ARGS:-} "$LOOP" "$FMNT" >>"$LOG" 2>&1 &
 		AVFSD_PID=$!
 		FS_KIND=avfsd
 		wait_mounted "$FMNT" "$SOCK" "$AVFSD_PID" 30 && return 0

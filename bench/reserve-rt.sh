@@ -14,7 +14,9 @@
 # usage: reserve-rt.sh [--seed 1] [--requests 20] [--duration 120] [--fill 0.8]
 #          [--model avfs-250g] [--size BYTES] [--file-size 512M] [--json] [--out FILE] [--keep]
 #          [--smoke]
-# The dvr processes start 0.5 s apart, in the sequence's order, so that the daemon meets the
+# avfsd runs with --disk-model MODEL, so that its admission knows the emulated disk's seek
+# curve and zones as the simulator's does (without it, a model derived from the superblock's
+# service times). The dvr processes start 0.5 s apart, in the sequence's order, so that the daemon meets the
 # requests in that order; each runs --duration seconds from its start. With --size the disk is
 # the model's outer part and the simulator's answers (the whole model) may differ.
 # env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR AVFS_SIM (default: ../build, ../tools); work
@@ -83,6 +85,7 @@ for i, r in enumerate(json.load(sys.stdin)["seeds"][0]["requests"]):
           1 if r["admitted"] else 0)' <<<"$SEQ" >"$W/sequence" || { echo "no sequence" >&2; exit 1; }
 
 CUR=avfsd
+AVFSD_ARGS="--disk-model $MODEL"
 config_start avfsd none || exit 1
 # Fill (fast mode): the playbacks' files between slices of it, play file j after a fraction
 # u_j of the fill, u_j uniform random from --seed (as peer-compare.sh places its play files)
