@@ -107,7 +107,7 @@ static int avio_setup(struct stream *s)
 		struct avfs_service svc = { .rate = (uint64_t)(s->cfg->rate / 8),
 					    .buffer = (uint64_t)s->cfg->depth * s->cfg->io,
 					    .direction = s->write ? AVFS_WRITE : AVFS_READ };
-		int err = avfs_reserve(s->fd, &svc);
+		int err = avfs_reserve_io(s->fd, &svc, s->cfg->io);	/* its request size */
 
 		if (err) {
 			fprintf(stderr, "dvr: %s: reservation of %.3f MB/s with a %.1f MiB buffer "

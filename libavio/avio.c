@@ -1002,15 +1002,21 @@ static int file_call(int fd, int op, uint16_t type, void *msg, size_t len, uint3
 
 int avfs_reserve(int fd, const struct avfs_service *svc)
 {
+	return avfs_reserve_io(fd, svc, 0);
+}
+
+int avfs_reserve_io(int fd, const struct avfs_service *svc, uint32_t io)
+{
 	struct avfs_msg_reserve m = { 0 };
 	union avfs_proto_reply r;
 	int err;
 
 	if (!svc || (svc->direction != AVFS_READ && svc->direction != AVFS_WRITE) ||
-	    !svc->rate || !svc->buffer)
+	    !svc->rate || !svc->buffer || io % 4096 || (io && io >= svc->buffer))
 		return -EINVAL;
 	m.rate = svc->rate;
 	m.buffer = svc->buffer;
+	m.io = io;
 	m.write = svc->direction == AVFS_WRITE;
 	err = file_call(fd, svc->direction, AVFS_MSG_RESERVE, &m, sizeof(m), &m.handle, &r);
 	return err ? err : r.reserve.res;

@@ -193,6 +193,16 @@ struct avfs_stream_stats {
  */
 int avfs_reserve(int fd, const struct avfs_service *svc);
 
+/*
+ * avfs_reserve_io() - avfs_reserve() for a client whose requests are io bytes each (a multiple
+ * of 4096; 0: the daemon's default, 512 KiB, which avfs_reserve() takes). Admission counts the
+ * service's requests a second and its period (the buffer less one request, at the rate) from
+ * it: a client that asks in smaller pieces than it says costs the disk more positionings than
+ * were admitted. The same returns; -EINVAL also for an io admission refuses (not a multiple of
+ * 4096, above 64 MiB, not smaller than the buffer).
+ */
+int avfs_reserve_io(int fd, const struct avfs_service *svc, uint32_t io);
+
 /* avfs_release() - end the service of fd. 0, -ENOENT (none), -EBADF, -ENOTCONN. */
 int avfs_release(int fd);
 

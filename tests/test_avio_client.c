@@ -215,6 +215,9 @@ static void test_avio_client_reserve_bad_args(void **state)
 	bad = svc;
 	bad.rate = 0;
 	assert_int_equal(avfs_reserve(0, &bad), -EINVAL);
+	assert_int_equal(avfs_reserve_io(0, &svc, 4097), -EINVAL);	/* no multiple of 4 KiB */
+	assert_int_equal(avfs_reserve_io(0, &svc, 4 << 20), -EINVAL);	/* not below the buffer */
+	assert_int_equal(avfs_reserve_io(-1, &svc, 256 << 10), -EBADF);
 	assert_int_equal(avfs_reserve(-1, &svc), -EBADF);
 	assert_int_equal(avfs_reserve(p[0], &svc), -EBADF);	/* not a regular file */
 	assert_int_equal(avfs_release(-1), -EBADF);

@@ -575,6 +575,19 @@ static int reservations(void *arg)
 		ret = ret ? ret : 11;
 	if (avfs_release(fd) || avfs_release(fd) != -ENOENT)
 		ret = ret ? ret : 12;
+	/* a request size reaches admission (avfs_reserve_io): one it refuses (beyond 64 MiB) comes
+	 * back -EINVAL from the daemon; the client's own check refuses one that is no multiple
+	 * of 4 KiB or not smaller than the buffer; a good one is admitted */
+	{
+		struct avfs_service big = { .rate = 1000000, .buffer = 256 * MiB,
+					    .direction = AVFS_READ };
+
+		if (avfs_reserve_io(fd, &big, 128u << 20) != -EINVAL ||
+		    avfs_reserve_io(fd, &hd, 4097) != -EINVAL ||
+		    avfs_reserve_io(fd, &hd, 16 * MiB) != -EINVAL ||
+		    avfs_reserve_io(fd, &hd, 256 << 10) || avfs_release(fd))
+			ret = ret ? ret : 19;
+	}
 	/* the freed time is admitted again: one more stream fits where the last was refused */
 	if (avfs_reserve(fds[n], &hd))
 		ret = ret ? ret : 13;

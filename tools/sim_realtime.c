@@ -325,7 +325,7 @@ static int open_streams(struct rt *t, unsigned *reserved)
 		if (w->reserved) {
 			struct avfs_service svc = { .rate = w->svc.rate, .buffer = w->svc.buffer,
 						    .direction = w->write ? AVFS_WRITE : AVFS_READ };
-			int err = avfs_reserve(s->fd, &svc);
+			int err = avfs_reserve_io(s->fd, &svc, w->io);	/* its request size */
 
 			if (err) {
 				snprintf(t->why, t->whylen, "stream %u (%s): the reservation of %.2f MB/s "
