@@ -252,6 +252,7 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object_object_add(mx, "order", json_object_new_string(c->satf ? "satf" : "lba"));
 	json_object_object_add(mx, "reduced_carry", json_object_new_boolean(c->reduced_carry));
 	json_object_object_add(mx, "prefetch_carry", json_object_new_boolean(c->prefetch_carry));
+	json_object_object_add(mx, "recover_ms", jd((double)c->recover_ns / 1e6));
 	avfs_sched_counters(sched, &k);
 	json_object_object_add(mx, "satf_picks", json_object_new_int64((int64_t)k.satf_picks));
 	json_object_object_add(mx, "overload", json_object_new_int64((int64_t)k.overload));

@@ -123,6 +123,10 @@ struct avfs_sched_conf {
 	 * (false). Read-ahead is the engine's, for unreserved deadline readers only, so a
 	 * reserved set — what admission counts — is served alike either way */
 	bool prefetch_carry;
+	/* traffic mixer, hold = batch: for this long after an RT request missed its deadline,
+	 * the EDF and reduced windows stand aside and the batch goes on in its C-SCAN order,
+	 * coalescing, as while the request due first cannot be met (overload; 0: only then) */
+	int64_t recover_ns;
 	/* traffic mixer, hold = batch: the order of a released batch's requests in the normal
 	 * (C-SCAN) window — false: by LBA from the cursor; true: of the first satf_window runs
 	 * in that order (a run: requests that follow each other on the disk, which one command

@@ -25,6 +25,7 @@ void avfs_sched_conf_default(struct avfs_sched_conf *c)
 	c->jit_offset_ns = 1 * MS;
 	c->coalesce = 4u << 20;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
 	c->prefetch_carry = true;	/* docs/DESIGN.md, "Read-ahead carried" */
+	c->recover_ns = 5000 * MS;	/* docs/DESIGN.md, "Overload: recovering" */
 	c->satf_window = 4;	/* as much as 8 or 64 at half the cost of 8 (docs/DESIGN.md) */
 	/* avfs-250g (SPEC §11) */
 	c->model = (struct avfs_svc_model){ .tr_ns = 60e9 / 7200, .tk_ns = 8.5e6, .dmax = 70e6,
@@ -55,6 +56,9 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "prefetch-carry", "on/off", "on, off", "tm: a command of the EDF or reduced window "
 	  "carries the read-ahead that follows it whatever it is due, as the others can spare "
 	  "(on)" },
+	{ "recover", "time", "0..60s", "tm, hold=batch: for this long after a missed deadline "
+	  "the batch goes on in its order, coalescing, without the EDF and reduced windows (5s; "
+	  "0 = only while the request due first cannot be met)" },
 	{ "chunk", "bytes", "0 or 4K..16M", "semi-preemptible chunk size, 0 = off (0)" },
 	{ "jit", "on/off", "on, off", "just-in-time seek where the rotation is predictable (off)" },
 	{ "jit-offset", "time", "0..5ms", "JIT: arrive this much early (1ms)" },
@@ -134,6 +138,9 @@ known:
 		RANGE(!either(value, "on", "off", &c->reduced_carry));
 	} else if (!strcmp(name, "prefetch-carry")) {
 		RANGE(!either(value, "on", "off", &c->prefetch_carry));
+	} else if (!strcmp(name, "recover")) {
+		RANGE(t >= 0 && t <= 60000 * MS);
+		c->recover_ns = t;
 	} else if (!strcmp(name, "coalesce")) {
 		RANGE(b == 0 || (b >= 4096 && b <= (64u << 20) && b % 4096 == 0));
 		c->coalesce = (uint32_t)b;

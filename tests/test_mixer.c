@@ -195,6 +195,57 @@ static void test_mixer_overload_goes_in_order(void **state)
 	avfs_sched_destroy(&s);
 }
 
+/* recover: for that long after a missed deadline an urgent request does not jump the batch
+ * (the batch goes on in its C-SCAN order, coalescing, as in an overload); once it has passed,
+ * or with recover = 0, or in the sweep (whose detours serve short periods), the EDF window
+ * takes the urgent request first. */
+static unsigned recover_first(int64_t recover_ns, int64_t after, bool sweep,
+			      const struct avfs_io **first)
+{
+	struct avfs_sched_conf c;
+	struct avfs_sched s;
+	struct avfs_sched_cmd cmd;
+	struct avfs_sched_counters k;
+	struct avfs_io lost = rt(100 * GB, 65536, 600 * MS);
+	static struct avfs_io b, u;
+	int64_t now = 700 * MS;
+
+	avfs_sched_conf_default(&c);
+	assert_int_equal(c.recover_ns, 5000 * MS);	/* the default */
+	c.recover_ns = recover_ns;
+	c.sweep = sweep;
+	s = mk(&c);
+	assert_int_equal(avfs_sched_submit(&s, &lost, 0), 0);
+	avfs_sched_next(&s, now, &cmd);	/* too late: missed */
+	assert_int_equal(cmd.kind, AVFS_SCHED_FAIL);
+	now += after;
+	b = rt(1 * GB, 65536, now + 5000 * MS);
+	u = rt(150 * GB, 65536, now + 60 * MS);	/* urgent, and it can be met */
+	assert_int_equal(avfs_sched_submit(&s, &b, now), 0);
+	assert_int_equal(avfs_sched_submit(&s, &u, now), 0);
+	avfs_sched_next(&s, now, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+	*first = cmd.io;
+	avfs_sched_counters(&s, &k);
+	avfs_sched_destroy(&s);
+	return (unsigned)k.overload;
+}
+
+static void test_mixer_recover(void **state)
+{
+	const struct avfs_io *first;
+
+	(void)state;
+	assert_int_equal(recover_first(5000 * MS, 10 * MS, false, &first), 1);
+	assert_int_equal(first->off, 1 * GB);	/* C-SCAN order: the urgent one waits */
+	assert_int_equal(recover_first(0, 10 * MS, false, &first), 0);
+	assert_int_equal(first->off, 150 * GB);	/* the EDF window */
+	assert_int_equal(recover_first(5000 * MS, 5000 * MS, false, &first), 0);
+	assert_int_equal(first->off, 150 * GB);	/* recovered: the EDF window again */
+	assert_int_equal(recover_first(5000 * MS, 10 * MS, true, &first), 0);
+	assert_int_equal(first->off, 150 * GB);	/* the sweep's EDF detour */
+}
+
 /* In the reduced window the subset is served in LBA order: a, then c; d (T_D >= t_d + m)
  * and b wait; when the subset is done the rest follows in C-SCAN order. */
 static void test_mixer_reduced_window_order(void **state)
@@ -1392,6 +1443,7 @@ int main(void)
 		cmocka_unit_test(test_mixer_sweep_join),
 		cmocka_unit_test(test_mixer_sweep_turn_runs),
 		cmocka_unit_test(test_mixer_overload_goes_in_order),
+		cmocka_unit_test(test_mixer_recover),
 		cmocka_unit_test(test_mixer_reduced_window_carries),
 		cmocka_unit_test(test_mixer_prefetch_carry),
 		cmocka_unit_test(test_mixer_windows),

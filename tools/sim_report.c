@@ -109,5 +109,6 @@ void avfs_sim_report_text(const struct avfs_simrun_result *r, bool be)
 		       r->satf_picks);
 	if (r->overload)
 		printf("  overload           %" PRIu64 " decisions in C-SCAN order: what was due "
-		       "first could not be met\n", r->overload);
+		       "first could not be met, or a deadline was missed within `recover`\n",
+		       r->overload);
 }
