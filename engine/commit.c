@@ -395,6 +395,27 @@ void cm_tick(struct avfs_engine *e, int64_t now)
 		cm_request(e, now);
 }
 
+int64_t cm_pull_at(const struct avfs_engine *e)
+{
+	const struct avfs_commit *c = &e->cm;
+
+	if (!e->fs || !e->c.commit_wait_ns || !c->qn ||
+	    !c->writes[c->q[c->qhead].gen % AVFS_CM_QUEUE])
+		return 0;
+	return (c->pulled_at > c->t0 ? c->pulled_at : c->t0) + e->c.commit_wait_ns;
+}
+
+bool cm_pull_due(struct avfs_engine *e, int64_t now, unsigned *gen)
+{
+	int64_t at = cm_pull_at(e);
+
+	if (!at || now < at)
+		return false;
+	e->cm.pulled_at = now;
+	*gen = e->cm.q[e->cm.qhead].gen;
+	return true;
+}
+
 unsigned cm_write_begin(struct avfs_engine *e)
 {
 	e->cm.writes[e->cm.gen % AVFS_CM_QUEUE]++;

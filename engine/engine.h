@@ -137,6 +137,10 @@ struct avfs_engine_conf {
 	int64_t commit_period_ns;	/* commit this often when anything changed (5 s); 0: never
 					 * by itself */
 	size_t commit_dirty;		/* ... and when this many metadata blocks are dirty (64) */
+	int64_t commit_wait_ns;		/* a commit that has waited this long for its transaction's
+					 * data writes (ordered mode) has those still in the
+					 * scheduler due by now + this, and again each time (10 s;
+					 * 0: they keep their own deadlines) */
 	int64_t wall_offset_ns;		/* the file system's timestamps: now + this */
 	enum avfs_bw_policy bw;		/* AVFS_BW_PARK */
 	bool chunk_fua;			/* a chunked data write carries FUA on its last chunk on a

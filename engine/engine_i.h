@@ -108,6 +108,7 @@ struct avfs_commit {
 					 * a commit under way wait for it (cm_wait_space) */
 	int64_t next_at;	/* the periodic commit */
 	int64_t t0;		/* the head plan began */
+	int64_t pulled_at;	/* its data writes were last pulled (cm_pull_due) */
 	double max_s;
 	char failure[200];	/* the first commit that failed: what and why ("" none) */
 };
@@ -223,6 +224,14 @@ bool cm_unwait_space(struct avfs_engine *e, struct avfs_fio *f);
 bool cm_durable(const struct avfs_engine *e);
 /* The first commit failure (what failed, why), NULL: none. */
 const char *cm_failure(const struct avfs_engine *e);
+/* Ordered mode lets the head commit wait for its transaction's data writes, and a real-time
+ * one may be held to a deadline a large buffer away (a recording's: a minute). When that
+ * commit has waited commit_wait (since it began or since the last pull) for them: when (0:
+ * it does not wait for any, or commit_wait is 0) ... */
+int64_t cm_pull_at(const struct avfs_engine *e);
+/* ... and, at or after that time, true with the generation whose writes must be due sooner
+ * (fio_pull_gen); the next pull is commit_wait later. */
+bool cm_pull_due(struct avfs_engine *e, int64_t now, unsigned *gen);
 /* A data write begins (its generation) / ends (may let a waiting commit go on). */
 unsigned cm_write_begin(struct avfs_engine *e);
 void cm_write_end(struct avfs_engine *e, unsigned gen, int64_t now);
@@ -258,6 +267,10 @@ void fio_forget(struct avfs_fio *f);
  * again; those not sent yet will go so): a held write an fsync waits for (wbuf.c). It may
  * complete f (a part refused). */
 void fio_hurry(struct avfs_engine *e, struct avfs_fio *f, int64_t now);
+/* Data writes of commit generation gen still in the scheduler and due after dl are due at dl
+ * (out of the scheduler and in again, at most 8 parts of a request a call): a commit has
+ * waited for them long enough (cm_pull_due). Requests may complete (a part refused). */
+void fio_pull_gen(struct avfs_engine *e, unsigned gen, int64_t dl, int64_t now);
 
 /* wberr.c */
 /* A write of ino failed after it was planned: a new error epoch for its file. */

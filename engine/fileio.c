@@ -546,21 +546,46 @@ int fio_withdraw(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	return 0;
 }
 
-void fio_hurry(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+/* f's parts not on the device and due after dl are due at dl (0: best effort, and so are those
+ * not sent yet): out of the scheduler and in again, at most 8 (the rest keep their deadlines). */
+static void pull(struct avfs_engine *e, struct avfs_fio *f, int64_t dl, int64_t now)
 {
-	struct avfs_ereq *q, *one[8], **v = one;
+	struct avfs_ereq *q, *v[8];
 	size_t n = 0, k = 0;
 
-	f->sched_deadline = 0;
 	for (q = f->priv.parts; q; q = q->next) {
-		if (q->dispatched || !q->io.deadline)
+		if (q->dispatched || !q->io.deadline || (dl && q->io.deadline <= dl))
 			continue;
-		q->io.deadline = 0;	/* (one still waiting goes so when it is sent) */
-		if (q->queued && n < 8 && !dsp_withdraw(e, q))
-			v[n++] = q;	/* (more than 8 queued: the rest keep their deadlines) */
+		if (!dl)
+			q->io.deadline = 0;	/* (one still waiting goes so when it is sent) */
+		if (q->queued && n < 8 && !dsp_withdraw(e, q)) {
+			q->io.deadline = dl;
+			v[n++] = q;
+		}
 	}
 	f->priv.pending++;	/* a guard: a refused part completes f */
 	for (k = 0; k < n; k++)
 		send(e, v[k], now);
 	put(e, f, now);
+}
+
+void fio_hurry(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
+{
+	f->sched_deadline = 0;
+	pull(e, f, 0, now);
+}
+
+void fio_pull_gen(struct avfs_engine *e, unsigned gen, int64_t dl, int64_t now)
+{
+	struct avfs_fio *f, *next;
+
+	for (f = e->live; f; f = next) {
+		next = f->priv.live_next;	/* (f may complete) */
+		for (struct avfs_ereq *q = f->priv.parts; q; q = q->next)
+			if (q->data_write && q->gen == gen && q->queued && !q->dispatched &&
+			    q->io.deadline > dl) {
+				pull(e, f, dl, now);
+				break;
+			}
+	}
 }

@@ -137,6 +137,7 @@ void avfs_simrun_defaults(struct avfs_simrun_opts *o)
 
 		avfs_engine_conf_default(&ec);
 		o->read_ahead = ec.ra_bytes;
+		o->commit_wait_ns = ec.commit_wait_ns;
 	}
 	o->block_shift = 22;
 	o->alloc = AVFS_ALLOC_ZRR_RUN;	/* as mkfs.avfs formats */
@@ -948,17 +949,24 @@ static int check_opts(const struct avfs_simrun_opts *o, char *why, size_t whylen
  * predictor asked for, reservations for the reserved streams. */
 int avfs_simrun_set(struct avfs_simrun_opts *o, const char *pair, char *why, size_t whylen)
 {
-	static const char ra[] = "read-ahead=";
+	static const char ra[] = "read-ahead=", cw[] = "commit-wait=";
 	struct avfs_engine_conf ec;
 	int err;
 
-	if (strncmp(pair, ra, sizeof(ra) - 1))
-		return avfs_sched_conf_set_pair(&o->conf, pair, why, whylen);
 	avfs_engine_conf_default(&ec);
-	err = avfs_engine_conf_set(&ec, "read-ahead", pair + sizeof(ra) - 1, why, whylen);
-	if (!err)
-		o->read_ahead = ec.ra_bytes;
-	return err;
+	if (!strncmp(pair, ra, sizeof(ra) - 1)) {
+		err = avfs_engine_conf_set(&ec, "read-ahead", pair + sizeof(ra) - 1, why, whylen);
+		if (!err)
+			o->read_ahead = ec.ra_bytes;
+		return err;
+	}
+	if (!strncmp(pair, cw, sizeof(cw) - 1)) {
+		err = avfs_engine_conf_set(&ec, "commit-wait", pair + sizeof(cw) - 1, why, whylen);
+		if (!err)
+			o->commit_wait_ns = ec.commit_wait_ns;
+		return err;
+	}
+	return avfs_sched_conf_set_pair(&o->conf, pair, why, whylen);
 }
 
 static int start_engine(struct run *r, const struct avfs_sched_ops *policy, double *dec_acc)
@@ -1005,6 +1013,7 @@ static int start_engine(struct run *r, const struct avfs_sched_ops *policy, doub
 	}
 	ec.bw = r->o->bw_policy;
 	ec.ra_bytes = r->o->read_ahead;
+	ec.commit_wait_ns = r->o->commit_wait_ns;
 	ec.lbs = r->d->info.lbs;
 	ec.wall_offset_ns = 0;	/* virtual time is the file system's time too */
 	timed_inner = policy;

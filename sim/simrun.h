@@ -129,6 +129,7 @@ struct avfs_simrun_opts {
 	const char *predictor;
 	uint64_t size;		/* bytes of the model used (its outer part, as hddemu --size); 0 all */
 	uint64_t read_ahead;	/* the engine's read-ahead of deadline streams (4 MiB), 0: off */
+	int64_t commit_wait_ns;	/* the engine's commit-wait (10 s), 0: off */
 	bool stop_at_miss;	/* end the run at its first deadline miss (the result then covers
 				 * the run up to it): a search asks only whether there is one */
 };

@@ -888,6 +888,68 @@ static void test_engine_commit_periodic(void **state)
 	env_free(v);
 }
 
+/* commit-wait: a commit waiting for a real-time data write held to a deadline a minute away has
+ * it due commit-wait after the commit began (the engine arms a tick for that, and the write then
+ * goes by its new deadline); with commit-wait 0 it keeps its deadline and the commit waits for
+ * it. When the write reached the device, after the commit began. */
+static int64_t commit_data_write_at(int64_t wait_ns)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v;
+	struct req w;
+	int64_t start;
+	long i;
+
+	c.commit_wait_ns = wait_ns;
+	v = env_new(&c, true);
+	memset(v->buf, 0x44, BS);
+	fio(&w, v->f, true, 0, BS, v->buf)->deadline = v->now + 60 * NS;
+	assert_int_equal(io(v, &w.f), 0);
+	assert_int_equal(inflight(v), 0);	/* held for its deadline */
+	start = v->now;
+	avfs_engine_commit(v->e, v->now);
+	if (wait_ns)
+		assert_int_equal(avfs_engine_wake(v->e), start + wait_ns);
+	for (int guard = 0; guard < 1000; guard++) {
+		int64_t at;
+
+		for (i = 0; i < (long)v->d.n; i++)
+			if (!v->d.c[i].done && is_data(v, i))
+				break;
+		if (i < (long)v->d.n)
+			break;	/* the data write is out */
+		assert_int_equal(first(v, AVFS_DISK_FLUSH, 0), -1);	/* ordered: not before it */
+		if ((i = oldest(v)) >= 0) {
+			complete(v, i, v->now + MS);
+			continue;
+		}
+		at = avfs_engine_wake(v->e);
+		assert_true(at > v->now);
+		v->now = at;
+		avfs_engine_tick(v->e, v->now);
+	}
+	start = v->now - start;
+	drain(v);
+	assert_int_equal(v->d.commits, 1);
+	assert_int_equal(w.ndone, 1);
+	env_free(v);
+	return start;
+}
+
+static void test_engine_commit_wait_pulls_data(void **state)
+{
+	struct avfs_engine_conf c;
+	int64_t at;
+
+	(void)state;
+	avfs_engine_conf_default(&c);
+	assert_int_equal(c.commit_wait_ns, 10 * NS);	/* the default */
+	at = commit_data_write_at(10 * NS);
+	assert_true(at >= 10 * NS && at < 20 * NS);	/* due by 20 s, the hold lets it wait */
+	at = commit_data_write_at(0);
+	assert_true(at >= 55 * NS && at < 60 * NS);	/* held to its own deadline */
+}
+
 /* A FLUSH that fails fails its commit: committed() reports the error, the plan stops (no
  * commit record), the count stays 0; a remount finds the file system as it was committed last
  * (without the new file). */
@@ -2187,6 +2249,7 @@ int main(void)
 		cmocka_unit_test(test_engine_commit_waits_for_rmw_write),
 		cmocka_unit_test(test_engine_commit_when_dirty_waits_for_its_write),
 		cmocka_unit_test(test_engine_commit_periodic),
+		cmocka_unit_test(test_engine_commit_wait_pulls_data),
 		cmocka_unit_test(test_engine_commit_flush_error),
 		cmocka_unit_test(test_engine_file_unaligned_roundtrip),
 		cmocka_unit_test(test_engine_file_partial_page_rmw),
