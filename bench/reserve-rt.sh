@@ -7,8 +7,8 @@
 # answers each as its admission does; the admitted ones then run side by side in real time for
 # --duration seconds. Prints per request the simulator's answer (avfs-sim reserve, the same
 # admission code on the named model) and the daemon's, and what each admitted stream got: RT
-# requests, misses, the smallest completion margin; then the disk's utilization and hddemu's
-# timing error. A benchmark, not a test: it judges nothing. Run as root. --smoke: a tiny run
+# requests, misses, the smallest completion margin; then the disk's utilization, the longest
+# metadata commit (avfs-admin status) and hddemu's timing error. A benchmark, not a test: it judges nothing. Run as root. --smoke: a tiny run
 # for CI.
 #
 # usage: reserve-rt.sh [--seed 1] [--requests 20] [--duration 120] [--fill 0.8]
@@ -153,6 +153,10 @@ for line in open(seq):
         row["why"] = err[0] if err else "dvr said nothing"
     rows.append(row)
 hdd = dict(l.split(None, 1) for l in open(f"{res}/hdd.stats") if len(l.split()) == 2)
+try:
+    commit_max = json.load(open(f"{res}/status.json"))["commit_max_s"]
+except (OSError, ValueError, KeyError):
+    commit_max = None
 adm = [r for r in rows if r["admitted"]]
 margins = [r["margin_min_ms"] for r in adm if r["margin_min_ms"] is not None]
 summary = {"admitted": len(adm), "sim_admitted": sum(r["sim_admitted"] for r in rows),
@@ -163,7 +167,8 @@ summary = {"admitted": len(adm), "sim_admitted": sum(r["sim_admitted"] for r in 
            "margin_min_ms": min(margins) if margins else None,
            "disk_utilization": float(hdd.get("utilization", "0")),
            "timing_err_mean_us": float(hdd.get("timing_err_mean_us", "0")),
-           "timing_err_max_us": float(hdd.get("timing_err_max_us", "0"))}
+           "timing_err_max_us": float(hdd.get("timing_err_max_us", "0")),
+           "commit_max_s": commit_max}
 doc = {"params": params, "requests": rows, "summary": summary}
 if out:
     with open(out, "w") as f:
@@ -189,6 +194,8 @@ print(f"admitted {s['admitted']} of {len(rows)} ({s['admitted_rate_bps'] / 1e6:.
       f"simulator {s['sim_admitted']}, the same answer to {s['same_answers']}); "
       f"{s['rt_requests']} RT requests, {s['misses']} misses, {s['io_errors']} errors, "
       f"smallest margin {s['margin_min_ms'] if s['margin_min_ms'] is None else round(s['margin_min_ms'])} ms; "
-      f"disk {s['disk_utilization'] * 100:.1f} % busy; hddemu timing error mean "
+      f"disk {s['disk_utilization'] * 100:.1f} % busy; longest metadata commit "
+      + ("unknown" if s['commit_max_s'] is None else f"{s['commit_max_s']:.1f} s")
+      + f"; hddemu timing error mean "
       f"{s['timing_err_mean_us']:.0f} us, max {s['timing_err_max_us'] / 1000:.1f} ms")
 PY

@@ -155,6 +155,9 @@ static json_object *status(const struct avfsd_admin_view *v, struct avfs_engine 
 			       avfs_fs_rdonly(avfs_engine_fs(e))));
 	json_object_object_add(o, "failure", avfs_engine_failure(e) ?
 			       json_object_new_string(avfs_engine_failure(e)) : NULL);
+	/* the longest metadata commit so far (one under way included): how long another file's
+	 * change may wait to be durable (ordered mode waits for data writes; commit-wait) */
+	json_object_object_add(o, "commit_max_s", jd(avfs_engine_commit_max_s(e, now)));
 	json_object_object_add(o, "clients", json_object_new_int64((int64_t)clients));
 	json_object_object_add(o, "streams", json_object_new_int64(
 			       (int64_t)avfs_engine_stream_count(e)));

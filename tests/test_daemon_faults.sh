@@ -116,6 +116,7 @@ check "... no commit failed: still read-write" python3 -c "
 import json
 s = json.load(open('$AVFS_T/status.json'))
 assert s['read_only'] is False and s['failure'] is None, s
+assert 0 <= s['commit_max_s'] < 60, s
 "
 before=$(stat -c %s "$MNT/rec")
 check "... the file system stays writable" sh -c "echo more >>'$MNT/rec' && sync -f '$MNT/rec'"
