@@ -19,7 +19,8 @@
 # service times). The dvr processes start 0.5 s apart, in the sequence's order, so that the daemon meets the
 # requests in that order; each runs --duration seconds from its start. With --size the disk is
 # the model's outer part and the simulator's answers (the whole model) may differ.
-# env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR AVFS_SIM (default: ../build, ../tools); work
+# env: HDDEMU HDDEMU_ATTACH AVFSD MKFS ADMIN DVR AVFS_SIM (default: ../build, ../tools);
+# AVFSD_ARGS: more avfsd options (e.g. "--set commit-wait=0"); work
 # under /var/tmp.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -85,7 +86,7 @@ for i, r in enumerate(json.load(sys.stdin)["seeds"][0]["requests"]):
           1 if r["admitted"] else 0)' <<<"$SEQ" >"$W/sequence" || { echo "no sequence" >&2; exit 1; }
 
 CUR=avfsd
-AVFSD_ARGS="--disk-model $MODEL"
+AVFSD_ARGS="--disk-model $MODEL ${AVFSD_ARGS:-}"
 config_start avfsd none || exit 1
 # Fill (fast mode): the playbacks' files between slices of it, play file j after a fraction
 # u_j of the fill, u_j uniform random from --seed (as peer-compare.sh places its play files)
