@@ -1,5 +1,6 @@
 # checks.sh — sourced by the shell tests (bash): ok/FAIL bookkeeping, the skip with a reason,
-# and two comparisons a check is made of (same, fails_with). It runs no check itself; what a test needs around it (an avfsd, a disk) is its own
+# two comparisons a check is made of (same, fails_with), and a benchmark's smoke run with its
+# exit status checked (bench_smoke). What a test needs around it (an avfsd, a disk) is its own
 # or daemon_env.sh's.
 
 avfs_skip() {	# avfs_skip REASON: exit 77 (meson: SKIP) with a one-line reason
@@ -17,6 +18,20 @@ avfs_need_hddemu() {	# the benchmarks on hddemu (bench/hddlib.sh): root, /dev/fu
 
 PASS=0
 FAILS=0
+bench_smoke() {	# bench_smoke SCRIPT ARGS...: bench/SCRIPT --smoke ARGS --out $T/out.json in a
+		# fresh temporary folder T (removed on exit; the caller's HERE is tests/): its table
+		# into $T/table and printed, its stderr into $T/err and printed if it failed; checks
+		# that it exits 0
+	local rc
+	T=$(mktemp -d "/var/tmp/${1%.sh}-smoke-XXXXXX") || exit 1
+	trap 'rm -rf "$T"' EXIT
+	bash "$HERE/../bench/$1" --smoke "${@:2}" --out "$T/out.json" >"$T/table" 2>"$T/err"
+	rc=$?
+	cat "$T/table"
+	[ $rc = 0 ] || { echo "$1 exit status $rc; its stderr:"; cat "$T/err"; }
+	check "$1 --smoke exits 0" test $rc = 0
+}
+
 check() {	# check NAME CMD...: runs CMD, ok when it exits 0
 	local name=$1
 	shift

@@ -15,15 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 avfs_need_hddemu
 export HDDEMU
 
-T=$(mktemp -d /var/tmp/peer-compare-smoke-XXXXXX) || exit 1
-trap 'rm -rf "$T"' EXIT
-
-bash "$HERE/../bench/peer-compare.sh" --smoke --stall 1:0.5 --out "$T/out.json" >"$T/table" \
-	2>"$T/err"
-rc=$?
-cat "$T/table"
-[ $rc = 0 ] || { echo "peer-compare.sh exit status $rc; its stderr:"; cat "$T/err"; }
-check "peer-compare.sh --smoke exits 0" test $rc = 0
+bench_smoke peer-compare.sh --stall 1:0.5
 for c in ext4-mq-deadline avfsd; do
 	check "the table has $c with RT requests > 0" \
 		awk -v c="$c" '$1 == c && $2 ~ /^[0-9]+$/ && $2 > 0 { f = 1 } END { exit !f }' "$T/table"

@@ -25,14 +25,7 @@ command -v ffmpeg >/dev/null || avfs_skip "no ffmpeg"
 ffmpeg -hide_banner -encoders 2>/dev/null | grep -q libx264 || avfs_skip "ffmpeg without libx264"
 [ -x "${HDDEMU:-}" ] || avfs_skip "hddemu is not built (\$HDDEMU)"
 
-T=$(mktemp -d /var/tmp/recorder-smoke-XXXXXX) || exit 1
-trap 'rm -rf "$T"' EXIT
-
-bash "$R" --smoke --out "$T/out.json" >"$T/table" 2>"$T/err"
-rc=$?
-cat "$T/table"
-[ $rc = 0 ] || { echo "recorder.sh exit status $rc; its stderr:"; cat "$T/err"; }
-check "recorder.sh --smoke exits 0" test $rc = 0
+bench_smoke recorder.sh
 for c in ext4-mq-deadline avfsd; do
 	check "the cameras' table has $c: segments, late, stopped counted" awk -v c="$c" '
 		/^cameras:/ { t = 1 } /^players:/ { t = 0 }

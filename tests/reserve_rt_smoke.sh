@@ -13,14 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 avfs_need_hddemu
 export HDDEMU
 
-T=$(mktemp -d /var/tmp/reserve-rt-smoke-XXXXXX) || exit 1
-trap 'rm -rf "$T"' EXIT
-
-bash "$HERE/../bench/reserve-rt.sh" --smoke --out "$T/out.json" >"$T/table" 2>"$T/err"
-rc=$?
-cat "$T/table"
-[ $rc = 0 ] || { echo "reserve-rt.sh exit status $rc; its stderr:"; cat "$T/err"; }
-check "reserve-rt.sh --smoke exits 0" test $rc = 0
+bench_smoke reserve-rt.sh
 check "the table has a line per request" \
 	eval '[ "$(grep -cE "^ +[0-2] +[0-9.]+ +[0-9]+M +[0-9]+K +[rw] " "$T/table")" = 3 ]'
 check "the summary line says what was admitted and missed" \
