@@ -9,11 +9,14 @@ avfs_skip() {	# avfs_skip REASON: exit 77 (meson: SKIP) with a one-line reason
 }
 
 avfs_need_hddemu() {	# the benchmarks on hddemu (bench/hddlib.sh): root, /dev/fuse, losetup
-			# and $HDDEMU built, else SKIP saying which is missing
+			# and $HDDEMU built (default: the build tree's, from the caller's HERE),
+			# else SKIP saying which is missing; HDDEMU exported
+	: "${HDDEMU:=$HERE/../build/tools/hddemu}"
+	export HDDEMU
 	[ "$(id -u)" = 0 ] || avfs_skip "needs root (FUSE mounts, loop devices)"
 	[ -c /dev/fuse ] || avfs_skip "no /dev/fuse"
 	command -v losetup >/dev/null || avfs_skip "no losetup"
-	[ -x "${HDDEMU:-}" ] || avfs_skip "hddemu is not built (${HDDEMU:-HDDEMU unset})"
+	[ -x "$HDDEMU" ] || avfs_skip "hddemu is not built ($HDDEMU)"
 }
 
 PASS=0

@@ -11,9 +11,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/checks.sh"
-: "${HDDEMU:=$HERE/../build/tools/hddemu}"
 avfs_need_hddemu
-export HDDEMU
 
 bench_smoke peer-compare.sh --stall 1:0.5
 for c in ext4-mq-deadline avfsd; do

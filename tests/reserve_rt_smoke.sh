@@ -9,9 +9,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/checks.sh"
-: "${HDDEMU:=$HERE/../build/tools/hddemu}"
 avfs_need_hddemu
-export HDDEMU
 
 bench_smoke reserve-rt.sh
 check "the table has a line per request" \
