@@ -1,5 +1,6 @@
 /*
- * zrr.c — Zone-Round-Robin (per block, or in runs) and contiguous first-fit block allocation
+ * zrr.c — Zone-Round-Robin (per block, or in runs) and contiguous first-fit (in runs) block
+ * allocation
  * over a borrowed bitmap. It decides which block; it does not persist the bitmap or last_zone,
  * and it keeps no cached state about the bitmap, which the file system may change directly.
  */
@@ -148,19 +149,29 @@ uint32_t avfs_alloc_next_zone(const struct avfs_alloc *a, uint32_t z)
 	return i % 2 == 0 ? i / 2 : n - 1 - (i - 1) / 2;
 }
 
+/* The first free block in [from, end) that starts a run — base plus a multiple of run
+ * blocks — or UINT64_MAX when there is none. */
+static uint64_t run_start_in(const struct avfs_alloc *a, uint64_t base, uint64_t from,
+			     uint64_t end)
+{
+	uint64_t b = avfs_bitmap_find_zero(a->map, from, end);
+
+	while (b != UINT64_MAX && (b - base) % a->run) {
+		uint64_t next = base + ((b - base) / a->run + 1) * a->run;
+
+		b = next < end ? avfs_bitmap_find_zero(a->map, next, end) : UINT64_MAX;
+	}
+	return b;
+}
+
 /* ZRR_RUN in zone z: the first free block that starts a run (a multiple of run blocks from
  * the zone's start), else the first free block; UINT64_MAX when the zone is full. */
 static uint64_t run_start(const struct avfs_alloc *a, uint32_t z)
 {
 	uint64_t first = avfs_alloc_zone_first(a, z), end = avfs_alloc_zone_end(a, z);
-	uint64_t any = avfs_bitmap_find_zero(a->map, first, end), b = any;
+	uint64_t b = run_start_in(a, first, first, end);
 
-	while (b != UINT64_MAX && (b - first) % a->run) {
-		uint64_t next = first + ((b - first) / a->run + 1) * a->run;
-
-		b = next < end ? avfs_bitmap_find_zero(a->map, next, end) : UINT64_MAX;
-	}
-	return b != UINT64_MAX ? b : any;
+	return b != UINT64_MAX ? b : avfs_bitmap_find_zero(a->map, first, end);
 }
 
 /*
@@ -187,15 +198,26 @@ static uint64_t zrr_run_pick(const struct avfs_alloc *a, uint64_t prev)
 	return UINT64_MAX;
 }
 
+/*
+ * First-fit in runs: a file goes on where it ends while the block there is free; where
+ * another file took it (two recordings written at once), it starts again at a free run
+ * boundary after it, so that each writer gets runs of its own instead of every other block
+ * (ext4's preallocation gives two such files 8-16 MiB extents; docs/DESIGN.md, "Contiguous
+ * baseline in runs"). With run = 1 this is plain first-fit.
+ */
 static uint64_t contig_pick(const struct avfs_alloc *a, uint64_t prev)
 {
-	uint64_t b;
+	uint64_t n = a->map->nbits, from = prev == UINT64_MAX ? 0 : prev + 1, b;
 
-	if (prev == UINT64_MAX)
-		return avfs_bitmap_find_zero(a->map, 0, a->map->nbits);
-	b = avfs_bitmap_find_zero(a->map, prev + 1, a->map->nbits);
+	if (prev != UINT64_MAX && from < n && !avfs_bitmap_test(a->map, from))
+		return from;
+	b = run_start_in(a, 0, from, n);
 	if (b == UINT64_MAX)
-		b = avfs_bitmap_find_zero(a->map, 0, prev + 1);
+		b = run_start_in(a, 0, 0, from);
+	if (b == UINT64_MAX)
+		b = avfs_bitmap_find_zero(a->map, from, n);
+	if (b == UINT64_MAX)
+		b = avfs_bitmap_find_zero(a->map, 0, from);
 	return b;
 }
 

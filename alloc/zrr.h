@@ -17,7 +17,8 @@
 
 enum avfs_alloc_policy {
 	AVFS_ALLOC_ZRR = 0,	/* papers/001: one block per zone, zones in order */
-	AVFS_ALLOC_CONTIG = 1,	/* first-fit baseline for the simulator, never the default */
+	AVFS_ALLOC_CONTIG = 1,	/* first-fit (in runs) baseline for the simulator, never the
+				 * default */
 	AVFS_ALLOC_ZRR_RUN = 2,	/* ZRR in runs: `run` blocks per zone, zones from both ends
 				 * inwards (mkfs.avfs's default; docs/DESIGN.md "Decisions") */
 };
@@ -47,12 +48,13 @@ struct avfs_alloc {
 	uint64_t zone_extra;		/* zones [0, zone_extra) hold zone_blocks + 1 blocks */
 	uint32_t last_zone;		/* zone of the most recent allocation; the file system
 					 * persists it in its superblock */
-	uint32_t run;			/* ZRR_RUN: blocks of a file in a zone before the next */
+	uint32_t run;			/* ZRR_RUN: blocks of a file in a zone before the next;
+					 * CONTIG: a file's new run starts at a multiple of it */
 };
 
 /*
- * Set up an allocator over map. run: ZRR_RUN's blocks per zone visit (0 counts as 1; the
- * other policies ignore it). 0, or -EINVAL for a null or empty map, an unknown policy,
+ * Set up an allocator over map. run: ZRR_RUN's blocks per zone visit, CONTIG's run alignment
+ * (0 counts as 1; ZRR ignores it). 0, or -EINVAL for a null or empty map, an unknown policy,
  * nzones == 0, > AVFS_ZONES_MAX or > map->nbits, or last_zone >= nzones.
  */
 int avfs_alloc_init(struct avfs_alloc *a, enum avfs_alloc_policy p, struct avfs_bitmap *map,
@@ -84,8 +86,9 @@ uint64_t avfs_alloc_zone_end(const struct avfs_alloc *a, uint32_t zone);
  * ZRR_RUN: prev + 1 while it is free, in prev's zone and inside prev's run (runs are aligned
  * to `run` blocks from the zone's start); else as ZRR over avfs_alloc_next_zone's order, taking
  * in a zone the first free block that starts a run, or failing that its first free block.
- * CONTIG: prev+1 if free, else the first free block after prev, wrapping to 0; without
- * prev, the first free block from 0.
+ * CONTIG: prev+1 if free; else (or without prev) the first free block that starts a run
+ * (runs aligned to `run` blocks from block 0) from prev+1 (from 0 without prev), wrapping to
+ * 0; failing that, the first free block from there, wrapping. With run 1: plain first-fit.
  * Both set the bit and make last_zone the zone used. Returns the block (>= 0); -ENOSPC when
  * no block is free; -EINVAL if prev is neither UINT64_MAX nor < map->nbits. On error
  * nothing changes.

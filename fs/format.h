@@ -85,8 +85,9 @@ struct avfs_super {
 	uint64_t data_blocks;
 	uint64_t backup_off;		/* byte offset of the backup metadata region */
 	uint64_t seed;			/* mkfs seed (first ZRR zone) */
-	uint32_t alloc_policy;		/* 0 = ZRR, 1 = contiguous first-fit (baseline), 2 = ZRR
-					 * in runs of alloc_run blocks (alloc/zrr.h) */
+	uint32_t alloc_policy;		/* 0 = ZRR, 1 = contiguous first-fit in runs of
+					 * alloc_run blocks (baseline), 2 = ZRR in runs of
+					 * alloc_run blocks (alloc/zrr.h) */
 	uint32_t root_ino;
 	/* disk model for the service-time model (SPEC §5.2); profiled or from a named model */
 	char disk_model[32];
@@ -96,7 +97,9 @@ struct avfs_super {
 	uint64_t rotation_ns;
 	uint64_t mkfs_time_ns;		/* CLOCK_REALTIME at format, for humans */
 	uint32_t alloc_run;		/* policy 2: blocks of a file in a zone before the next
-					 * (>= 1); 0 for the others (older images: 0) */
+					 * (>= 1); policy 1: a file's new run starts at a
+					 * multiple of it (0: 1, plain first-fit, as images
+					 * made before it); 0 for policy 0 */
 	uint8_t reserved_geo[252];
 	/* dynamic part: changes go through the journal */
 	uint32_t last_zone;		/* zone of the latest data block allocation (ZRR) */

@@ -35,8 +35,8 @@ struct avfs_mkfs_opts {
 	uint64_t inodes;	/* 0 = default */
 	uint64_t journal_blocks;	/* 0 = default */
 	uint64_t dyn_blocks;	/* dynamic metadata blocks, 0 = default */
-	uint32_t alloc_policy;	/* 0 ZRR, 1 contiguous first-fit (baseline), 2 ZRR in runs */
-	uint32_t alloc_run;	/* policy 2: blocks a run (0 = AVFS_ALLOC_RUN_BYTES' worth, >= 1) */
+	uint32_t alloc_policy;	/* 0 ZRR, 1 contiguous first-fit in runs (baseline), 2 ZRR in runs */
+	uint32_t alloc_run;	/* policies 1, 2: blocks a run (0 = AVFS_ALLOC_RUN_BYTES' worth) */
 	const char *disk_model;	/* fills the service-time parameters; NULL = avfs-250g */
 	const struct avfs_mkfs_measured *measured;	/* or these, as model "profiled" */
 	int64_t now_ns;		/* format time (for timestamps) */

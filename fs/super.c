@@ -172,7 +172,8 @@ int avfs_fs_geometry(const struct avfs_mkfs_opts *o, struct avfs_super *sb, char
 	sb->backup_off = backup_off;
 	sb->seed = o->seed;
 	sb->alloc_policy = o->alloc_policy;
-	if (o->alloc_policy == AVFS_ALLOC_ZRR_RUN)	/* 16 MiB a run by default */
+	if (o->alloc_policy == AVFS_ALLOC_ZRR_RUN || o->alloc_policy == AVFS_ALLOC_CONTIG)
+		/* 16 MiB a run by default */
 		sb->alloc_run = o->alloc_run ? o->alloc_run :
 				AVFS_ALLOC_RUN_BYTES > bs ? (uint32_t)(AVFS_ALLOC_RUN_BYTES / bs) : 1;
 	sb->root_ino = AVFS_ROOT_INO;

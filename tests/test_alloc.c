@@ -551,7 +551,8 @@ static void test_zrr_contig_sequential_and_new_file(void **state)
 	region_fini(&r);
 }
 
-/* Contig with three interleaved files fragments every file: A 0,3,6..., B 1,4,..., C 2,5,... */
+/* Contig with three interleaved files, run 1 (plain first-fit, images made before runs):
+ * every file fragments, A 0,3,6..., B 1,4,..., C 2,5,... */
 static void test_zrr_contig_interleaved_fragments(void **state)
 {
 	enum { NF = 3, ROUNDS = 10 };
@@ -583,6 +584,57 @@ static void test_zrr_contig_interleaved_fragments(void **state)
 		}
 	}
 	region_fini(&r);
+}
+
+/*
+ * Contig in runs of 4: two files written block by block in turn each get runs of their own
+ * (A 0-3, B 4-7, A 8-11, ...) and go on where they end while that is free; a new file starts
+ * at a free run boundary; a file whose next block is taken skips to the next free boundary
+ * after it, past a run whose boundary block is used, and wraps to 0; with no boundary block
+ * free anywhere it takes the first free block after it.
+ */
+static void test_zrr_contig_runs(void **state)
+{
+	enum { ROUNDS = 12 };
+	struct region r;
+	uint64_t a = NO_PREV, b = NO_PREV;
+
+	(void)state;
+	assert_int_equal(avfs_bitmap_init(&r.map, 64), 0);
+	assert_int_equal(avfs_alloc_init(&r.a, AVFS_ALLOC_CONTIG, &r.map, 8, 0, 4), 0);
+	for (int rd = 0; rd < ROUNDS; rd++) {
+		int64_t x = avfs_alloc_block(&r.a, a), y = avfs_alloc_block(&r.a, b);
+
+		/* round rd: block rd % 4 of the (rd / 4)-th run of each file */
+		assert_int_equal(x, (rd / 4) * 8 + rd % 4);
+		assert_int_equal(y, (rd / 4) * 8 + 4 + rd % 4);
+		a = (uint64_t)x;
+		b = (uint64_t)y;
+	}
+	/* A ends at 19 (its third run, 16-19); B took 20: A goes on at the next boundary, 24. */
+	assert_int_equal(avfs_alloc_block(&r.a, a), 24);
+	/* A new file: the first free boundary, 28. */
+	assert_int_equal(avfs_alloc_block(&r.a, NO_PREV), 28);
+	/* A freed block that is not a boundary is taken only by the file that ends before it. */
+	assert_int_equal(avfs_alloc_free(&r.a, 9), 0);
+	assert_int_equal(avfs_alloc_block(&r.a, NO_PREV), 32);
+	assert_int_equal(avfs_alloc_block(&r.a, 8), 9);
+	/* Boundary 36 used, 37 free: a file ending at 33 whose 34 is taken skips to 40. */
+	assert_int_equal(avfs_bitmap_set(&r.map, 33), 0);
+	assert_int_equal(avfs_bitmap_set(&r.map, 34), 0);
+	assert_int_equal(avfs_bitmap_set(&r.map, 36), 0);
+	assert_int_equal(avfs_alloc_block(&r.a, 33), 40);
+	/* Wrapping: nothing free on a boundary after 60, so the free boundary 4 (freed). */
+	for (uint64_t i = 41; i < 64; i++)
+		assert_int_equal(avfs_bitmap_set(&r.map, i), 0);
+	assert_int_equal(avfs_alloc_free(&r.a, 4), 0);
+	assert_int_equal(avfs_alloc_block(&r.a, 60), 4);
+	/* No free boundary at all: the first free block after prev (31, used: 35), then
+	 * wrapping (from 51: 25). */
+	assert_int_equal(avfs_bitmap_set(&r.map, 31), 0);
+	assert_int_equal(avfs_alloc_block(&r.a, 31), 35);
+	assert_int_equal(avfs_alloc_block(&r.a, 50), 25);
+	avfs_bitmap_free(&r.map);
 }
 
 /* A freed block is reused by the next allocation that reaches it; a double free is -ENOENT. */
@@ -735,6 +787,7 @@ int main(void)
 		cmocka_unit_test(test_zrr_interleaved_three_files),
 		cmocka_unit_test(test_zrr_contig_sequential_and_new_file),
 		cmocka_unit_test(test_zrr_contig_interleaved_fragments),
+		cmocka_unit_test(test_zrr_contig_runs),
 		cmocka_unit_test(test_zrr_free_and_reuse),
 		cmocka_unit_test(test_zrr_run_zone_order),
 		cmocka_unit_test(test_zrr_run_file_takes_runs),

@@ -261,11 +261,13 @@ static void test_fs_zrr_run(void **state)
 	fx_free(f);
 }
 
-/* The contiguous first-fit baseline keeps a lone file contiguous but fragments interleaved
- * files — which is why it is not the default. */
+/* The contiguous first-fit baseline keeps a lone file contiguous. Interleaved files: with
+ * alloc_run 1 (plain first-fit, images made before runs) each fragments block by block; as
+ * mkfs makes it (16 MiB runs: 256 blocks of 64 KiB) each gets runs of its own. */
 static void test_fs_contig_baseline(void **state)
 {
-	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 64, .seed = 5, .alloc_policy = 1 };
+	struct avfs_mkfs_opts o = { .block_shift = 16, .zones = 64, .seed = 5, .alloc_policy = 1,
+				    .alloc_run = 1 };
 	struct fx *f = fx_new(128u << 20, &o);
 	uint8_t *buf = calloc(1, 65536);
 	uint64_t a = mk(f, AVFS_ROOT_INO, "a"), b = mk(f, AVFS_ROOT_INO, "b"), c;
@@ -286,6 +288,32 @@ static void test_fs_contig_baseline(void **state)
 	n = avfs_fs_map_read(f->io->fs, c, 0, 6 * 65536, e, 16);
 	for (int k = 1; k < n; k++)
 		assert_int_equal(e[k].dev_off, e[k - 1].dev_off + 65536);	/* contiguous */
+	fx_free(f);
+
+	/* mkfs's default run: two files written in turn, 300 blocks each, get 256-block runs */
+	o.alloc_run = 0;
+	f = fx_new(128u << 20, &o);
+	assert_int_equal(avfs_fs_super(f->io->fs)->alloc_run, 256);
+	a = mk(f, AVFS_ROOT_INO, "a");
+	b = mk(f, AVFS_ROOT_INO, "b");
+	for (int k = 0; k < 300; k++) {
+		assert_int_equal(avfs_fsio_write(f->io, a, (uint64_t)k * 65536, buf, 65536), 65536);
+		assert_int_equal(avfs_fsio_write(f->io, b, (uint64_t)k * 65536, buf, 65536), 65536);
+	}
+	for (int k = 0; k < 2; k++) {
+		uint64_t ino = k ? b : a, data_off = avfs_fs_super(f->io->fs)->data_off, first;
+
+		assert_int_equal(avfs_fs_map_read(f->io->fs, ino, 0, 65536, e, 1), 1);
+		first = e[0].dev_off;
+		assert_int_equal((first - data_off) / 65536 % 256, 0);	/* on a run boundary */
+		for (uint64_t blk = 1; blk < 300; blk++) {
+			assert_int_equal(avfs_fs_map_read(f->io->fs, ino, blk * 65536, 65536, e, 1),
+					 1);
+			/* a run of 256 blocks, then the next but one: the other file's between */
+			assert_int_equal(e[0].dev_off,
+					 first + (blk < 256 ? blk : blk + 256) * 65536);
+		}
+	}
 	free(buf);
 	fx_free(f);
 }

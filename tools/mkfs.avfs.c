@@ -53,7 +53,7 @@ static void usage(FILE *f)
 		"  --journal-blocks N  journal size in 4 KiB blocks\n"
 		"  --alloc zrr-run|zrr|contig  allocation policy: ZRR in runs of 16 MiB (default),\n"
 		"                      papers/001's ZRR one block per zone, or contig (first-fit\n"
-		"                      baseline, not for use)\n"
+		"                      in runs of 16 MiB, the baseline, not for use)\n"
 		"  --disk-model NAME   service-time parameters to record (default avfs-250g)\n"
 		"  --profile           measure them instead: a quick read-only profile of the device\n"
 		"                      (as `avfs-admin profile --quick`; seconds on an image file,\n"
@@ -437,9 +437,11 @@ static void print_text(const char *path, const struct avfs_super *sb, bool profi
 	if (sb->alloc_policy == AVFS_ALLOC_ZRR_RUN)
 		snprintf(alloc_desc, sizeof(alloc_desc), "Zone-Round-Robin in runs of %u",
 			 sb->alloc_run);
+	else if (sb->alloc_policy == AVFS_ALLOC_CONTIG)
+		snprintf(alloc_desc, sizeof(alloc_desc), "contiguous first-fit baseline, runs of %u",
+			 sb->alloc_run);
 	else
-		snprintf(alloc_desc, sizeof(alloc_desc), "%s", sb->alloc_policy ?
-			 "contiguous first-fit baseline" : "Zone-Round-Robin");
+		snprintf(alloc_desc, sizeof(alloc_desc), "Zone-Round-Robin");
 	printf("mkfs.avfs: formatted %s (%.2f GB)\n", path, (double)sb->dev_size / 1e9);
 	printf("  data blocks      %" PRIu64 " x %" PRIu64 " KiB = %.2f GB, from byte %" PRIu64 "\n",
 	       sb->data_blocks, (uint64_t)(1ull << sb->block_shift) >> 10,
