@@ -8,12 +8,14 @@
 # --duration seconds. Prints per request the simulator's answer (avfs-sim reserve, the same
 # admission code on the named model) and the daemon's, and what each admitted stream got: RT
 # requests, misses, the smallest completion margin; then the disk's utilization, the longest
-# metadata commit (avfs-admin status) and hddemu's timing error. A benchmark, not a test: it judges nothing. Run as root. --smoke: a tiny run
-# for CI.
+# metadata commit (avfs-admin status) and hddemu's timing error. Beside the streams, as
+# ordinary file traffic, dd writes a 4 KiB file with conv=fsync every --fsync-every seconds
+# (0: none); the fsyncs' count, median and longest time are printed too. A benchmark, not a
+# test: it judges nothing. Run as root. --smoke: a tiny run for CI.
 #
 # usage: reserve-rt.sh [--seed 1] [--requests 20] [--duration 120] [--fill 0.8]
-#          [--model avfs-250g] [--size BYTES] [--file-size 512M] [--json] [--out FILE] [--keep]
-#          [--smoke]
+#          [--model avfs-250g] [--size BYTES] [--file-size 512M] [--fsync-every 5]
+#          [--json] [--out FILE] [--keep] [--smoke]
 # avfsd runs with --disk-model MODEL, so that its admission knows the emulated disk's seek
 # curve and zones as the simulator's does (without it, a model derived from the superblock's
 # service times). The dvr processes start 0.5 s apart, in the sequence's order, so that the daemon meets the
@@ -42,15 +44,17 @@ OUT=
 KEEP=0
 TRACE=0
 STAGGER=0.5
+FSYNC_EVERY=5
 
 bad() { echo "reserve-rt: $*" >&2; exit 2; }
-VALUE_OPTS="--model --size --seed --requests --duration --fill --file-size --out"
+VALUE_OPTS="--model --size --seed --requests --duration --fill --file-size --fsync-every --out"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--json) JSON=1 ;;
 	--keep) KEEP=1 ;;
 	--smoke)	# CI: a small model, three requests, a few seconds
-		MODEL=travelstar-20g; SIZE=4G; REQUESTS=3; DURATION=3; FILL=0.1; FILE_SIZE=32M ;;
+		MODEL=travelstar-20g; SIZE=4G; REQUESTS=3; DURATION=3; FILL=0.1; FILE_SIZE=32M
+		FSYNC_EVERY=1 ;;
 	-h|--help) usage; exit 0 ;;
 	*) value_opt "$@" || bad "unknown argument $1 (--help)"; shift ;;
 	esac
@@ -60,6 +64,7 @@ done
 [[ $REQUESTS =~ ^[0-9]+$ ]] && [ "$REQUESTS" -ge 1 ] && [ "$REQUESTS" -le 64 ] ||
 	bad "--requests: 1 to 64"
 positive "$DURATION" || bad "--duration: positive seconds"
+is_num "$FSYNC_EVERY" || bad "--fsync-every: seconds, 0 for none"
 is_num "$FILL" && awk -v f="$FILL" 'BEGIN { exit !(f >= 0 && f <= 0.9) }' || bad "--fill: 0 to 0.9"
 FILE_BYTES=$(bytes_of "$FILE_SIZE") && [ "$FILE_BYTES" -ge $((4 << 20)) ] ||
 	bad "--file-size: a size of at least 4M, e.g. 512M"
@@ -125,7 +130,25 @@ while read -r i rate buf io dir sim; do
 	KIDS+=($!)
 	sleep "$STAGGER"
 done <"$W/sequence"
+# ordinary traffic beside them: a small file written and fsynced now and then, timed
+PROBE=
+if awk -v f="$FSYNC_EVERY" 'BEGIN { exit !(f > 0) }'; then
+	(
+		end=$(($(date +%s) + limit))
+		while [ "$(date +%s)" -lt "$end" ]; do
+			sleep "$FSYNC_EVERY"
+			[ -e "$RES/fsync.stop" ] && break
+			t0=$(date +%s.%N)
+			dd if=/dev/zero of="$FMNT/fsync-probe" bs=4k count=1 conv=fsync \
+				status=none 2>>"$RES/fsync.err" || echo fail >>"$RES/fsync"
+			echo "$t0 $(date +%s.%N)" >>"$RES/fsync"
+		done
+	) &
+	PROBE=$!
+	KIDS+=($PROBE)
+fi
 for p in "${PIDS[@]}"; do wait "$p"; done
+[ -n "$PROBE" ] && { touch "$RES/fsync.stop"; wait "$PROBE" 2>/dev/null; }	# (its dd ends)
 KIDS=()
 hdd_stats "$RES/hdd.stats"
 timeout 30 "$ADMIN" --socket "$SOCK" status --json >"$RES/status.json" 2>>"$LOG"
@@ -158,6 +181,17 @@ try:
     commit_max = json.load(open(f"{res}/status.json"))["commit_max_s"]
 except (OSError, ValueError, KeyError):
     commit_max = None
+fsyncs, fsync_fail = [], 0
+try:
+    for line in open(f"{res}/fsync"):
+        if line.strip() == "fail":
+            fsync_fail += 1
+        else:
+            a, b = map(float, line.split())
+            fsyncs.append(b - a)
+except OSError:
+    pass
+fsyncs.sort()
 adm = [r for r in rows if r["admitted"]]
 margins = [r["margin_min_ms"] for r in adm if r["margin_min_ms"] is not None]
 summary = {"admitted": len(adm), "sim_admitted": sum(r["sim_admitted"] for r in rows),
@@ -169,7 +203,9 @@ summary = {"admitted": len(adm), "sim_admitted": sum(r["sim_admitted"] for r in 
            "disk_utilization": float(hdd.get("utilization", "0")),
            "timing_err_mean_us": float(hdd.get("timing_err_mean_us", "0")),
            "timing_err_max_us": float(hdd.get("timing_err_max_us", "0")),
-           "commit_max_s": commit_max}
+           "commit_max_s": commit_max, "fsyncs": len(fsyncs), "fsync_failures": fsync_fail,
+           "fsync_median_s": fsyncs[len(fsyncs) // 2] if fsyncs else None,
+           "fsync_max_s": fsyncs[-1] if fsyncs else None}
 doc = {"params": params, "requests": rows, "summary": summary}
 if out:
     with open(out, "w") as f:
@@ -197,6 +233,8 @@ print(f"admitted {s['admitted']} of {len(rows)} ({s['admitted_rate_bps'] / 1e6:.
       f"smallest margin {s['margin_min_ms'] if s['margin_min_ms'] is None else round(s['margin_min_ms'])} ms; "
       f"disk {s['disk_utilization'] * 100:.1f} % busy; longest metadata commit "
       + ("unknown" if s['commit_max_s'] is None else f"{s['commit_max_s']:.1f} s")
+      + (f"; {s['fsyncs']} fsyncs beside (dd), median {s['fsync_median_s']:.2f} s, longest "
+         f"{s['fsync_max_s']:.2f} s, {s['fsync_failures']} failed" if s['fsyncs'] else "")
       + f"; hddemu timing error mean "
       f"{s['timing_err_mean_us']:.0f} us, max {s['timing_err_max_us'] / 1000:.1f} ms")
 PY

@@ -25,7 +25,9 @@ ok = len(rows) == 3 and all((r["admitted"] and r["rt_requests"] > 0 and r["why"]
 s = d["summary"]
 ok = ok and s["admitted"] == sum(r["admitted"] for r in rows) and \
     (s["admitted"] == 0 or s["disk_utilization"] > 0) and \
-    d["params"]["model"] == "travelstar-20g" and d["params"]["requests"] == 3
+    d["params"]["model"] == "travelstar-20g" and d["params"]["requests"] == 3 and \
+    s["fsync_failures"] == 0 and (s["admitted"] == 0 or
+                                  s["fsyncs"] >= 1 and s["fsync_max_s"] >= s["fsync_median_s"] > 0)
 sys.exit(0 if ok else 1)' "$T/out.json"
 bash "$HERE/../bench/reserve-rt.sh" --requests 0 >/dev/null 2>"$T/err"
 rc=$?
@@ -33,4 +35,7 @@ check "--requests 0 refused (exit 2, said)" eval 'test $rc = 2 && grep -q "reque
 bash "$HERE/../bench/reserve-rt.sh" --fill 2 >/dev/null 2>"$T/err"
 rc=$?
 check "--fill 2 refused (exit 2)" test $rc = 2
+bash "$HERE/../bench/reserve-rt.sh" --fsync-every soon >/dev/null 2>"$T/err"
+rc=$?
+check "--fsync-every soon refused (exit 2, said)" eval 'test $rc = 2 && grep -q "fsync-every" "$T/err"'
 avfs_summary
