@@ -30,7 +30,11 @@ void avfs_engine_conf_default(struct avfs_engine_conf *c)
 	c->chunk_fua = true;
 	c->wb_max = 256ull << 20;
 	c->wb_be_max = 8ull << 20;
-	c->ra_bytes = 4ull << 20;	/* a 512 KiB x 8 client's buffer again (docs/DESIGN.md) */
+	/* twice a 512 KiB x 8 client's buffer, from 2.5 MiB over 30 s (docs/DESIGN.md,
+	 * "Bigger commands, read-ahead that starts small") */
+	c->ra_bytes = 8ull << 20;
+	c->ra_start = 5ull << 19;
+	c->ra_ramp_ns = 30 * NS;
 }
 
 /* A size setting up to max (named maxname), 0 meaning off. */
@@ -89,6 +93,11 @@ int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const cha
 		return size_setting(name, value, 1ull << 30, "1G", &c->wb_be_max, why, whylen);
 	if (!strcmp(name, "read-ahead"))
 		return size_setting(name, value, 64ull << 20, "64M", &c->ra_bytes, why, whylen);
+	if (!strcmp(name, "read-ahead-start"))
+		return size_setting(name, value, 64ull << 20, "64M", &c->ra_start, why, whylen);
+	if (!strcmp(name, "read-ahead-ramp"))
+		return time_setting(name, value, "the whole read-ahead at once", &c->ra_ramp_ns,
+				    why, whylen);
 	if (!strcmp(name, "commit-period"))
 		return time_setting(name, value, "only when asked", &c->commit_period_ns, why,
 				    whylen);

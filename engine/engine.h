@@ -151,7 +151,10 @@ struct avfs_engine_conf {
 					 * all of them (8 MiB; 0: off) */
 	uint64_t ra_bytes;		/* read-ahead of a deadline stream's file (reads with a
 					 * client deadline, no reservation): bytes beyond what the
-					 * client asked for (4 MiB; 0: off) */
+					 * client asked for (8 MiB; 0: off) */
+	uint64_t ra_start;		/* ... when its run of reads in order begins (2.5 MiB;
+					 * 0: ra_bytes at once), growing to ra_bytes over ... */
+	int64_t ra_ramp_ns;		/* ... this long (30 s; 0: ra_bytes at once) */
 };
 
 /* Defaults: tm with avfs_sched_conf_default, lbs 512, commits every 5 s or 64 dirty blocks,
@@ -159,7 +162,9 @@ struct avfs_engine_conf {
 void avfs_engine_conf_default(struct avfs_engine_conf *c);
 /* Engine settings by name, then the scheduler's (avfs_sched_conf_set): "commit-period" (time),
  * "bw" (park, at-once, uncharged), "write-behind" (a size up to 16G, 0: off),
- * "write-behind-be" (a size up to 1G, 0: off), "read-ahead" (a size up to 64M, 0: off).
+ * "write-behind-be" (a size up to 1G, 0: off), "read-ahead" (a size up to 64M, 0: off),
+ * "read-ahead-start" (a size up to 64M, 0: the whole read-ahead at once), "read-ahead-ramp"
+ * (a time, 0: the whole read-ahead at once), "commit-wait" (a time, 0: off).
  * 0, -ENOENT (unknown), -EINVAL / -ERANGE with why. */
 int avfs_engine_conf_set(struct avfs_engine_conf *c, const char *name, const char *value,
 			 char *why, size_t whylen);

@@ -4,12 +4,16 @@
  * simulator's playback streams) keeps only its buffer's worth of requests in flight (8 of
  * 512 KiB: 1.73 s of an HD stream), so each time the mixer serves it a command carries what
  * that client freed since the last one — 2 MB on average at 17 streams — and pays a seek and
- * half a turn for it. Here the engine reads `read-ahead` bytes (4 MiB) beyond the furthest
+ * half a turn for it. Here the engine reads `read-ahead` bytes (8 MiB) beyond the furthest
  * byte the client asked for, each piece as a request with the deadline the client's own
  * request for it will carry (its deadlines so far, extrapolated: the stream's rate), so that
  * the mixer gathers and carries them with the client's (one positioning for twice the bytes),
  * and answers the client's request from memory when it comes (or when the piece it waits for
- * arrives).
+ * arrives). A run of reads in order begins with `read-ahead-start` (2.5 MiB) ahead, which
+ * grows to the whole read-ahead over `read-ahead-ramp` (30 s): streams that start together
+ * must each have their first command within their client's buffer, and a window that grows
+ * asks the disk for its growth on top of the stream's rate (docs/DESIGN.md, "Bigger
+ * commands, read-ahead that starts small").
  *
  * What it is not: a page cache. Only on a rotating disk (what it saves is positionings), only
  * reads with a client deadline and no reservation (a reservation's buffer is the one
@@ -57,6 +61,7 @@ struct ra_win {
 	uint64_t ahead_end;	/* pieces asked for up to here */
 	double ns_per_byte;	/* the stream's pace (0: not known yet) */
 	uint64_t used;		/* least recently used goes first */
+	int64_t began, last;	/* when the run's first read came, and its last one */
 	struct ra_piece *pieces;
 };
 
@@ -254,7 +259,7 @@ bool ra_read(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	if (!w->ino) {		/* a run of reads in order begins */
 		*w = (struct ra_win){ .ino = f->ino, .gen = st.generation, .ctime_ns = st.ctime_ns,
 				      .io = f->len, .first_off = f->off, .first_dl = f->deadline,
-				      .ahead_end = f->off + f->len };
+				      .ahead_end = f->off + f->len, .began = now };
 	} else {		/* in order: the pace from the run's first read */
 		w->ns_per_byte = (double)(f->deadline - w->first_dl) /
 				 (double)(f->off - w->first_off);
@@ -264,6 +269,7 @@ bool ra_read(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 			p = NULL;
 	}
 	w->used = ++e->ra->clock;
+	w->last = now;
 	w->size = st.size;
 	w->label = f->label;
 	w->last_off = f->off;
@@ -296,13 +302,29 @@ bool ra_read(struct avfs_engine *e, struct avfs_fio *f, int64_t now)
 	return true;
 }
 
+/* How far ahead of the client w reads now: read-ahead-start when its run began, growing
+ * linearly to read-ahead over read-ahead-ramp (as of the client's last read), in whole
+ * pieces. */
+static uint64_t ahead_of(const struct avfs_engine *e, const struct ra_win *w)
+{
+	double grown;
+	uint64_t b;
+
+	if (!e->c.ra_start || e->c.ra_start >= e->c.ra_bytes || e->c.ra_ramp_ns <= 0 ||
+	    w->last - w->began >= e->c.ra_ramp_ns)
+		return e->c.ra_bytes;
+	grown = (double)(w->last - w->began) / (double)e->c.ra_ramp_ns;
+	b = e->c.ra_start + (uint64_t)(grown * (double)(e->c.ra_bytes - e->c.ra_start));
+	return b / w->io * w->io;
+}
+
 struct avfs_fio *ra_next(struct avfs_engine *e)
 {
 	struct ra_win *w = e->ra ? e->ra->fill : NULL;
 	struct ra_piece *p, **pp;
 	uint64_t len;
 
-	if (!w || !w->ino || w->ahead_end >= w->next_off + e->c.ra_bytes ||
+	if (!w || !w->ino || w->ahead_end >= w->next_off + ahead_of(e, w) ||
 	    w->ahead_end >= w->size) {
 		if (e->ra)
 			e->ra->fill = NULL;

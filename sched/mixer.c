@@ -769,19 +769,48 @@ static double co_budget(struct tm *t, const struct node *n, int64_t now)
 	return b;
 }
 
+#define TIES_MAX 256	/* requests due first counted by ties_time (a round's of one stream) */
+
+/* The modelled time of the requests of a subtree due at dl, the earliest deadline (a round
+ * stream's requests share one), in offset order: a positioning for each that does not start
+ * where the one before ends. *k counts them, at most TIES_MAX; *end is the last one's end. */
+static double ties_time(struct tm *t, const struct node *n, int64_t dl, unsigned *k,
+			uint64_t *end)
+{
+	double s = 0;
+
+	if (!n || n->mindl > dl || *k >= TIES_MAX)
+		return 0;
+	s += ties_time(t, n->l, dl, k, end);
+	if (n->dl == dl && *k < TIES_MAX) {
+		s += avfs_svc_time(&t->c.model, n->io->off, n->io->len, n->io->off == *end);
+		*end = n->io->off + n->io->len;
+		++*k;
+	}
+	return s + ties_time(t, n->r, dl, k, end);
+}
+
 /* When n jumped the sweep or the batch (EDF or reduced window), the command must also end
- * early enough that the most urgent RT request it does not carry is still served before its
- * deadline less e. (The command's requests are out of the trees by now.) */
+ * early enough that the most urgent RT request it does not carry — with those due at the
+ * same time — is still served before its deadline less e/2. Less e, for one request, kept the
+ * windows' commands so short near the margin that the mixer stayed there, a seek per
+ * stream's piece; one request alone let a command take the time of a round stream's other
+ * requests due with it (docs/DESIGN.md, "Bigger commands, read-ahead that starts small").
+ * (The command's requests are out of the trees by now.) */
 static double others_budget(struct tm *t, int64_t now)
 {
 	struct node *o = t->batch->root ? min_dl(t->batch->root) : NULL;
+	uint64_t end = UINT64_MAX;
+	unsigned k = 0;
+	double ties;
 
 	if (t->rt->root && (!o || t->rt->root->mindl < o->dl))
 		o = min_dl(t->rt->root);
 	if (!o)
 		return INFINITY;
-	return (double)(o->dl - now - t->c.urgent_ns) -
-	       avfs_svc_time(&t->c.model, o->io->off, o->io->len, false);
+	ties = ties_time(t, t->batch->root, o->dl, &k, &end);
+	ties += ties_time(t, t->rt->root, o->dl, &k, &end);
+	return (double)(o->dl - now) - (double)t->c.urgent_ns / 2 - ties;
 }
 
 /* Add s (out of its tree) to the command that ends with `last`. */
@@ -1165,6 +1194,13 @@ static void batch_next(struct tm *t, int64_t now, struct avfs_sched_cmd *cmd)
 		n = next_ge_dl(t->batch->root, t->cursor, lim);
 		if (!n)
 			n = next_ge_dl(t->batch->root, 0, lim);
+		/* ... unless that one alone would leave the request due first (and those due with
+		 * it) less than e/2: that one goes first then, as in the EDF window */
+		if (n->dl > td && avfs_svc_time(&t->c.model, n->io->off, n->io->len,
+						n->io->off == t->last_end) > others_budget(t, now)) {
+			issue_in(t, d, t->batch, now, cmd, now + t->c.urgent_ns, INT64_MAX, true);
+			return;
+		}
 		/* its command carries what the window takes that follows it on the disk — or,
 		 * with reduced-carry, whatever that is due, as long as the request due first
 		 * that it does not carry can spare the time (others_budget): a stream's next

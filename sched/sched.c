@@ -23,7 +23,8 @@ void avfs_sched_conf_default(struct avfs_sched_conf *c)
 	c->urgent_ns = 100 * MS;
 	c->be_age_ns = 2000 * MS;
 	c->jit_offset_ns = 1 * MS;
-	c->coalesce = 4u << 20;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
+	c->coalesce = 8u << 20;	/* a 512 KiB x 8 stream's buffer and its read-ahead
+				 * (docs/DESIGN.md, "Bigger commands, read-ahead that starts small") */
 	c->prefetch_carry = true;	/* docs/DESIGN.md, "Read-ahead carried" */
 	c->recover_ns = 5000 * MS;	/* docs/DESIGN.md, "Overload: recovering" */
 	c->satf_window = 4;	/* as much as 8 or 64 at half the cost of 8 (docs/DESIGN.md) */
@@ -50,7 +51,7 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "satf-window", "count", "2..64", "order=satf: runs of adjacent requests considered a "
 	  "decision (4)" },
 	{ "coalesce", "bytes", "0 or 4K..64M", "tm: a command carries the adjacent pending "
-	  "requests up to this, 0 = off (4M)" },
+	  "requests up to this, 0 = off (8M)" },
 	{ "reduced-carry", "on/off", "on, off", "tm: in the reduced window a command carries "
 	  "its followers whatever they are due, as the others can spare (off)" },
 	{ "prefetch-carry", "on/off", "on, off", "tm: a command of the EDF or reduced window "

@@ -26,8 +26,8 @@
 #define ROUND_MAX_REQS 512	/* requests a round, at most */
 
 static const char *const top_keys = "disk, size, fill, fill-rate, alloc, block-size, policy, "
-				     "bw, predictor, duration, seed, hp-rate, read-ahead and the scheduler "
-				     "settings (avfs-sim --help)";
+				     "bw, predictor, duration, seed, hp-rate, read-ahead, read-ahead-start, "
+				     "read-ahead-ramp and the scheduler settings (avfs-sim --help)";
 static const char *const stream_keys = "count, direction, rate, io, buffer, round, reserved, "
 					"reserve, best-effort, greedy, place";
 static const char *const be_keys = "kind, count, io, rate, iops";
@@ -59,6 +59,8 @@ void avfs_scenario_init(struct avfs_scenario *s)
 	s->duration_s = 3600;
 	s->seed = 1;
 	s->read_ahead = AVFS_SCN_UNSET;
+	s->read_ahead_start = AVFS_SCN_UNSET;
+	s->read_ahead_ramp_s = -1;
 }
 
 void avfs_scenario_free(struct avfs_scenario *s)
@@ -226,6 +228,17 @@ static int set_time(int64_t *dst, const char *v, int64_t lo, int64_t hi, char *r
  * Seconds with the unit "s" are read as the number they are, as a plain number is, so that the
  * canonical form ("1.2333333333333334s") reads back as the same value (avfs_parse_time keeps
  * whole ns only). */
+/* The engine's read-ahead sizes: up to 64M, 0 meaning `zero`. */
+static int set_ahead(uint64_t *dst, const char *v, const char *zero, char *r)
+{
+	uint64_t b;
+
+	if (avfs_parse_size(v, &b) || b > (64u << 20))
+		return bad(r, "'%s': a size up to 64M (0: %s)", v, zero);
+	*dst = b;
+	return 0;
+}
+
 static int set_seconds(double *dst, const char *v, double lo, double hi, char *r)
 {
 	size_t n = strlen(v);
@@ -351,13 +364,16 @@ static int top_key(struct avfs_scenario *s, const char *k, const char *v, char *
 	}
 	if (!strcmp(k, "hp-rate"))
 		return set_number(&s->hp_rate, v, 0, 1000, r);
-	if (!strcmp(k, "read-ahead")) {
-		uint64_t b;
-
-		if (avfs_parse_size(v, &b) || b > (64u << 20))
-			return bad(r, "'%s': a size up to 64M (0: none)", v);
-		s->read_ahead = b;
-		return 0;
+	if (!strcmp(k, "read-ahead"))
+		return set_ahead(&s->read_ahead, v, "none", r);
+	if (!strcmp(k, "read-ahead-start"))
+		return set_ahead(&s->read_ahead_start, v, "all of read-ahead at once", r);
+	if (!strcmp(k, "read-ahead-ramp")) {
+		if (!strcmp(v, "0")) {
+			s->read_ahead_ramp_s = 0;
+			return 0;
+		}
+		return set_seconds(&s->read_ahead_ramp_s, v, 0.01, 600, r);
 	}
 	/* a scheduler setting, through the scheduler's own table */
 	err = avfs_sched_conf_set(&s->sched, k, v, why, sizeof(why));
@@ -1054,6 +1070,14 @@ size_t avfs_scenario_format(const struct avfs_scenario *s, char *buf, size_t len
 	if (s->read_ahead != AVFS_SCN_UNSET) {
 		size_text(s->read_ahead, a, sizeof(a));
 		put(&o, "read-ahead = %s\n", a);
+	}
+	if (s->read_ahead_start != AVFS_SCN_UNSET) {
+		size_text(s->read_ahead_start, a, sizeof(a));
+		put(&o, "read-ahead-start = %s\n", a);
+	}
+	if (s->read_ahead_ramp_s >= 0) {
+		num_text(s->read_ahead_ramp_s, a, sizeof(a));
+		put(&o, "read-ahead-ramp = %ss\n", a);
 	}
 	for (unsigned i = 0; i < s->nstreams; i++) {
 		const struct avfs_scn_stream *c = &s->streams[i];

@@ -99,6 +99,9 @@ struct avfs_scenario {
 				 * probe, due within half the urgent window); 0: none */
 	uint64_t read_ahead;	/* the engine's read-ahead of deadline streams (bytes, 0: none);
 				 * AVFS_SCN_UNSET: the engine's default */
+	uint64_t read_ahead_start;	/* ... as a stream's reads begin (bytes, 0: all at once);
+					 * AVFS_SCN_UNSET: the engine's default */
+	double read_ahead_ramp_s;	/* ... growing over this (0: at once); < 0: the default */
 	struct avfs_scn_stream *streams;	/* the classes, in the file's order */
 	unsigned nstreams;
 	struct avfs_scn_be *be;	/* the generators, in the file's order */

@@ -137,6 +137,8 @@ void avfs_simrun_defaults(struct avfs_simrun_opts *o)
 
 		avfs_engine_conf_default(&ec);
 		o->read_ahead = ec.ra_bytes;
+		o->read_ahead_start = ec.ra_start;
+		o->read_ahead_ramp_ns = ec.ra_ramp_ns;
 		o->commit_wait_ns = ec.commit_wait_ns;
 	}
 	o->block_shift = 22;
@@ -949,22 +951,31 @@ static int check_opts(const struct avfs_simrun_opts *o, char *why, size_t whylen
  * predictor asked for, reservations for the reserved streams. */
 int avfs_simrun_set(struct avfs_simrun_opts *o, const char *pair, char *why, size_t whylen)
 {
-	static const char ra[] = "read-ahead=", cw[] = "commit-wait=";
+	static const char *const engine[] = { "read-ahead", "read-ahead-start",
+					      "read-ahead-ramp", "commit-wait" };
+	const char *eq = strchr(pair, '=');
 	struct avfs_engine_conf ec;
+	char name[32];
 	int err;
 
-	avfs_engine_conf_default(&ec);
-	if (!strncmp(pair, ra, sizeof(ra) - 1)) {
-		err = avfs_engine_conf_set(&ec, "read-ahead", pair + sizeof(ra) - 1, why, whylen);
-		if (!err)
+	for (size_t i = 0; eq && i < sizeof(engine) / sizeof(engine[0]); i++) {
+		if ((size_t)(eq - pair) != strlen(engine[i]) ||
+		    strncmp(pair, engine[i], (size_t)(eq - pair)))
+			continue;
+		avfs_engine_conf_default(&ec);
+		snprintf(name, sizeof(name), "%s", engine[i]);
+		err = avfs_engine_conf_set(&ec, name, eq + 1, why, whylen);
+		if (err)
+			return err;
+		if (i == 0)
 			o->read_ahead = ec.ra_bytes;
-		return err;
-	}
-	if (!strncmp(pair, cw, sizeof(cw) - 1)) {
-		err = avfs_engine_conf_set(&ec, "commit-wait", pair + sizeof(cw) - 1, why, whylen);
-		if (!err)
+		else if (i == 1)
+			o->read_ahead_start = ec.ra_start;
+		else if (i == 2)
+			o->read_ahead_ramp_ns = ec.ra_ramp_ns;
+		else
 			o->commit_wait_ns = ec.commit_wait_ns;
-		return err;
+		return 0;
 	}
 	return avfs_sched_conf_set_pair(&o->conf, pair, why, whylen);
 }
@@ -1013,6 +1024,8 @@ static int start_engine(struct run *r, const struct avfs_sched_ops *policy, doub
 	}
 	ec.bw = r->o->bw_policy;
 	ec.ra_bytes = r->o->read_ahead;
+	ec.ra_start = r->o->read_ahead_start;
+	ec.ra_ramp_ns = r->o->read_ahead_ramp_ns;
 	ec.commit_wait_ns = r->o->commit_wait_ns;
 	ec.lbs = r->d->info.lbs;
 	ec.wall_offset_ns = 0;	/* virtual time is the file system's time too */

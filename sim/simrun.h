@@ -128,15 +128,18 @@ struct avfs_simrun_opts {
 	 * avfsd runs: the model's mechanics, the platter's phase learned from completions) */
 	const char *predictor;
 	uint64_t size;		/* bytes of the model used (its outer part, as hddemu --size); 0 all */
-	uint64_t read_ahead;	/* the engine's read-ahead of deadline streams (4 MiB), 0: off */
+	uint64_t read_ahead;	/* the engine's read-ahead of deadline streams (8 MiB), 0: off */
+	uint64_t read_ahead_start;	/* ... as a stream starts (2.5 MiB), 0: all at once */
+	int64_t read_ahead_ramp_ns;	/* ... growing to read_ahead over this (30 s), 0: at once */
 	int64_t commit_wait_ns;	/* the engine's commit-wait (10 s), 0: off */
 	bool stop_at_miss;	/* end the run at its first deadline miss (the result then covers
 				 * the run up to it): a search asks only whether there is one */
 };
 
 void avfs_simrun_defaults(struct avfs_simrun_opts *o);
-/* One "NAME=VALUE" setting (the tools' --set): the engine's "read-ahead", else the
- * scheduler's (avfs_sched_conf_set_pair). 0 or -errno with why. */
+/* One "NAME=VALUE" setting (the tools' --set): the engine's "read-ahead",
+ * "read-ahead-start", "read-ahead-ramp" or "commit-wait", else the scheduler's
+ * (avfs_sched_conf_set_pair). 0 or -errno with why. */
 int avfs_simrun_set(struct avfs_simrun_opts *o, const char *pair, char *why, size_t whylen);
 
 struct avfs_simrun_result {

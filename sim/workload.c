@@ -241,6 +241,10 @@ int avfs_wl_scenario(struct avfs_simrun_opts *o, const struct avfs_scenario *s)
 	o->hp_rate = s->hp_rate;
 	if (s->read_ahead != AVFS_SCN_UNSET)
 		o->read_ahead = s->read_ahead;
+	if (s->read_ahead_start != AVFS_SCN_UNSET)
+		o->read_ahead_start = s->read_ahead_start;
+	if (s->read_ahead_ramp_s >= 0)
+		o->read_ahead_ramp_ns = (int64_t)llround(s->read_ahead_ramp_s * 1e9);
 	o->nread = o->nwrite = 0;
 	o->be = AVFS_BE_NONE;
 	o->streams = st;

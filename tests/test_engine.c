@@ -2130,6 +2130,94 @@ static void test_engine_ra_deadline_stream(void **state)
 	env_free(v);
 }
 
+/* The engine's settings by name: read-ahead's three (sizes and a time, 0 meaning off); a bad
+ * value is refused with why and changes nothing; others go to the scheduler's. */
+static void test_engine_conf_settings(void **state)
+{
+	struct avfs_engine_conf c;
+	char why[160];
+
+	(void)state;
+	avfs_engine_conf_default(&c);
+	assert_int_equal(c.ra_bytes, 8u << 20);
+	assert_int_equal(c.ra_start, 5u << 19);
+	assert_int_equal(c.ra_ramp_ns, 30 * NS);
+	assert_int_equal(avfs_engine_conf_set(&c, "read-ahead-start", "1M", why, sizeof(why)), 0);
+	assert_int_equal(c.ra_start, 1u << 20);
+	assert_int_equal(avfs_engine_conf_set(&c, "read-ahead-ramp", "0", why, sizeof(why)), 0);
+	assert_int_equal(c.ra_ramp_ns, 0);
+	assert_int_equal(avfs_engine_conf_set(&c, "read-ahead-ramp", "90s", why, sizeof(why)), 0);
+	assert_int_equal(c.ra_ramp_ns, 90 * NS);
+	why[0] = 0;
+	assert_int_equal(avfs_engine_conf_set(&c, "read-ahead-ramp", "soon", why, sizeof(why)),
+			 -EINVAL);
+	assert_non_null(strstr(why, "read-ahead-ramp"));
+	assert_int_equal(c.ra_ramp_ns, 90 * NS);
+	assert_int_equal(avfs_engine_conf_set(&c, "read-ahead-start", "65M", why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(c.ra_start, 1u << 20);
+	assert_int_equal(avfs_engine_conf_set(&c, "coalesce", "4M", why, sizeof(why)), 0);
+	assert_int_equal(c.sched.coalesce, 4u << 20);
+	assert_int_equal(avfs_engine_conf_set(&c, "read-ahead-stop", "1", why, sizeof(why)),
+			 -ENOENT);
+}
+
+/* Read-ahead starts small: a run of reads in order begins with read-ahead-start ahead, which
+ * grows linearly to read-ahead over read-ahead-ramp (as of the client's reads), whole pieces;
+ * a run that begins again (a seek) starts small again; ramp 0 reads all of it at once. */
+static void test_engine_ra_starts_small(void **state)
+{
+	struct avfs_engine_conf c = conf(true, 1, 0);
+	struct env *v;
+	struct req r[8], z[2];
+	int64_t t0;
+
+	(void)state;
+	c.ra_bytes = 8 * RA_IO;
+	c.ra_start = 2 * RA_IO;
+	c.ra_ramp_ns = 10 * RA_PACE;
+	v = env_new(&c, true);
+	file_write(v, 0, 32 * RA_IO, 4);
+	t0 = v->now;
+	assert_int_equal(ra_get(v, &r[0], 0, 0, t0), 0);
+	assert_int_equal(ra_get(v, &r[1], 0, 1, t0), 0);
+	assert_int_equal(ra_counts_of(v).fetches, 2);	/* 2 pieces ahead: reads [2, 4) */
+	drain(v);
+	/* half the ramp later: 2 + (8 - 2) / 2 = 5 pieces ahead of read 3's end: [4, 9) */
+	v->now = t0 + 5 * RA_PACE;
+	assert_int_equal(ra_get(v, &r[2], 0, 2, t0), 0);
+	assert_int_equal(ra_get(v, &r[3], 0, 3, t0), 0);
+	assert_int_equal(r[2].ndone + r[3].ndone, 2);	/* from memory */
+	assert_int_equal(ra_counts_of(v).fetches, 2 + 5);
+	drain(v);
+	/* past the ramp: the whole read-ahead, 8 pieces past read 4: up to 13 */
+	v->now = t0 + 11 * RA_PACE;
+	assert_int_equal(ra_get(v, &r[4], 0, 4, t0), 0);
+	assert_int_equal(ra_counts_of(v).fetches, 2 + 5 + 4);
+	drain(v);
+	for (unsigned k = 0; k < 5; k++) {
+		assert_int_equal(r[k].res, RA_IO);
+		ra_check(v, 0, k, 4);
+	}
+	/* a reader elsewhere begins its own run: small again */
+	assert_int_equal(ra_get(v, &z[0], 20 * RA_IO, 0, v->now), 0);
+	assert_int_equal(ra_get(v, &z[1], 20 * RA_IO, 1, v->now), 0);
+	assert_int_equal(ra_counts_of(v).fetches, 2 + 5 + 4 + 2);
+	drain(v);
+	env_free(v);
+
+	/* no ramp: all of it at once */
+	c.ra_ramp_ns = 0;
+	v = env_new(&c, true);
+	file_write(v, 0, 16 * RA_IO, 4);
+	t0 = v->now;
+	assert_int_equal(ra_get(v, &r[0], 0, 0, t0), 0);
+	assert_int_equal(ra_get(v, &r[1], 0, 1, t0), 0);
+	assert_int_equal(ra_counts_of(v).fetches, 8);
+	drain(v);
+	env_free(v);
+}
+
 /* A read whose piece is still on its way waits for it (and hurries it to its own deadline)
  * and gets its bytes when it lands; one canceled meanwhile waits no more; two readers of one
  * file at two places each have their own pieces. */
@@ -2282,6 +2370,8 @@ int main(void)
 		cmocka_unit_test(test_engine_wb_hold_bounded),
 		cmocka_unit_test(test_engine_wb_hold_be_bounded),
 		cmocka_unit_test(test_engine_ra_deadline_stream),
+		cmocka_unit_test(test_engine_ra_starts_small),
+		cmocka_unit_test(test_engine_conf_settings),
 		cmocka_unit_test(test_engine_ra_waits_cancel_two_readers),
 		cmocka_unit_test(test_engine_ra_file_changed_behind),
 	};

@@ -451,8 +451,8 @@ static void test_mixer_coalesce_bounds(void **state)
 
 /* The bytes of the command the reduced window starts with a (due in 300 ms) under c, when f
  * follows it on the disk (due in 2 s: its stream's next; read ahead or not) and o, elsewhere,
- * is due in o_ms: with a's command and f's transfer o would keep less than e + its own service
- * time unless it is due late enough. */
+ * is due in o_ms: with a's command and f's transfer o would keep less than e/2 + its own
+ * service time unless it is due late enough. */
 static uint32_t reduced_pick_len(const struct avfs_sched_conf *c, bool piece, int64_t o_ms)
 {
 	struct avfs_sched s = mk(c);
@@ -480,6 +480,24 @@ static uint32_t reduced_pick_len(const struct avfs_sched_conf *c, bool piece, in
  * as long as the request due first that it does not carry (o, far away) can spare the time;
  * when o cannot (due right after it), the follower stays. Off (the default) the window never
  * takes a follower due at or after t_d + m (one read ahead aside: test_mixer_prefetch_carry). */
+static void test_mixer_reduced_window_carries(void **state);
+
+/* o's deadline (ms after the pick) at which o can spare a's command alone but not a's with f:
+ * e/2 + o's own service time + midway between the two commands' (o's 150 GB, a's 100 GB, as
+ * reduced_pick_len places them). Sets e = 60 ms so that o is not yet in the EDF window. */
+static int64_t tight_ms(struct avfs_sched_conf *c)
+{
+	double a = avfs_svc_time(&c->model, 100 * GB, 524288, false);
+	double af = avfs_svc_time(&c->model, 100 * GB, 2 * 524288, false);
+	double o = avfs_svc_time(&c->model, 150 * GB, 524288, false);
+	int64_t ms;
+
+	c->urgent_ns = 60 * MS;
+	ms = (int64_t)llround((30 * MS + o + (a + af) / 2) / MS);
+	assert_true(ms * MS > c->urgent_ns && ms * MS < c->margin_ns);
+	return ms;
+}
+
 static void test_mixer_reduced_window_carries(void **state)
 {
 	struct avfs_sched_conf c;
@@ -490,14 +508,14 @@ static void test_mixer_reduced_window_carries(void **state)
 	assert_int_equal(reduced_pick_len(&c, false, 400), 524288);
 	c.reduced_carry = true;
 	assert_int_equal(reduced_pick_len(&c, false, 400), 2 * 524288);
-	assert_int_equal(reduced_pick_len(&c, false, 135), 524288);
+	assert_int_equal(reduced_pick_len(&c, false, tight_ms(&c)), 524288);
 }
 
 /* prefetch-carry (on by default): in the reduced window (and the EDF one) a command carries a
  * follower that is read ahead (io->prefetch: nobody waits for it yet) whatever it is due, as
  * long as the request due first that it does not carry can spare the time (o due in 400 ms,
- * not in 135 ms) — and only such a follower: a client's own later request stays, as with
- * reduced-carry off. */
+ * not just after e/2 and the two commands) — and only such a follower: a client's own later
+ * request stays, as with reduced-carry off. */
 static void test_mixer_prefetch_carry(void **state)
 {
 	struct avfs_sched_conf c;
@@ -507,9 +525,56 @@ static void test_mixer_prefetch_carry(void **state)
 	assert_true(c.prefetch_carry);
 	assert_int_equal(reduced_pick_len(&c, true, 400), 2 * 524288);
 	assert_int_equal(reduced_pick_len(&c, false, 400), 524288);
-	assert_int_equal(reduced_pick_len(&c, true, 135), 524288);
+	assert_int_equal(reduced_pick_len(&c, true, tight_ms(&c)), 524288);
 	c.prefetch_carry = false;
 	assert_int_equal(reduced_pick_len(&c, true, 400), 524288);
+}
+
+/* Which request the reduced window serves first when a round stream's k requests of 512 KiB at
+ * 199 GB are all due at t + d_ms and a 4 MiB request at 75 GB, first in C-SCAN order, is due
+ * 200 ms after them. */
+static struct avfs_io *ties_first(const struct avfs_sched_conf *c, unsigned k, int64_t d_ms,
+				  struct avfs_io *o, struct avfs_io *b)
+{
+	struct avfs_sched s = mk(c);
+	struct avfs_sched_cmd cmd;
+	const int64_t t = 10000 * MS;
+
+	for (unsigned i = 0; i < k; i++) {
+		o[i] = rt(199 * GB + i * 524288ull, 524288, t + d_ms * MS);
+		assert_int_equal(avfs_sched_submit(&s, &o[i], 0), 0);
+	}
+	*b = rt(75 * GB, 4u << 20, t + (d_ms + 200) * MS);
+	assert_int_equal(avfs_sched_submit(&s, b, 0), 0);
+	avfs_sched_next(&s, t, &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+	avfs_sched_destroy(&s);
+	return cmd.io;
+}
+
+/* The reduced window serves in C-SCAN order only while what it serves first leaves the request
+ * due first — and those due with it, as a round's requests are — e/2 more than their service:
+ * else they go first. So one request at 199 GB lets the 4 MiB command at 75 GB go before it,
+ * eight due at the same time do not (their service counted, the adjacent ones without a
+ * positioning); due late enough, the eight let it go too. */
+static void test_mixer_reduced_window_gives_way(void **state)
+{
+	struct avfs_sched_conf c;
+	struct avfs_io o[8], b;
+	double big, one, eight = 0;
+	int64_t d;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	big = avfs_svc_time(&c.model, 75 * GB, 4u << 20, false);
+	one = avfs_svc_time(&c.model, 199 * GB, 524288, false);
+	for (unsigned i = 0; i < 8; i++)
+		eight += avfs_svc_time(&c.model, 199 * GB + i * 524288ull, 524288, i > 0);
+	d = (int64_t)llround((c.urgent_ns / 2 + big + (one + eight) / 2) / MS);
+	assert_true(d * MS > c.urgent_ns && d * MS < c.margin_ns);	/* the reduced window */
+	assert_ptr_equal(ties_first(&c, 1, d, o, &b), &b);
+	assert_ptr_equal(ties_first(&c, 8, d, o, &b), &o[0]);
+	assert_ptr_equal(ties_first(&c, 8, d + 60, o, &b), &b);
 }
 
 /* A sweep (hold = sweep, coalescing up to `coalesce` if not 0) that has started with a: a is
@@ -1016,7 +1081,7 @@ static void test_mixer_settings(void **state)
 	assert_int_equal(c.urgent_ns, 100 * MS);
 	assert_int_equal(c.be_age_ns, 2000 * MS);
 	assert_false(c.sweep);	/* hold = batch (docs/DESIGN.md: the sweep breaks Fahrrad's four) */
-	assert_int_equal(c.coalesce, 4u << 20);
+	assert_int_equal(c.coalesce, 8u << 20);
 	assert_int_equal(avfs_sched_conf_set(&c, "hold", "sweep", why, sizeof(why)), 0);
 	assert_true(c.sweep);
 	assert_int_equal(avfs_sched_conf_set(&c, "hold", "lazy", why, sizeof(why)), -ERANGE);
@@ -1249,6 +1314,9 @@ static void test_mixer_satf_keeps_margins(void **state)
 			c.pred = (struct avfs_sched_predictor){ .ctx = &d, .predict = satf_predict };
 			c.satf = satf;
 			c.satf_window = 2 + trial % 12;
+			/* (the 4 MiB this was written for: a jump may take at most what
+			 * the coalescing size takes, and 8 MiB leaves fewer jumps room) */
+			c.coalesce = 4u << 20;
 			s = mk(&c);
 			/* offsets in LBA order; every third request continues the one before */
 			for (unsigned i = 0; i < N; i++) {
@@ -1446,6 +1514,7 @@ int main(void)
 		cmocka_unit_test(test_mixer_recover),
 		cmocka_unit_test(test_mixer_reduced_window_carries),
 		cmocka_unit_test(test_mixer_prefetch_carry),
+		cmocka_unit_test(test_mixer_reduced_window_gives_way),
 		cmocka_unit_test(test_mixer_windows),
 	};
 

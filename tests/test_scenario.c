@@ -44,6 +44,9 @@ static const char full[] =
 	"duration = 600\n"
 	"seed = 7\n"
 	"hp-rate = 2.5\n"
+	"read-ahead = 6M\n"
+	"read-ahead-start = 1M\n"
+	"read-ahead-ramp = 90s\n"
 	"\n"
 	"[stream hd]\n"
 	"count = 10\n"
@@ -107,6 +110,8 @@ static void test_scenario_full_file(void **state)
 	assert_true(s.duration_s == 600);
 	assert_int_equal(s.seed, 7);
 	assert_true(s.hp_rate == 2.5);
+	assert_true(s.read_ahead == 6u << 20 && s.read_ahead_start == 1u << 20);
+	assert_true(s.read_ahead_ramp_s == 90);
 	assert_int_equal(s.nstreams, 3);
 	assert_int_equal(s.nbe, 3);
 	hd = avfs_scenario_class(&s, "hd");
@@ -163,6 +168,8 @@ static void test_scenario_defaults(void **state)
 	assert_memory_equal(&s.sched, &d.sched, sizeof(s.sched));
 	assert_int_equal(s.bw, AVFS_SCN_BW_PARK);
 	assert_true(s.duration_s == 3600 && s.seed == 1 && s.hp_rate == 0);
+	assert_true(s.read_ahead == AVFS_SCN_UNSET && s.read_ahead_start == AVFS_SCN_UNSET);
+	assert_true(s.read_ahead_ramp_s < 0);	/* the engine's defaults */
 	assert_int_equal(s.nstreams, 1);
 	assert_int_equal(s.streams[0].count, 1);
 	assert_int_equal(s.streams[0].io, 512 << 10);
@@ -291,6 +298,8 @@ static void test_scenario_bad_files(void **state)
 		{ "colour = red\n", "t.scn:1: field 'colour': unknown key (the top of a file" },
 		{ "alloc = ext4\n", "t.scn:1: field 'alloc': 'ext4': one of zrr-run, zrr, contig" },
 		{ "bw = later\n", "t.scn:1: field 'bw': 'later': one of park, at-once, uncharged" },
+		{ "read-ahead-start = 65M\n", "t.scn:1: field 'read-ahead-start': '65M': a size up to 64M" },
+		{ "read-ahead-ramp = 5ms\n", "t.scn:1: field 'read-ahead-ramp': '5ms': 0.01 to 600 s" },
 		{ "margin = 100ms\nurgent = 200ms\n[stream a]\nrate=1MiB/s",
 		  "t.scn:2: field 'urgent': urgent" },
 		{ "[stream a]\nrate = 3\n", "t.scn:2: field 'rate': '3': say the unit" },
