@@ -252,6 +252,7 @@ static json_object *stats(const struct avfsd_admin_view *v, struct avfs_engine *
 	json_object_object_add(mx, "chunk", json_object_new_int64(c->chunk));
 	json_object_object_add(mx, "hold", json_object_new_string(c->sweep ? "sweep" : "batch"));
 	json_object_object_add(mx, "coalesce", json_object_new_int64(c->coalesce));
+	json_object_object_add(mx, "coalesce_ahead", json_object_new_int64(c->coalesce_ahead));
 	json_object_object_add(mx, "order", json_object_new_string(c->satf ? "satf" : "lba"));
 	json_object_object_add(mx, "reduced_carry", json_object_new_boolean(c->reduced_carry));
 	json_object_object_add(mx, "prefetch_carry", json_object_new_boolean(c->prefetch_carry));

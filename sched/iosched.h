@@ -111,6 +111,10 @@ struct avfs_sched_conf {
 	 * (same direction and class: a stream's next buffers) up to this many bytes, 0 = one
 	 * request a command; at most AVFS_SCHED_COALESCE_MAX requests */
 	uint32_t coalesce;
+	/* traffic mixer: ... and up to this many (if more) while what it carries next is read
+	 * ahead (io->prefetch: the engine's read-ahead of an unreserved deadline reader); a
+	 * client's own requests, writes and best effort stay within `coalesce` */
+	uint32_t coalesce_ahead;
 	/* traffic mixer: in the reduced C-SCAN window a command carries its followers whatever
 	 * they are due, as long as the request due first that it leaves can spare the time
 	 * (true), or only those the window takes, due before t_d + m (false, the default: the

@@ -825,6 +825,15 @@ static void carry(struct tm *t, struct avfs_io **last, struct node *s, struct av
 	t->cnt.coalesced++;
 }
 
+/* The bytes a command may reach while it carries s next: cap, or coalesce-ahead when s is
+ * read ahead (no client waits for it yet) and nothing bounds every command (chunk). */
+static uint64_t cap_for(const struct tm *t, const struct node *s, uint64_t cap)
+{
+	if (s->io->prefetch && !t->c.chunk && t->c.coalesce_ahead > cap && cap)
+		return t->c.coalesce_ahead;
+	return cap;
+}
+
 /* The nodes of a subtree in order into v (at most max); their count. */
 static unsigned in_order(struct node *n, struct node **v, unsigned at, unsigned max)
 {
@@ -870,7 +879,8 @@ static unsigned carry_range(struct tm *t, struct node *n, struct tree *tr, uint6
 				st[sp++] = x;
 		if (skip && s == n)
 			continue;	/* n itself comes first */
-		if (skip || cnt == room || !follows(n, s, lap, end) || len + s->io->len > cap ||
+		if (skip || cnt == room || !follows(n, s, lap, end) ||
+		    len + s->io->len > cap_for(t, s, cap) ||
 		    s->dl > t->join_lim ||
 		    avfs_svc_time(&t->c.model, cmd->off, len + s->io->len,
 				  cmd->off == t->last_end) > budget)
@@ -927,7 +937,8 @@ static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_
 
 	if (t->c.chunk && t->c.chunk < cap)
 		cap = t->c.chunk;	/* semi-preemptible I/O bounds every command */
-	if (!cap || !t->c.rotational || cmd->len >= cap) {
+	if (!cap || !t->c.rotational ||
+	    cmd->len >= (t->c.chunk ? cap : fmax(cap, t->c.coalesce_ahead))) {
 		take(t, n, tr);
 		return;
 	}
@@ -949,7 +960,7 @@ static void coalesce(struct tm *t, struct node *n, struct tree *tr, struct avfs_
 		struct node *s = follower(t, n, cmd->off + cmd->len, tr, &from);
 		double need;
 
-		if (!s || cmd->len + s->io->len > cap ||
+		if (!s || cmd->len + s->io->len > cap_for(t, s, cap) ||
 		    (s->dl > t->join_lim && !(t->c.prefetch_carry && s->io->prefetch)))
 			break;
 		need = avfs_svc_time(&t->c.model, cmd->off, cmd->len + s->io->len,

@@ -23,8 +23,9 @@ void avfs_sched_conf_default(struct avfs_sched_conf *c)
 	c->urgent_ns = 100 * MS;
 	c->be_age_ns = 2000 * MS;
 	c->jit_offset_ns = 1 * MS;
-	c->coalesce = 8u << 20;	/* a 512 KiB x 8 stream's buffer and its read-ahead
-				 * (docs/DESIGN.md, "Bigger commands, read-ahead that starts small") */
+	c->coalesce = 4u << 20;	/* a 512 KiB x 8 stream's whole buffer (docs/DESIGN.md) */
+	/* with its read-ahead (docs/DESIGN.md, "Bigger commands, read-ahead that starts small") */
+	c->coalesce_ahead = 8u << 20;
 	c->prefetch_carry = true;	/* docs/DESIGN.md, "Read-ahead carried" */
 	c->recover_ns = 5000 * MS;	/* docs/DESIGN.md, "Overload: recovering" */
 	c->satf_window = 4;	/* as much as 8 or 64 at half the cost of 8 (docs/DESIGN.md) */
@@ -51,7 +52,9 @@ static const struct avfs_sched_setting_info settings[] = {
 	{ "satf-window", "count", "2..64", "order=satf: runs of adjacent requests considered a "
 	  "decision (4)" },
 	{ "coalesce", "bytes", "0 or 4K..64M", "tm: a command carries the adjacent pending "
-	  "requests up to this, 0 = off (8M)" },
+	  "requests up to this, 0 = off (4M)" },
+	{ "coalesce-ahead", "bytes", "0 or 4K..64M", "tm: ... and up to this while it carries "
+	  "read-ahead (8M)" },
 	{ "reduced-carry", "on/off", "on, off", "tm: in the reduced window a command carries "
 	  "its followers whatever they are due, as the others can spare (off)" },
 	{ "prefetch-carry", "on/off", "on, off", "tm: a command of the EDF or reduced window "
@@ -145,6 +148,9 @@ known:
 	} else if (!strcmp(name, "coalesce")) {
 		RANGE(b == 0 || (b >= 4096 && b <= (64u << 20) && b % 4096 == 0));
 		c->coalesce = (uint32_t)b;
+	} else if (!strcmp(name, "coalesce-ahead")) {
+		RANGE(b == 0 || (b >= 4096 && b <= (64u << 20) && b % 4096 == 0));
+		c->coalesce_ahead = (uint32_t)b;
 	} else if (!strcmp(name, "chunk")) {
 		RANGE(b == 0 || (b >= 4096 && b <= (16u << 20) && b % 4096 == 0));
 		c->chunk = (uint32_t)b;

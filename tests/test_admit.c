@@ -195,7 +195,7 @@ static void test_admit_sweep_by_hand(void **state)
 	unsigned n = 0;
 
 	(void)state;
-	assert_int_equal(c.coalesce, 8 * MIB);	/* the mixer's default */
+	assert_int_equal(c.coalesce, 4 * MIB);	/* the mixer's default */
 	c.coalesce = 0;		/* one request a command first */
 	assert_int_equal(avfs_admit_create(&a, &c), 0);
 	assert_int_equal(avfs_admit_sweep(a, &r, &k), 0);
@@ -242,7 +242,6 @@ static void test_admit_sweep_by_hand(void **state)
 	 * at most, 1.563876 + 4.622936 / 8 a second, each 0.2 ms of overhead; W, the round and
 	 * the rest stay (a coalesced command is part of its round) */
 	c = sweep_250g();
-	c.coalesce = 4 * MIB;
 	r.rate = 2423750;
 	n = 0;
 	assert_int_equal(avfs_admit_create(&a, &c), 0);
@@ -257,9 +256,10 @@ static void test_admit_sweep_by_hand(void **state)
 	assert_int_equal(n, 15);	/* one more than one request a command */
 	avfs_admit_destroy(a);
 
-	/* up to 8 MiB (the default): 16 requests a command, half the commands beyond the visits;
-	 * 0.46 ms a second less a stream is not a stream more */
+	/* up to 8 MiB: 16 requests a command, half the commands beyond the visits; 0.46 ms a
+	 * second less a stream is not a stream more */
 	c = sweep_250g();
+	c.coalesce = 8 * MIB;
 	r.rate = 2423750;
 	n = 0;
 	assert_int_equal(avfs_admit_create(&a, &c), 0);

@@ -2156,8 +2156,8 @@ static void test_engine_conf_settings(void **state)
 	assert_int_equal(avfs_engine_conf_set(&c, "read-ahead-start", "65M", why, sizeof(why)),
 			 -EINVAL);
 	assert_int_equal(c.ra_start, 1u << 20);
-	assert_int_equal(avfs_engine_conf_set(&c, "coalesce", "4M", why, sizeof(why)), 0);
-	assert_int_equal(c.sched.coalesce, 4u << 20);
+	assert_int_equal(avfs_engine_conf_set(&c, "coalesce-ahead", "6M", why, sizeof(why)), 0);
+	assert_int_equal(c.sched.coalesce_ahead, 6u << 20);
 	assert_int_equal(avfs_engine_conf_set(&c, "read-ahead-stop", "1", why, sizeof(why)),
 			 -ENOENT);
 }

@@ -405,6 +405,46 @@ static void test_mixer_coalesce(void **state)
 	}
 }
 
+/* The length of the first command over a stream's 4 client requests of 512 KiB and 8 more
+ * behind them on the disk, read ahead or not, all due in 2 s (at H: the batch in order). */
+static uint32_t ahead_len(const struct avfs_sched_conf *c, bool ahead)
+{
+	struct avfs_sched s = mk(c);
+	struct avfs_sched_cmd cmd;
+	struct avfs_io v[12];
+
+	for (int i = 0; i < 12; i++) {
+		v[i] = rt(GB + (uint64_t)i * 524288, 524288, 2000 * MS + i);
+		v[i].prefetch = ahead && i >= 4;
+		assert_int_equal(avfs_sched_submit(&s, &v[i], 0), 0);
+	}
+	avfs_sched_next(&s, (int64_t)ceil(avfs_tm_hold_time(s.ctx)), &cmd);
+	assert_int_equal(cmd.kind, AVFS_SCHED_DISPATCH);
+	assert_ptr_equal(cmd.io, &v[0]);
+	avfs_sched_destroy(&s);
+	return cmd.len;
+}
+
+/* coalesce-ahead: a command goes on past `coalesce` (4 MiB) up to coalesce-ahead (8 MiB) while
+ * what it carries next is read ahead; a client's own requests stop at `coalesce`; chunking
+ * bounds every command, read-ahead or not. */
+static void test_mixer_coalesce_ahead(void **state)
+{
+	struct avfs_sched_conf c;
+
+	(void)state;
+	avfs_sched_conf_default(&c);
+	assert_int_equal(ahead_len(&c, false), 4u << 20);
+	assert_int_equal(ahead_len(&c, true), 6u << 20);	/* all 12: 6 MiB, within m/4 */
+	c.coalesce_ahead = 5u << 20;
+	assert_int_equal(ahead_len(&c, true), 5u << 20);
+	c.coalesce_ahead = 0;
+	assert_int_equal(ahead_len(&c, true), 4u << 20);
+	avfs_sched_conf_default(&c);
+	c.chunk = 1u << 20;
+	assert_int_equal(ahead_len(&c, true), 1u << 20);
+}
+
 /* Coalescing stays within the window that picked the request: in the EDF window only the
  * followers that are urgent too ride along, and never past the first request's own deadline
  * less e; a failed command fails every request it carried. */
@@ -1081,7 +1121,8 @@ static void test_mixer_settings(void **state)
 	assert_int_equal(c.urgent_ns, 100 * MS);
 	assert_int_equal(c.be_age_ns, 2000 * MS);
 	assert_false(c.sweep);	/* hold = batch (docs/DESIGN.md: the sweep breaks Fahrrad's four) */
-	assert_int_equal(c.coalesce, 8u << 20);
+	assert_int_equal(c.coalesce, 4u << 20);
+	assert_int_equal(c.coalesce_ahead, 8u << 20);
 	assert_int_equal(avfs_sched_conf_set(&c, "hold", "sweep", why, sizeof(why)), 0);
 	assert_true(c.sweep);
 	assert_int_equal(avfs_sched_conf_set(&c, "hold", "lazy", why, sizeof(why)), -ERANGE);
@@ -1314,9 +1355,6 @@ static void test_mixer_satf_keeps_margins(void **state)
 			c.pred = (struct avfs_sched_predictor){ .ctx = &d, .predict = satf_predict };
 			c.satf = satf;
 			c.satf_window = 2 + trial % 12;
-			/* (the 4 MiB this was written for: a jump may take at most what
-			 * the coalescing size takes, and 8 MiB leaves fewer jumps room) */
-			c.coalesce = 4u << 20;
 			s = mk(&c);
 			/* offsets in LBA order; every third request continues the one before */
 			for (unsigned i = 0; i < N; i++) {
@@ -1515,6 +1553,7 @@ int main(void)
 		cmocka_unit_test(test_mixer_reduced_window_carries),
 		cmocka_unit_test(test_mixer_prefetch_carry),
 		cmocka_unit_test(test_mixer_reduced_window_gives_way),
+		cmocka_unit_test(test_mixer_coalesce_ahead),
 		cmocka_unit_test(test_mixer_windows),
 	};
 
