@@ -224,10 +224,6 @@ static int set_time(int64_t *dst, const char *v, int64_t lo, int64_t hi, char *r
 	return 0;
 }
 
-/* Seconds: a time with its unit, or a plain number of seconds (as avfs-sim --duration).
- * Seconds with the unit "s" are read as the number they are, as a plain number is, so that the
- * canonical form ("1.2333333333333334s") reads back as the same value (avfs_parse_time keeps
- * whole ns only). */
 /* The engine's read-ahead sizes: up to 64M, 0 meaning `zero`. */
 static int set_ahead(uint64_t *dst, const char *v, const char *zero, char *r)
 {
@@ -239,6 +235,10 @@ static int set_ahead(uint64_t *dst, const char *v, const char *zero, char *r)
 	return 0;
 }
 
+/* Seconds: a time with its unit, or a plain number of seconds (as avfs-sim --duration).
+ * Seconds with the unit "s" are read as the number they are, as a plain number is, so that the
+ * canonical form ("1.2333333333333334s") reads back as the same value (avfs_parse_time keeps
+ * whole ns only). */
 static int set_seconds(double *dst, const char *v, double lo, double hi, char *r)
 {
 	size_t n = strlen(v);
@@ -368,12 +368,12 @@ static int top_key(struct avfs_scenario *s, const char *k, const char *v, char *
 		return set_ahead(&s->read_ahead, v, "none", r);
 	if (!strcmp(k, "read-ahead-start"))
 		return set_ahead(&s->read_ahead_start, v, "all of read-ahead at once", r);
-	if (!strcmp(k, "read-ahead-ramp")) {
-		if (!strcmp(v, "0")) {
-			s->read_ahead_ramp_s = 0;
-			return 0;
-		}
-		return set_seconds(&s->read_ahead_ramp_s, v, 0.01, 600, r);
+	if (!strcmp(k, "read-ahead-ramp")) {	/* 0 (any unit, as the canonical "0s"): off */
+		if (set_seconds(&s->read_ahead_ramp_s, v, 0, 600, r))
+			return -EINVAL;
+		if (s->read_ahead_ramp_s > 0 && s->read_ahead_ramp_s < 0.01)
+			return bad(r, "'%s': 0.01 to 600 s (0: off)", v);
+		return 0;
 	}
 	/* a scheduler setting, through the scheduler's own table */
 	err = avfs_sched_conf_set(&s->sched, k, v, why, sizeof(why));

@@ -179,6 +179,24 @@ static void test_scenario_defaults(void **state)
 	avfs_scenario_free(&s);
 }
 
+/* read-ahead-ramp = 0 (off) reads back from its canonical form, "0s". */
+static void test_scenario_ramp_off_round_trip(void **state)
+{
+	struct avfs_scenario a, b;
+	char why[256] = "", buf[4096];
+
+	(void)state;
+	assert_int_equal(parse("read-ahead-ramp = 0\n[stream a]\nrate = 1MiB/s\n", &a, why,
+			       sizeof(why)), 0);
+	assert_true(a.read_ahead_ramp_s == 0);
+	assert_true(avfs_scenario_format(&a, buf, sizeof(buf)) < sizeof(buf));
+	assert_non_null(strstr(buf, "read-ahead-ramp = 0s"));
+	assert_int_equal(parse(buf, &b, why, sizeof(why)), 0);
+	assert_true(b.read_ahead_ramp_s == 0);
+	avfs_scenario_free(&a);
+	avfs_scenario_free(&b);
+}
+
 /* A duration of any number of seconds reads back from the canonical form as the same value
  * (fuzz_scenario found "1.2333...": its canonical "1.2333333333333334s" read back through
  * whole ns as 1.233333333); "500ms" and "2s" as before. */
@@ -268,6 +286,7 @@ static void test_scenario_canonical(void **state)
 	assert_non_null(strstr(t1, "rate = 3MiB/s"));
 	assert_non_null(strstr(t1, "rate = 19.39Mbit"));
 	assert_non_null(strstr(t1, "duration = 600s"));
+	assert_non_null(strstr(t1, "read-ahead-ramp = 90s"));
 	assert_non_null(strstr(t1, "round = 1s"));
 	/* a short buffer: as much as fits, NUL-terminated, the full length returned */
 	{
@@ -439,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_scenario_defaults),
 		cmocka_unit_test(test_scenario_spacing),
 		cmocka_unit_test(test_scenario_duration_round_trip),
+		cmocka_unit_test(test_scenario_ramp_off_round_trip),
 		cmocka_unit_test(test_scenario_per_round),
 		cmocka_unit_test(test_scenario_canonical),
 		cmocka_unit_test(test_scenario_bad_files),
